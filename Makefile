@@ -1,0 +1,47 @@
+# Thin wrapper around CMake. Every target installs missing Debian packages first,
+# so the two README commands work on a fresh Debian 12 machine.
+JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE ?= cmake
+CTEST ?= ctest
+BUILD_TYPE ?= RelWithDebInfo
+
+.PHONY: all deps build test demo tsan asan bench format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build/CMakeCache.txt: | deps
+	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+
+build: deps build/CMakeCache.txt
+	$(CMAKE) --build build -j $(JOBS)
+
+test: build
+	cd build && $(CTEST) --output-on-failure -j $(JOBS)
+
+demo: build
+	build/demos/augur-ring
+
+bench: build
+	build/bench/augur-bench-sched
+
+# Sanitizer builds live in their own trees so they never mix with the normal build.
+tsan: deps
+	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUGUR_SANITIZE=thread
+	$(CMAKE) --build build-tsan -j $(JOBS)
+	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  $(CTEST) --output-on-failure -j $(JOBS) -L unit
+
+asan: deps
+	$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUGUR_SANITIZE=address
+	$(CMAKE) --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
+	  $(CTEST) --output-on-failure -j $(JOBS) -L unit
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-tsan build-asan

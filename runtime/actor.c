@@ -1,0 +1,145 @@
+/* actor.c — spawning, sending to, running and stopping actors.
+ *
+ * The invariant: an actor's behaviour runs on one thread at a time, because only the
+ * push that finds the mailbox empty schedules it and a turn ends either by marking the
+ * mailbox empty or by putting the actor back in a run queue — never both.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt.h"
+
+static void list_add(au_runtime_t *rt, au_actor_t *a, int list)
+{
+  actor_list_t *l = &rt->lists[list];
+  a->list = list;
+  a->prev = NULL;
+  pthread_mutex_lock(&l->mu);
+  a->next = l->head;
+  if (l->head) l->head->prev = a;
+  l->head = a;
+  pthread_mutex_unlock(&l->mu);
+}
+
+static void list_remove(au_runtime_t *rt, au_actor_t *a)
+{
+  actor_list_t *l = &rt->lists[a->list];
+  pthread_mutex_lock(&l->mu);
+  if (a->prev)
+    a->prev->next = a->next;
+  else
+    l->head = a->next;
+  if (a->next) a->next->prev = a->prev;
+  pthread_mutex_unlock(&l->mu);
+}
+
+int au_actor_spawn(au_runtime_t *rt, au_actor_t **out, au_behaviour_t fn, size_t state_size)
+{
+  if (!rt || !out || !fn || state_size > ((size_t)1 << 40)) return AU_EINVAL;
+  size_t size = (sizeof(au_actor_t) + state_size + 63) & ~(size_t)63;
+  au_actor_t *a = aligned_alloc(64, size);
+  if (!a) return AU_ENOMEM;
+  memset(a, 0, size);
+  rt_ctx_t *c = rt_ctx(rt);
+  au_msg_t *stub = pool_alloc(&rt->pool, c ? c->cache : NULL, 0);
+  if (!stub) {
+    free(a);
+    return AU_ENOMEM;
+  }
+  mailbox_init(&a->mq, stub);
+  a->fn = fn;
+  a->rt = rt;
+  list_add(rt, a, c ? c->list : rt->nthreads + 1);
+  *out = a;
+  return 0;
+}
+
+void *au_actor_state(au_actor_t *a)
+{
+  return a->state;
+}
+
+au_runtime_t *au_actor_runtime(au_actor_t *a)
+{
+  return a->rt;
+}
+
+void au_actor_stop(au_actor_t *self)
+{
+  self->stopping = 1;
+}
+
+au_msg_t *au_msg_alloc(au_runtime_t *rt, uint32_t type, size_t len)
+{
+  au_msg_t *m = pool_alloc(&rt->pool, rt_cache(rt), len);
+  if (m) m->type = type;
+  return m;
+}
+
+void au_msg_send(au_actor_t *to, au_msg_t *msg)
+{
+  au_runtime_t *rt = to->rt;
+  rt_ctx_t *c = rt_ctx(rt);
+  msg->sender = c ? c->current : NULL;
+  if (mailbox_push(&to->mq, msg)) sched_schedule(rt, to);
+}
+
+int au_send(au_actor_t *to, uint32_t type, const void *data, size_t len)
+{
+  if (!to || (len && !data)) return AU_EINVAL;
+  au_msg_t *m = au_msg_alloc(to->rt, type, len);
+  if (!m) return AU_ENOMEM;
+  if (len) memcpy(m->data, data, len);
+  au_msg_send(to, m);
+  return 0;
+}
+
+/* Frees a stopped actor: what is left in its mailbox, its stub, its memory. */
+static void actor_free(au_runtime_t *rt, pool_cache_t *cache, au_actor_t *a)
+{
+  au_msg_t *m, *rel;
+  while ((m = mailbox_pop(&a->mq, &rel)) != NULL) pool_free(&rt->pool, cache, rel);
+  pool_free(&rt->pool, cache, mailbox_stub(&a->mq));
+  list_remove(rt, a);
+  free(a);
+}
+
+void actor_run(rt_ctx_t *ctx, au_actor_t *a)
+{
+  au_runtime_t *rt = ctx->rt;
+  unsigned n = 0, batch = (unsigned)rt->batch;
+  ctx->current = a;
+  while (n < batch) {
+    au_msg_t *rel;
+    au_msg_t *m = mailbox_pop(&a->mq, &rel);
+    if (rel) pool_free(&rt->pool, ctx->cache, rel);
+    if (!m) break;
+    a->fn(a, a->state, m);
+    n++;
+    if (a->stopping) break;
+  }
+  ctx->current = NULL;
+  sched_count_turn(ctx->sched, n);
+
+  if (a->stopping) {
+    actor_free(rt, ctx->cache, a);
+    return;
+  }
+  /* A full batch may have left more; an empty mailbox that cannot be marked empty has
+   * a push still linking in. Either way the actor stays scheduled, behind the next
+   * local actor so that one busy actor cannot starve its neighbours. */
+  if (n == batch || !mailbox_mark_empty(&a->mq)) {
+    deque_t *dq = &ctx->sched->dq;
+    void *next = deque_pop(dq);
+    if (deque_push(dq, a) != 0) injectq_push(&rt->inject, &a->inject);
+    if (next && deque_push(dq, next) != 0) injectq_push(&rt->inject, &((au_actor_t *)next)->inject);
+  }
+}
+
+void actor_free_all(au_runtime_t *rt)
+{
+  for (int i = 0; i < rt->nthreads + 2; i++) {
+    au_actor_t *a;
+    while ((a = rt->lists[i].head) != NULL) actor_free(rt, NULL, a);
+  }
+}

@@ -1,0 +1,36 @@
+/* injectq.h — the scheduler's inject queue: runnable actors handed over by threads that
+ * own no deque (the I/O thread, the main thread). An intrusive Vyukov MPSC queue with a
+ * permanent stub node; consumers take turns through a try-lock, so any scheduler thread
+ * may pop (MPMC) without ever blocking: a thread that loses the try-lock simply looks
+ * elsewhere for work.
+ *
+ * The invariant: every pushed node is popped exactly once, in push order per producer.
+ */
+#ifndef AUGUR_RUNTIME_INJECTQ_H
+#define AUGUR_RUNTIME_INJECTQ_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+typedef struct injectq_node {
+  _Atomic(struct injectq_node *) next;
+} injectq_node_t;
+
+typedef struct injectq {
+  _Alignas(64) _Atomic(injectq_node_t *) head; /* producers */
+  _Alignas(64) injectq_node_t *tail;           /* the consumer holding `busy` */
+  atomic_flag busy;
+  _Alignas(64) atomic_long count; /* pushed and not yet popped: for the parking check */
+  injectq_node_t stub;
+} injectq_t;
+
+void injectq_init(injectq_t *q);
+/* Any thread. */
+void injectq_push(injectq_t *q, injectq_node_t *n);
+/* Any thread. NULL when empty, when another consumer holds the queue, or when a push is
+ * half done (the caller will be woken or will look again). */
+injectq_node_t *injectq_pop(injectq_t *q);
+/* Any thread: true if something may be queued (a hint for parking decisions). */
+bool injectq_nonempty(injectq_t *q);
+
+#endif

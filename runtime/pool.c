@@ -1,0 +1,159 @@
+/* pool.c — per-thread message pools (see pool.h). */
+#include "runtime/pool.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define POOL_BATCH 256         /* messages moved to or from the exchange at once */
+#define SLAB_BYTES (64 * 1024) /* carved into blocks of one class */
+#define MIN_BLOCK  64
+
+typedef struct slab {
+  struct slab *next;
+  _Alignas(64) unsigned char mem[];
+} slab_t;
+
+/* The next batch in the exchange hides in the first message's payload. */
+static au_msg_t **batch_link(au_msg_t *m)
+{
+  return (au_msg_t **)(void *)m->data;
+}
+
+static au_msg_t *next_of(au_msg_t *m)
+{
+  return (au_msg_t *)m->au__next;
+}
+
+static int class_of(size_t total)
+{
+  size_t block = MIN_BLOCK;
+  for (int c = 0; c < POOL_CLASSES; c++, block <<= 1)
+    if (total <= block) return c;
+  return -1;
+}
+
+int pool_init(pool_t *p, int ncaches)
+{
+  memset(p, 0, sizeof(*p));
+  p->caches = calloc((size_t)ncaches, sizeof(pool_cache_t));
+  if (!p->caches) return AU_ENOMEM;
+  p->ncaches = ncaches;
+  pthread_mutex_init(&p->mu, NULL);
+  return 0;
+}
+
+static void free_slabs(pool_cache_t *c)
+{
+  slab_t *s = c->slabs;
+  while (s) {
+    slab_t *next = s->next;
+    free(s);
+    s = next;
+  }
+  c->slabs = NULL;
+}
+
+void pool_destroy(pool_t *p)
+{
+  for (int i = 0; i < p->ncaches; i++) free_slabs(&p->caches[i]);
+  free_slabs(&p->shared);
+  free(p->caches);
+  pthread_mutex_destroy(&p->mu);
+  memset(p, 0, sizeof(*p));
+}
+
+/* Refills an empty cache class: a batch from the exchange, else a new slab. */
+static int refill(pool_t *p, pool_cache_t *c, int cls, int locked)
+{
+  if (!locked) pthread_mutex_lock(&p->mu);
+  au_msg_t *batch = p->batches[cls];
+  if (batch) p->batches[cls] = *batch_link(batch);
+  if (!locked) pthread_mutex_unlock(&p->mu);
+  if (batch) {
+    c->free[cls] = batch;
+    c->count[cls] = POOL_BATCH;
+    return 0;
+  }
+  slab_t *s = malloc(sizeof(slab_t) + SLAB_BYTES);
+  if (!s) return AU_ENOMEM;
+  s->next = c->slabs;
+  c->slabs = s;
+  size_t block = (size_t)MIN_BLOCK << cls;
+  size_t n = SLAB_BYTES / block;
+  au_msg_t *head = NULL;
+  for (size_t i = n; i-- > 0;) {
+    au_msg_t *m = (au_msg_t *)(void *)(s->mem + i * block);
+    m->au__class = (uint32_t)cls;
+    m->au__next = head;
+    head = m;
+  }
+  c->free[cls] = head;
+  c->count[cls] = (unsigned)n;
+  return 0;
+}
+
+/* Moves POOL_BATCH messages of a class that has too many to the exchange. */
+static void spill(pool_t *p, pool_cache_t *c, int cls, int locked)
+{
+  au_msg_t *first = c->free[cls], *last = first;
+  for (int i = 1; i < POOL_BATCH; i++) last = next_of(last);
+  c->free[cls] = next_of(last);
+  c->count[cls] -= POOL_BATCH;
+  last->au__next = NULL;
+  if (!locked) pthread_mutex_lock(&p->mu);
+  *batch_link(first) = p->batches[cls];
+  p->batches[cls] = first;
+  if (!locked) pthread_mutex_unlock(&p->mu);
+}
+
+static au_msg_t *alloc_in(pool_t *p, pool_cache_t *c, int cls, int locked)
+{
+  if (!c->free[cls] && refill(p, c, cls, locked) != 0) return NULL;
+  au_msg_t *m = c->free[cls];
+  c->free[cls] = next_of(m);
+  c->count[cls]--;
+  return m;
+}
+
+au_msg_t *pool_alloc(pool_t *p, pool_cache_t *cache, size_t len)
+{
+  if (len > UINT32_MAX - sizeof(au_msg_t)) return NULL;
+  size_t total = sizeof(au_msg_t) + len;
+  int cls = class_of(total);
+  au_msg_t *m;
+  if (cls < 0) {
+    m = aligned_alloc(64, (total + 63) & ~(size_t)63);
+    if (!m) return NULL;
+    m->au__class = POOL_BIG;
+  } else if (cache) {
+    m = alloc_in(p, cache, cls, 0);
+  } else {
+    pthread_mutex_lock(&p->mu);
+    m = alloc_in(p, &p->shared, cls, 1);
+    pthread_mutex_unlock(&p->mu);
+  }
+  if (!m) return NULL;
+  m->au__next = NULL;
+  m->sender = NULL;
+  m->type = 0;
+  m->len = (uint32_t)len;
+  return m;
+}
+
+void pool_free(pool_t *p, pool_cache_t *cache, au_msg_t *m)
+{
+  unsigned cls = m->au__class;
+  if (cls == POOL_BIG) {
+    free(m);
+    return;
+  }
+  int locked = cache == NULL;
+  if (locked) {
+    cache = &p->shared;
+    pthread_mutex_lock(&p->mu);
+  }
+  m->au__next = cache->free[cls];
+  cache->free[cls] = m;
+  if (++cache->count[cls] >= 2 * POOL_BATCH) spill(p, cache, (int)cls, locked);
+  if (locked) pthread_mutex_unlock(&p->mu);
+}

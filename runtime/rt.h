@@ -1,0 +1,124 @@
+/* rt.h — the runtime's internal state, shared by actor.c, sched.c and io.c.
+ *
+ * The invariant that ties them: an actor is runnable exactly when it sits in one run
+ * queue (a scheduler's deque or the inject queue) or is running on one thread, and it
+ * gets there only through the mailbox push that found its mailbox empty.
+ */
+#ifndef AUGUR_RUNTIME_RT_H
+#define AUGUR_RUNTIME_RT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <uv.h>
+
+#include "augur.h"
+#include "runtime/deque.h"
+#include "runtime/injectq.h"
+#include "runtime/mailbox.h"
+#include "runtime/pool.h"
+#include "runtime/u64map.h"
+
+struct au_actor {
+  mailbox_t mq;
+  injectq_node_t inject; /* link while in the inject queue */
+  au_behaviour_t fn;
+  au_runtime_t *rt;
+  struct au_actor *prev, *next; /* in the live list of the thread that spawned it */
+  int list;                     /* which live list */
+  int stopping;                 /* set by au_actor_stop, read after the behaviour */
+  _Alignas(16) unsigned char state[];
+};
+
+/* Live actors, one list per thread slot, so spawn rarely contends. */
+typedef struct actor_list {
+  pthread_mutex_t mu;
+  au_actor_t *head;
+} actor_list_t;
+
+typedef struct sched_thread {
+  deque_t dq;
+  au_runtime_t *rt;
+  int index;
+  pthread_t tid;
+  uint64_t rng;
+  unsigned tick;
+  /* counters: written by the owner only (relaxed), read by au_runtime_stats */
+  atomic_ullong runs, msgs, steals, parks;
+} sched_thread_t;
+
+typedef struct io {
+  uv_loop_t loop;
+  uv_async_t async;
+  pthread_t tid;
+  mailbox_t cmdq;        /* commands from any thread, consumed by the I/O thread */
+  u64map_t timers;       /* id -> io_timer, I/O thread only */
+  atomic_ullong next_id; /* timer ids, from 1 */
+} io_t;
+
+struct au_runtime {
+  int nthreads, batch;
+  sched_thread_t *threads;
+  injectq_t inject;
+  pool_t pool;         /* caches 0..S-1: scheduler threads; S: the I/O thread */
+  actor_list_t *lists; /* S + 2: scheduler threads, I/O thread, everyone else */
+
+  /* Parking. `sleeping` and `searching` are read without the lock by senders deciding
+   * whether to wake someone; they change under `idle_mu` (sleeping) or atomically. */
+  pthread_mutex_t idle_mu;
+  pthread_cond_t idle_cv;
+  atomic_int sleeping;  /* threads inside park() */
+  atomic_int searching; /* threads looking for work to steal */
+  int waiting;          /* threads blocked on idle_cv (under idle_mu) */
+  int tokens;           /* wake-ups granted and not yet consumed (under idle_mu) */
+  atomic_int stop;      /* au_runtime_stop was called */
+  atomic_int quiescent; /* the last thread to park found nothing to do */
+  atomic_int running;
+  atomic_long io_pending; /* armed timers: sources of future messages */
+
+  io_t io;
+};
+
+/* Per-thread context: set on scheduler threads and the I/O thread of one runtime. */
+typedef struct rt_ctx {
+  au_runtime_t *rt;
+  sched_thread_t *sched; /* NULL on the I/O thread */
+  pool_cache_t *cache;
+  int list;            /* which live list spawns from this thread join */
+  au_actor_t *current; /* the actor whose behaviour runs now */
+} rt_ctx_t;
+
+extern _Thread_local rt_ctx_t *rt_tls;
+
+/* This thread's context if it belongs to rt, else NULL. */
+static inline rt_ctx_t *rt_ctx(au_runtime_t *rt)
+{
+  rt_ctx_t *c = rt_tls;
+  return c && c->rt == rt ? c : NULL;
+}
+
+static inline pool_cache_t *rt_cache(au_runtime_t *rt)
+{
+  rt_ctx_t *c = rt_ctx(rt);
+  return c ? c->cache : NULL;
+}
+
+/* sched.c */
+int sched_init(au_runtime_t *rt);
+void sched_destroy(au_runtime_t *rt);
+int sched_run(au_runtime_t *rt);
+/* Puts a newly runnable actor in a run queue and wakes a thread if one is needed. */
+void sched_schedule(au_runtime_t *rt, au_actor_t *a);
+/* Wakes one parked thread so that it looks again (e.g. for quiescence). */
+void sched_poke(au_runtime_t *rt);
+/* Adds one actor turn that handled `msgs` messages to the thread's counters. */
+void sched_count_turn(sched_thread_t *t, unsigned msgs);
+
+/* actor.c */
+void actor_run(rt_ctx_t *ctx, au_actor_t *a);
+void actor_free_all(au_runtime_t *rt);
+
+/* io.c */
+int io_start(au_runtime_t *rt);
+void io_stop(au_runtime_t *rt);
+
+#endif

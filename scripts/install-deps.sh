@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages augur builds against, and only those not yet installed.
+# Used by `make test`, `make demo`, `make tsan`, `make asan` on a fresh Debian 12 machine.
+set -euo pipefail
+
+pkgs=(pkg-config libuv1-dev libmsgpack-dev libck-dev libcmocka-dev)
+# clang is needed for the ThreadSanitizer build only when gcc's libtsan is absent;
+# gcc ships libtsan2/libasan8 with the compiler on Debian 12, so nothing more here.
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    sudo="sudo"
+  else
+    echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine may have no package lists yet; refresh once if the install fails.
+if ! $sudo apt-get install -y --no-install-recommends "${missing[@]}"; then
+  $sudo apt-get update
+  $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+fi
