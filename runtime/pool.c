@@ -8,6 +8,33 @@
 #define SLAB_BYTES (64 * 1024) /* carved into blocks of one class */
 #define MIN_BLOCK  64
 
+/* Under AddressSanitizer a free message is poisoned, except the fields the free lists
+ * use (the link, the size class, the exchange link in the first payload word), so a
+ * behaviour that keeps a message after returning is caught like a use-after-free. */
+#ifdef AUGUR_ASAN
+#include <sanitizer/asan_interface.h>
+static void poison(au_msg_t *m, int on)
+{
+  size_t block = (size_t)MIN_BLOCK << m->au__class;
+  char *fields = (char *)&m->sender, *tail = (char *)m->data + 8;
+  size_t nfields = offsetof(au_msg_t, au__class) - offsetof(au_msg_t, sender);
+  size_t ntail = block - (size_t)(tail - (char *)m);
+  if (on) {
+    ASAN_POISON_MEMORY_REGION(fields, nfields);
+    ASAN_POISON_MEMORY_REGION(tail, ntail);
+  } else {
+    ASAN_UNPOISON_MEMORY_REGION(fields, nfields);
+    ASAN_UNPOISON_MEMORY_REGION(tail, ntail);
+  }
+}
+#else
+static inline void poison(au_msg_t *m, int on)
+{
+  (void)m;
+  (void)on;
+}
+#endif
+
 typedef struct slab {
   struct slab *next;
   _Alignas(64) unsigned char mem[];
@@ -112,6 +139,7 @@ static au_msg_t *alloc_in(pool_t *p, pool_cache_t *c, int cls, int locked)
   au_msg_t *m = c->free[cls];
   c->free[cls] = next_of(m);
   c->count[cls]--;
+  poison(m, 0);
   return m;
 }
 
@@ -152,6 +180,7 @@ void pool_free(pool_t *p, pool_cache_t *cache, au_msg_t *m)
     cache = &p->shared;
     pthread_mutex_lock(&p->mu);
   }
+  poison(m, 1);
   m->au__next = cache->free[cls];
   cache->free[cls] = m;
   if (++cache->count[cls] >= 2 * POOL_BATCH) spill(p, cache, (int)cls, locked);
