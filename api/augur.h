@@ -24,6 +24,9 @@ extern "C" {
 #define AU_ENOMEM    (-12)  /* allocation failed */
 #define AU_EBUSY     (-16)  /* the runtime is already running */
 #define AU_ESHUTDOWN (-108) /* the runtime is being destroyed */
+#define AU_EAGAIN    (-11)  /* values are not local yet: return AU_WAIT from the step */
+#define AU_EDEADLK   (-35)  /* au_node_run: workers wait for something that cannot come */
+#define AU_ERANGE    (-34)  /* a key is outside the table */
 
 const char *au_strerror(int err);
 
@@ -113,6 +116,144 @@ int au_timer_stop(au_runtime_t *rt, au_timer_id_t id);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t au_now_ns(void);
+
+/* ======================================================================================
+ * The parameter server: nodes, tables, worker actors.
+ *
+ * A node is one process. It holds tables of parameters — keys 0..K-1, each a row of
+ * `dim` values — grouped into parameter actors (contiguous key ranges), the unit that
+ * is placed, relocated and replicated. Workers are actors that run a user's step
+ * function over their own data shard; they read rows in place while a step runs, push
+ * deltas through the table's update kernel, and announce which keys they will touch in
+ * which future clocks (intents).
+ * ====================================================================================== */
+
+typedef struct au_node au_node_t;
+typedef struct au_table au_table_t;
+typedef struct au_worker au_worker_t;
+typedef uint64_t au_key_t;
+typedef int64_t au_clock_t;
+
+typedef struct au_node_opts {
+  int threads; /* scheduler threads; 0 = online cores */
+} au_node_opts_t;
+
+/* Starts a node (its runtime and I/O thread). opts may be NULL. */
+int au_node_start(au_node_t **node, const au_node_opts_t *opts);
+/* Runs every worker that is ready or paused until each is done or paused (see the step
+ * results below). Returns 0, the first negative result a step returned, or AU_EDEADLK
+ * if workers still wait (AU_WAIT) when nothing else can run. */
+int au_node_run(au_node_t *node);
+/* Frees the node with its tables and workers. Not while au_node_run runs. */
+void au_node_stop(au_node_t *node);
+au_runtime_t *au_node_runtime(au_node_t *node);
+
+/* --- tables --------------------------------------------------------------------------- */
+
+typedef enum au_type { AU_F32 = 1, AU_I32 = 2 } au_type_t;
+
+typedef enum au_init {
+  AU_INIT_ZERO = 0,
+  AU_INIT_CONST,   /* every value = init_a */
+  AU_INIT_UNIFORM, /* uniform in [init_a, init_b) */
+  AU_INIT_NORMAL,  /* normal, mean init_a, standard deviation init_b */
+} au_init_t;
+
+typedef enum au_kernel {
+  AU_KERNEL_ADD = 0, /* exact: int32 fetch_add, float CAS on the bit pattern */
+  AU_KERNEL_HOGWILD, /* plain vectorized add; a racing update to the same value may be
+                      * lost (Hogwild!); never torn. See docs/tables.md. */
+  AU_KERNEL_CUSTOM,  /* kernel_fn below */
+} au_kernel_t;
+
+/* A user kernel applies `delta` (dim values of the table's type) to `row`. It may run
+ * on several threads at once for the same row: it must be atomic per value or accept
+ * lost updates, as the built-in kernels do. */
+typedef void (*au_kernel_fn)(void *row, const void *delta, uint32_t dim, void *arg);
+
+typedef struct au_table_opts {
+  uint64_t keys;  /* key space 0..keys-1 */
+  uint32_t dim;   /* values per key (a row) */
+  au_type_t type; /* AU_F32 or AU_I32 */
+  au_init_t init;
+  double init_a, init_b;
+  uint64_t seed; /* initial values depend on (seed, key) only */
+  au_kernel_t kernel;
+  au_kernel_fn kernel_fn; /* for AU_KERNEL_CUSTOM */
+  void *kernel_arg;
+  uint32_t group;   /* keys per parameter actor, a power of two; 0 = about 4 KiB of values */
+  const char *name; /* for messages and traces; copied */
+} au_table_opts_t;
+
+int au_table_create(au_node_t *node, au_table_t **table, const au_table_opts_t *opts);
+uint64_t au_table_keys(const au_table_t *t);
+uint32_t au_table_dim(const au_table_t *t);
+uint32_t au_table_group(const au_table_t *t);
+/* Bytes this node uses for the table: values, parameter-actor descriptors, the table. */
+size_t au_table_memory(const au_table_t *t);
+/* Reads rows from outside any worker (e.g. main, between au_node_run calls): copies
+ * n rows into out. AU_ERANGE for a bad key, AU_EAGAIN if a row is not on this node. */
+int au_table_read(au_table_t *t, const au_key_t *keys, size_t n, void *out);
+
+/* --- workers -------------------------------------------------------------------------- */
+
+/* What a step returns. */
+enum {
+  AU_CONTINUE = 0, /* run the next step (after other actors had their turn) */
+  AU_WAIT = 1,     /* re-run this step when what it waits for arrives (after AU_EAGAIN) */
+  AU_PAUSE = 2,    /* stop until the next au_node_run */
+  AU_DONE = 3,     /* finished for good */
+};
+/* A step must not block. A step that returns AU_WAIT is re-run from its start, so what
+ * it does before the call that said AU_EAGAIN must be safe to repeat. A negative value
+ * is an error: the worker stops and au_node_run returns it. */
+typedef int (*au_step_fn)(au_worker_t *w, void *arg);
+
+typedef struct au_worker_opts {
+  au_step_fn step;
+  void *arg;
+} au_worker_opts_t;
+
+/* Spawns a worker; it first runs in the next au_node_run. Not while running. */
+int au_worker_spawn(au_node_t *node, au_worker_t **w, const au_worker_opts_t *opts);
+int au_worker_id(const au_worker_t *w); /* 0.. in spawn order on this node */
+au_node_t *au_worker_node(const au_worker_t *w);
+
+/* The worker's logical clock: starts at 0; the worker advances it, usually once per step
+ * or batch. Intents name windows of this clock. */
+au_clock_t au_clock(const au_worker_t *w);
+void au_clock_advance(au_worker_t *w);
+
+/* "This worker will access these keys in clocks [start, end)." Idempotent for the same
+ * (keys, window). AU_EINVAL for an empty or inverted window, AU_ERANGE for a bad key. */
+int au_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_clock_t start,
+              au_clock_t end);
+
+/* Zero-copy access: while the step runs, between au_acquire and au_release, row i of
+ * the view points at the values of keys[i] in place (keys must stay valid too). */
+typedef struct au_view {
+  au_table_t *table;
+  const au_key_t *keys;
+  size_t n;
+} au_view_t;
+
+/* 0, AU_EAGAIN (not all rows local yet: return AU_WAIT; the step is re-run when they
+ * are), or AU_ERANGE. */
+int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_view_t *v);
+void *au_view_row(const au_view_t *v, size_t i);
+/* Applies delta to row i through the table's kernel. */
+void au_view_update(const au_view_t *v, size_t i, const void *delta);
+void au_release(au_worker_t *w, au_view_t *v);
+
+/* Copy-out read: n rows into out (n * dim values). 0, AU_EAGAIN or AU_ERANGE. */
+int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void *out);
+/* Applies deltas (n * dim values) through the table's kernel. 0 or AU_ERANGE; never
+ * AU_EAGAIN: updates to rows held elsewhere are sent there. */
+int au_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, const void *deltas);
+
+/* Barrier over all workers of the node that are not done: 0 once every one has arrived,
+ * AU_EAGAIN before (return AU_WAIT; the step is re-run when the last one arrives). */
+int au_barrier(au_worker_t *w);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,74 @@
+/* node.c — a node: one process's share of the parameter server, with its runtime,
+ * tables and workers. On one node every parameter actor is owned here; the cluster
+ * bootstrap that sets rank and node count comes with the transport.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "actors/ps.h"
+
+int au_node_start(au_node_t **out, const au_node_opts_t *opts)
+{
+  if (!out) return AU_EINVAL;
+  au_node_t *n = calloc(1, sizeof(*n));
+  if (!n) return AU_ENOMEM;
+  int rc = au_runtime_create(&n->rt, &(au_runtime_opts_t){.threads = opts ? opts->threads : 0});
+  if (rc != 0) {
+    free(n);
+    return rc;
+  }
+  n->rank = 0;
+  n->nodes = 1;
+  pthread_mutex_init(&n->barrier_mu, NULL);
+  n->barrier_gen = 1; /* a worker's barrier_gen of 0 means "not at a barrier" */
+  atomic_init(&n->error, 0);
+  atomic_init(&n->live, 0);
+  *out = n;
+  return 0;
+}
+
+int au_node_run(au_node_t *n)
+{
+  if (!n) return AU_EINVAL;
+  atomic_store(&n->error, 0);
+  for (int i = 0; i < n->nworkers; i++) {
+    au_worker_t *w = n->workers[i];
+    if (w->state == W_READY || w->state == W_PAUSED) {
+      w->state = W_READY;
+      int rc = worker_kick(w);
+      if (rc != 0) return rc;
+    }
+  }
+  int rc = au_runtime_run(n->rt);
+  if (rc != 0) return rc;
+  rc = atomic_load(&n->error);
+  if (rc != 0) return rc;
+  int waiting = 0;
+  for (int i = 0; i < n->nworkers; i++) waiting += n->workers[i]->state == W_WAITING;
+  if (waiting) {
+    fprintf(stderr, "augur: %d worker(s) wait (AU_WAIT) for something that cannot arrive\n",
+            waiting);
+    return AU_EDEADLK;
+  }
+  return 0;
+}
+
+void au_node_stop(au_node_t *n)
+{
+  if (!n) return;
+  au_runtime_destroy(n->rt); /* frees the worker actors, whose state is au_worker_t */
+  au_table_t *t = n->tables;
+  while (t) {
+    au_table_t *next = t->next;
+    table_free(t);
+    t = next;
+  }
+  free(n->workers);
+  pthread_mutex_destroy(&n->barrier_mu);
+  free(n);
+}
+
+au_runtime_t *au_node_runtime(au_node_t *n)
+{
+  return n->rt;
+}

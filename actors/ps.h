@@ -1,0 +1,110 @@
+/* ps.h — the parameter server's internal state on one node: tables made of parameter
+ * actors, and worker actors. Shared by node.c, table.c, kernel.c and worker.c.
+ *
+ * The invariant: a row's values are reachable through its parameter actor only while
+ * the actor's state says this node holds them (owner or replica); placement (a later
+ * issue) changes state before it moves or drops values, and waits until no view pins
+ * the actor.
+ */
+#ifndef AUGUR_ACTORS_PS_H
+#define AUGUR_ACTORS_PS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "augur.h"
+
+/* Where a parameter actor's values are, as seen from this node. */
+enum pa_state {
+  PA_REMOTE = 0,      /* held by another node (the owner field says which) */
+  PA_OWNER = 1,       /* this node owns the values */
+  PA_REPLICA = 2,     /* this node holds a replica; the owner is elsewhere */
+  PA_HANDING_OFF = 3, /* owner, shipping the values to a new owner: no new local access */
+};
+
+/* A parameter actor: `group` consecutive keys of one table, the unit of placement.
+ * Kept to 16 bytes so that tables of small rows stay within 1.2x of their raw values. */
+typedef struct param_actor {
+  void *values;          /* group * dim values, or NULL when not held here */
+  _Atomic uint8_t state; /* enum pa_state */
+  uint8_t pad[3];
+  uint32_t owner; /* node rank of the owner */
+} param_actor_t;
+
+typedef void (*kernel_fn_t)(void *row, const void *delta, uint32_t dim, void *arg);
+
+struct au_table {
+  au_node_t *node;
+  int id;
+  char name[32];
+  uint64_t keys;
+  uint32_t dim;
+  au_type_t type;
+  uint32_t group, group_shift; /* group = 1 << group_shift */
+  size_t row_bytes;
+  uint64_t nactors;
+  param_actor_t *actors;
+  void *storage; /* the values of all actors owned here, one allocation */
+  kernel_fn_t kernel;
+  void *kernel_arg;
+  atomic_ullong intents, intent_keys; /* counters for tracing and tests */
+  struct au_table *next;
+};
+
+enum worker_state { W_READY, W_RUNNING, W_WAITING, W_PAUSED, W_DONE };
+
+struct au_worker {
+  au_node_t *node;
+  au_actor_t *actor;
+  int id;
+  au_step_fn step;
+  void *arg;
+  int state; /* enum worker_state: touched only by the worker's actor and
+                by au_node_run while nothing runs */
+  au_clock_t clock;
+  uint64_t barrier_gen; /* generation of the barrier this worker waits at, or 0 */
+  int views;            /* views held in the running step: must be 0 when it returns */
+};
+
+struct au_node {
+  au_runtime_t *rt;
+  int rank, nodes;
+  au_table_t *tables;
+  int ntables;
+  au_worker_t **workers;
+  int nworkers, cap_workers;
+  /* barrier: workers that arrived in the current generation */
+  pthread_mutex_t barrier_mu;
+  int barrier_arrived;
+  uint64_t barrier_gen;
+  atomic_int error; /* first negative step result */
+  atomic_int live;  /* workers not done */
+};
+
+/* table.c */
+void table_free(au_table_t *t);
+
+/* Row address of key k, or NULL if its actor's values are not on this node. */
+static inline void *table_row(au_table_t *t, au_key_t k)
+{
+  param_actor_t *pa = &t->actors[k >> t->group_shift];
+  uint8_t st = atomic_load_explicit(&pa->state, memory_order_acquire);
+  if (st != PA_OWNER && st != PA_REPLICA) return NULL;
+  return (char *)pa->values + (size_t)(k & (t->group - 1)) * t->row_bytes;
+}
+
+/* kernel.c */
+kernel_fn_t kernel_for(au_type_t type, au_kernel_t kernel);
+void kernel_add_f32(void *row, const void *delta, uint32_t dim, void *arg);
+void kernel_add_i32(void *row, const void *delta, uint32_t dim, void *arg);
+void kernel_hogwild_f32(void *row, const void *delta, uint32_t dim, void *arg);
+void kernel_hogwild_i32(void *row, const void *delta, uint32_t dim, void *arg);
+/* Copies one row with relaxed atomic loads (safe against concurrent kernels). */
+void kernel_copy_row(void *dst, const void *row, uint32_t dim);
+
+/* worker.c */
+/* Sends the worker its next step message. */
+int worker_kick(au_worker_t *w);
+
+#endif

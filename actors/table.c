@@ -1,0 +1,170 @@
+/* table.c — tables: a key space cut into parameter actors of `group` consecutive keys,
+ * their values, initializers, and copy-out reads.
+ *
+ * The invariant: a key's initial values depend only on (seed, key), never on the group
+ * size, the thread count or the node count, so every placement starts from the same
+ * model and runs are reproducible.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/ps.h"
+
+#define DEFAULT_GROUP_BYTES 4096
+
+static uint64_t splitmix64(uint64_t *s)
+{
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* uniform in (0, 1): 53 random bits, never 0 (log() below) */
+static double unit(uint64_t *s)
+{
+  return ((double)(splitmix64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+static void init_row(const au_table_opts_t *o, au_key_t key, void *row)
+{
+  uint64_t s = o->seed ^ (key * 0xd1342543de82ef95ULL);
+  splitmix64(&s);
+  for (uint32_t j = 0; j < o->dim; j++) {
+    double x;
+    switch (o->init) {
+    case AU_INIT_CONST:
+      x = o->init_a;
+      break;
+    case AU_INIT_UNIFORM:
+      x = o->init_a + (o->init_b - o->init_a) * unit(&s);
+      break;
+    case AU_INIT_NORMAL:
+      /* Box-Muller, one value per pair: simple and independent of dim's parity */
+      x = o->init_a + o->init_b * sqrt(-2.0 * log(unit(&s))) * cos(6.283185307179586 * unit(&s));
+      break;
+    default:
+      x = 0;
+      break;
+    }
+    if (o->type == AU_F32)
+      ((float *)row)[j] = (float)x;
+    else
+      ((int32_t *)row)[j] = (int32_t)llround(fmin(fmax(x, INT32_MIN), INT32_MAX));
+  }
+}
+
+static int check_opts(const au_table_opts_t *o)
+{
+  if (!o || o->keys == 0 || o->dim == 0 || o->dim > (1u << 20)) return AU_EINVAL;
+  if (o->type != AU_F32 && o->type != AU_I32) return AU_EINVAL;
+  if (o->init < AU_INIT_ZERO || o->init > AU_INIT_NORMAL) return AU_EINVAL;
+  if (o->init == AU_INIT_UNIFORM && !(o->init_b > o->init_a)) return AU_EINVAL;
+  if (o->init == AU_INIT_NORMAL && !(o->init_b >= 0)) return AU_EINVAL;
+  if (o->kernel == AU_KERNEL_CUSTOM
+          ? !o->kernel_fn
+          : (o->kernel != AU_KERNEL_ADD && o->kernel != AU_KERNEL_HOGWILD))
+    return AU_EINVAL;
+  if (o->group & (o->group - 1)) return AU_EINVAL; /* not a power of two */
+  return 0;
+}
+
+static uint32_t default_group(const au_table_opts_t *o, size_t row_bytes)
+{
+  uint32_t g = 1;
+  while ((size_t)g * 2 * row_bytes <= DEFAULT_GROUP_BYTES && (uint64_t)g * 2 <= o->keys) g *= 2;
+  return g;
+}
+
+int au_table_create(au_node_t *node, au_table_t **out, const au_table_opts_t *opts)
+{
+  if (!node || !out) return AU_EINVAL;
+  int rc = check_opts(opts);
+  if (rc != 0) return rc;
+  au_table_t *t = calloc(1, sizeof(*t));
+  if (!t) return AU_ENOMEM;
+  t->node = node;
+  t->id = node->ntables;
+  snprintf(t->name, sizeof(t->name), "%s", opts->name ? opts->name : "table");
+  t->keys = opts->keys;
+  t->dim = opts->dim;
+  t->type = opts->type;
+  t->row_bytes = (size_t)opts->dim * 4;
+  t->group = opts->group ? opts->group : default_group(opts, t->row_bytes);
+  while ((1u << t->group_shift) < t->group) t->group_shift++;
+  t->nactors = (opts->keys + t->group - 1) >> t->group_shift;
+  t->kernel =
+      opts->kernel == AU_KERNEL_CUSTOM ? opts->kernel_fn : kernel_for(opts->type, opts->kernel);
+  t->kernel_arg = opts->kernel_arg;
+  atomic_init(&t->intents, 0);
+  atomic_init(&t->intent_keys, 0);
+
+  size_t group_bytes = (size_t)t->group * t->row_bytes;
+  t->actors = calloc(t->nactors, sizeof(param_actor_t));
+  /* calloc: zero pages are mapped lazily, so zero-initialized tables cost nothing */
+  t->storage = calloc(t->nactors, group_bytes);
+  if (!t->actors || !t->storage) {
+    table_free(t);
+    return AU_ENOMEM;
+  }
+  for (uint64_t a = 0; a < t->nactors; a++) {
+    param_actor_t *pa = &t->actors[a];
+    pa->values = (char *)t->storage + a * group_bytes;
+    pa->owner = (uint32_t)node->rank;
+    atomic_init(&pa->state, PA_OWNER);
+  }
+  if (opts->init != AU_INIT_ZERO)
+    for (au_key_t k = 0; k < t->keys; k++)
+      init_row(opts, k, (char *)t->storage + (size_t)k * t->row_bytes);
+
+  t->next = node->tables;
+  node->tables = t;
+  node->ntables++;
+  *out = t;
+  return 0;
+}
+
+void table_free(au_table_t *t)
+{
+  free(t->storage);
+  free(t->actors);
+  free(t);
+}
+
+uint64_t au_table_keys(const au_table_t *t)
+{
+  return t->keys;
+}
+
+uint32_t au_table_dim(const au_table_t *t)
+{
+  return t->dim;
+}
+
+uint32_t au_table_group(const au_table_t *t)
+{
+  return t->group;
+}
+
+size_t au_table_memory(const au_table_t *t)
+{
+  size_t held = 0;
+  for (uint64_t a = 0; a < t->nactors; a++)
+    if (t->actors[a].values) held += (size_t)t->group * t->row_bytes;
+  return sizeof(*t) + t->nactors * sizeof(param_actor_t) + held;
+}
+
+int au_table_read(au_table_t *t, const au_key_t *keys, size_t n, void *out)
+{
+  if (!t || (n && (!keys || !out))) return AU_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (keys[i] >= t->keys) return AU_ERANGE;
+  for (size_t i = 0; i < n; i++) {
+    void *row = table_row(t, keys[i]);
+    if (!row) return AU_EAGAIN;
+    kernel_copy_row((char *)out + i * t->row_bytes, row, t->dim);
+  }
+  return 0;
+}

@@ -1,0 +1,227 @@
+/* worker.c — worker actors: a user's step function run as an actor, the worker's clock,
+ * intents, views, pull/push and the node-wide barrier.
+ *
+ * The invariant: a worker has at most one step message outstanding. AU_CONTINUE sends
+ * the next one itself; AU_WAIT sends none, and whatever the step waits for (a barrier's
+ * release, later: values arriving) sends exactly one; AU_PAUSE and AU_DONE send none.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/ps.h"
+
+enum { MSG_STEP = 1 };
+
+int worker_kick(au_worker_t *w)
+{
+  return au_send(w->actor, MSG_STEP, NULL, 0);
+}
+
+/* With barrier_mu held: opens the barrier, re-running every worker that waits at it. */
+static void barrier_release_locked(au_node_t *n)
+{
+  uint64_t gen = n->barrier_gen++;
+  n->barrier_arrived = 0;
+  for (int i = 0; i < n->nworkers; i++)
+    if (n->workers[i]->barrier_gen == gen) worker_kick(n->workers[i]);
+}
+
+static void finish(au_worker_t *w, int rc)
+{
+  au_node_t *n = w->node;
+  if (rc < 0) {
+    int none = 0;
+    atomic_compare_exchange_strong(&n->error, &none, rc);
+  }
+  w->state = W_DONE;
+  pthread_mutex_lock(&n->barrier_mu);
+  atomic_fetch_sub(&n->live, 1);
+  /* this worker's leaving may complete a barrier the others wait at */
+  if (n->barrier_arrived > 0 && n->barrier_arrived >= atomic_load(&n->live))
+    barrier_release_locked(n);
+  pthread_mutex_unlock(&n->barrier_mu);
+}
+
+static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
+{
+  (void)self;
+  au_worker_t *w = state;
+  if (m->type != MSG_STEP || w->state == W_DONE) return;
+  w->state = W_RUNNING;
+  int rc = w->step(w, w->arg);
+  if (w->views != 0) {
+    fprintf(stderr, "augur: worker %d: step returned holding %d view(s) without au_release\n",
+            w->id, w->views);
+    w->views = 0;
+    rc = AU_EINVAL;
+  }
+  switch (rc) {
+  case AU_CONTINUE:
+    w->state = W_READY;
+    if (worker_kick(w) != 0) finish(w, AU_ENOMEM);
+    break;
+  case AU_WAIT:
+    w->state = W_WAITING;
+    break;
+  case AU_PAUSE:
+    w->state = W_PAUSED;
+    break;
+  case AU_DONE:
+    finish(w, 0);
+    break;
+  default:
+    if (rc > 0) {
+      fprintf(stderr, "augur: worker %d: step returned %d, not a step result\n", w->id, rc);
+      rc = AU_EINVAL;
+    }
+    finish(w, rc);
+    break;
+  }
+}
+
+int au_worker_spawn(au_node_t *n, au_worker_t **out, const au_worker_opts_t *opts)
+{
+  if (!n || !opts || !opts->step) return AU_EINVAL;
+  if (n->nworkers == n->cap_workers) {
+    int cap = n->cap_workers ? 2 * n->cap_workers : 16;
+    au_worker_t **ws = realloc(n->workers, (size_t)cap * sizeof(*ws));
+    if (!ws) return AU_ENOMEM;
+    n->workers = ws;
+    n->cap_workers = cap;
+  }
+  au_actor_t *a;
+  int rc = au_actor_spawn(n->rt, &a, worker_behaviour, sizeof(au_worker_t));
+  if (rc != 0) return rc;
+  au_worker_t *w = au_actor_state(a);
+  w->node = n;
+  w->actor = a;
+  w->id = n->nworkers;
+  w->step = opts->step;
+  w->arg = opts->arg;
+  w->state = W_READY;
+  n->workers[n->nworkers++] = w;
+  atomic_fetch_add(&n->live, 1);
+  if (out) *out = w;
+  return 0;
+}
+
+int au_worker_id(const au_worker_t *w)
+{
+  return w->id;
+}
+
+au_node_t *au_worker_node(const au_worker_t *w)
+{
+  return w->node;
+}
+
+au_clock_t au_clock(const au_worker_t *w)
+{
+  return w->clock;
+}
+
+void au_clock_advance(au_worker_t *w)
+{
+  w->clock++;
+}
+
+static int check_keys(const au_table_t *t, const au_key_t *keys, size_t n)
+{
+  if (n && !keys) return AU_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (keys[i] >= t->keys) return AU_ERANGE;
+  return 0;
+}
+
+int au_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_clock_t start,
+              au_clock_t end)
+{
+  if (!w || !t || start >= end) return AU_EINVAL;
+  int rc = check_keys(t, keys, n);
+  if (rc != 0) return rc;
+  /* Recorded (counted) now; acting on intents is the placement layer's job. relaxed:
+   * plain counters, read after the run. */
+  atomic_fetch_add_explicit(&t->intents, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&t->intent_keys, n, memory_order_relaxed);
+  return 0;
+}
+
+int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_view_t *v)
+{
+  if (!w || !t || !v) return AU_EINVAL;
+  int rc = check_keys(t, keys, n);
+  if (rc != 0) return rc;
+  for (size_t i = 0; i < n; i++)
+    if (!table_row(t, keys[i])) return AU_EAGAIN;
+  *v = (au_view_t){.table = t, .keys = keys, .n = n};
+  w->views++;
+  return 0;
+}
+
+void *au_view_row(const au_view_t *v, size_t i)
+{
+  return table_row(v->table, v->keys[i]);
+}
+
+void au_view_update(const au_view_t *v, size_t i, const void *delta)
+{
+  au_table_t *t = v->table;
+  t->kernel(table_row(t, v->keys[i]), delta, t->dim, t->kernel_arg);
+}
+
+void au_release(au_worker_t *w, au_view_t *v)
+{
+  if (v->table) w->views--;
+  v->table = NULL;
+}
+
+int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void *out)
+{
+  if (!w || !t || (n && !out)) return AU_EINVAL;
+  int rc = check_keys(t, keys, n);
+  if (rc != 0) return rc;
+  for (size_t i = 0; i < n; i++) {
+    void *row = table_row(t, keys[i]);
+    if (!row) return AU_EAGAIN;
+    kernel_copy_row((char *)out + i * t->row_bytes, row, t->dim);
+  }
+  return 0;
+}
+
+int au_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, const void *deltas)
+{
+  if (!w || !t || (n && !deltas)) return AU_EINVAL;
+  int rc = check_keys(t, keys, n);
+  if (rc != 0) return rc;
+  for (size_t i = 0; i < n; i++) {
+    void *row = table_row(t, keys[i]);
+    /* On one node every row is here; sending updates to remote owners comes with the
+     * transport. */
+    if (!row) return AU_EAGAIN;
+    t->kernel(row, (const char *)deltas + i * t->row_bytes, t->dim, t->kernel_arg);
+  }
+  return 0;
+}
+
+int au_barrier(au_worker_t *w)
+{
+  au_node_t *n = w->node;
+  int rc = AU_EAGAIN;
+  pthread_mutex_lock(&n->barrier_mu);
+  if (w->barrier_gen != 0) {
+    /* re-run after arriving: released once the generation moved on */
+    if (w->barrier_gen != n->barrier_gen) {
+      w->barrier_gen = 0;
+      rc = 0;
+    }
+  } else if (++n->barrier_arrived >= atomic_load(&n->live)) {
+    /* the last to arrive opens the barrier and passes at once */
+    barrier_release_locked(n);
+    rc = 0;
+  } else {
+    w->barrier_gen = n->barrier_gen;
+  }
+  pthread_mutex_unlock(&n->barrier_mu);
+  return rc;
+}

@@ -1,0 +1,258 @@
+/* test_table.c — tables and update kernels: options are checked, initial values depend
+ * only on (seed, key), exact adds from several threads conserve sums exactly, the
+ * Hogwild and custom kernels apply deltas, and the memory overhead stays small. */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "actors/ps.h"
+#include "augur.h"
+
+static au_node_t *node;
+
+static int setup(void **state)
+{
+  (void)state;
+  return au_node_start(&node, &(au_node_opts_t){.threads = 2});
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  au_node_stop(node);
+  return 0;
+}
+
+static void test_bad_options(void **state)
+{
+  (void)state;
+  au_table_t *t;
+  au_table_opts_t o = {.keys = 10, .dim = 4, .type = AU_F32};
+  assert_int_equal(au_table_create(node, &t, &o), 0);
+  au_table_opts_t bad[] = {
+      {.keys = 0, .dim = 4, .type = AU_F32},
+      {.keys = 10, .dim = 0, .type = AU_F32},
+      {.keys = 10, .dim = 4, .type = 7},
+      {.keys = 10, .dim = 4, .type = AU_F32, .group = 3},
+      {.keys = 10, .dim = 4, .type = AU_F32, .init = AU_INIT_UNIFORM, .init_a = 1, .init_b = 1},
+      {.keys = 10, .dim = 4, .type = AU_F32, .kernel = AU_KERNEL_CUSTOM},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    assert_int_equal(au_table_create(node, &t, &bad[i]), AU_EINVAL);
+  au_key_t k = 10;
+  float out[4];
+  assert_int_equal(au_table_read(t, &k, 1, out), AU_ERANGE);
+}
+
+static void read_all(au_table_t *t, void *out)
+{
+  uint64_t n = au_table_keys(t);
+  au_key_t *keys = malloc(n * sizeof(*keys));
+  for (uint64_t k = 0; k < n; k++) keys[k] = k;
+  assert_int_equal(au_table_read(t, keys, n, out), 0);
+  free(keys);
+}
+
+static void test_init_deterministic_per_seed(void **state)
+{
+  (void)state;
+  enum { K = 1000, D = 8 };
+  float *a = malloc(K * D * sizeof(float)), *b = malloc(K * D * sizeof(float)),
+        *c = malloc(K * D * sizeof(float));
+  au_table_t *ta, *tb, *tc;
+  au_table_opts_t o = {.keys = K,
+                       .dim = D,
+                       .type = AU_F32,
+                       .init = AU_INIT_NORMAL,
+                       .init_a = 1.0,
+                       .init_b = 2.0,
+                       .seed = 42};
+  assert_int_equal(au_table_create(node, &ta, &o), 0);
+  o.group = 1; /* a different grouping must not change the values */
+  assert_int_equal(au_table_create(node, &tb, &o), 0);
+  o.seed = 43;
+  assert_int_equal(au_table_create(node, &tc, &o), 0);
+  read_all(ta, a);
+  read_all(tb, b);
+  read_all(tc, c);
+  assert_memory_equal(a, b, K * D * sizeof(float));
+  assert_memory_not_equal(a, c, K * D * sizeof(float));
+  double sum = 0, sq = 0;
+  for (int i = 0; i < K * D; i++) sum += a[i], sq += (double)a[i] * a[i];
+  double mean = sum / (K * D), sd = sqrt(sq / (K * D) - mean * mean);
+  assert_true(fabs(mean - 1.0) < 0.1);
+  assert_true(fabs(sd - 2.0) < 0.1);
+
+  au_table_opts_t u = {.keys = K,
+                       .dim = D,
+                       .type = AU_F32,
+                       .init = AU_INIT_UNIFORM,
+                       .init_a = -0.5,
+                       .init_b = 0.25,
+                       .seed = 1};
+  assert_int_equal(au_table_create(node, &ta, &u), 0);
+  read_all(ta, a);
+  for (int i = 0; i < K * D; i++) assert_true(a[i] >= -0.5f && a[i] < 0.25f);
+
+  int32_t *ia = (int32_t *)a;
+  au_table_opts_t ci = {.keys = K, .dim = D, .type = AU_I32, .init = AU_INIT_CONST, .init_a = 7};
+  assert_int_equal(au_table_create(node, &ta, &ci), 0);
+  read_all(ta, ia);
+  for (int i = 0; i < K * D; i++) assert_int_equal(ia[i], 7);
+  free(a);
+  free(b);
+  free(c);
+}
+
+/* --- exact adds from several threads ---------------------------------------------- */
+
+enum { NT = 4, ROUNDS = 20000, KEYS = 64, DIM = 8 };
+
+typedef struct {
+  au_table_t *t;
+  int id;
+} adder_t;
+
+static void *adder(void *arg)
+{
+  adder_t *a = arg;
+  au_table_t *t = a->t;
+  int32_t di[DIM];
+  float df[DIM];
+  for (int r = 0; r < ROUNDS; r++) {
+    au_key_t k = (au_key_t)((r * 7 + a->id) % KEYS); /* every thread hits every key */
+    for (int j = 0; j < DIM; j++) {
+      di[j] = a->id + j + 1;
+      df[j] = 0.25f * (float)(a->id + 1); /* exactly representable, sums stay exact */
+    }
+    void *row = table_row(t, k);
+    if (t->type == AU_I32)
+      t->kernel(row, di, DIM, NULL);
+    else
+      t->kernel(row, df, DIM, NULL);
+  }
+  return NULL;
+}
+
+static void run_adders(au_table_t *t)
+{
+  pthread_t th[NT];
+  adder_t args[NT];
+  for (int i = 0; i < NT; i++) {
+    args[i] = (adder_t){t, i};
+    pthread_create(&th[i], NULL, adder, &args[i]);
+  }
+  for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
+}
+
+static void test_exact_add_conserves_sums(void **state)
+{
+  (void)state;
+  au_table_t *ti, *tf;
+  assert_int_equal(
+      au_table_create(node, &ti, &(au_table_opts_t){.keys = KEYS, .dim = DIM, .type = AU_I32}), 0);
+  assert_int_equal(
+      au_table_create(node, &tf, &(au_table_opts_t){.keys = KEYS, .dim = DIM, .type = AU_F32}), 0);
+  run_adders(ti);
+  run_adders(tf);
+  int32_t vi[KEYS * DIM];
+  float vf[KEYS * DIM];
+  read_all(ti, vi);
+  read_all(tf, vf);
+  /* expected: thread i adds (i + j + 1) to column j of a key each time it visits it;
+   * the visits per (thread, key) are counted exactly as the loop above makes them */
+  for (int k = 0; k < KEYS; k++) {
+    int64_t ei[DIM] = {0};
+    double ef = 0;
+    for (int i = 0; i < NT; i++) {
+      int visits = 0;
+      for (int r = 0; r < ROUNDS; r++) visits += (r * 7 + i) % KEYS == k;
+      for (int j = 0; j < DIM; j++) ei[j] += (int64_t)visits * (i + j + 1);
+      ef += visits * 0.25 * (i + 1);
+    }
+    for (int j = 0; j < DIM; j++) {
+      assert_int_equal(vi[k * DIM + j], ei[j]);
+      assert_true(vf[k * DIM + j] == (float)ef);
+    }
+  }
+}
+
+static void times_two_plus(void *row, const void *delta, uint32_t dim, void *arg)
+{
+  int32_t *r = row;
+  const int32_t *d = delta;
+  int32_t extra = *(int32_t *)arg;
+  for (uint32_t j = 0; j < dim; j++) r[j] = 2 * r[j] + d[j] + extra;
+}
+
+static void test_hogwild_and_custom_kernels(void **state)
+{
+  (void)state;
+  au_table_t *th, *tc;
+  assert_int_equal(au_table_create(node, &th,
+                                   &(au_table_opts_t){.keys = 4,
+                                                      .dim = 5,
+                                                      .type = AU_F32,
+                                                      .kernel = AU_KERNEL_HOGWILD,
+                                                      .init = AU_INIT_CONST,
+                                                      .init_a = 1}),
+                   0);
+  float d[5] = {1, 2, 3, 4, 5};
+  th->kernel(table_row(th, 2), d, 5, th->kernel_arg);
+  float v[5];
+  au_key_t k = 2;
+  assert_int_equal(au_table_read(th, &k, 1, v), 0);
+  for (int j = 0; j < 5; j++) assert_true(v[j] == 2.0f + (float)j);
+
+  int32_t extra = 100;
+  assert_int_equal(au_table_create(node, &tc,
+                                   &(au_table_opts_t){.keys = 4,
+                                                      .dim = 3,
+                                                      .type = AU_I32,
+                                                      .init = AU_INIT_CONST,
+                                                      .init_a = 5,
+                                                      .kernel = AU_KERNEL_CUSTOM,
+                                                      .kernel_fn = times_two_plus,
+                                                      .kernel_arg = &extra}),
+                   0);
+  int32_t di[3] = {1, 2, 3}, vi[3];
+  tc->kernel(table_row(tc, 1), di, 3, tc->kernel_arg);
+  k = 1;
+  assert_int_equal(au_table_read(tc, &k, 1, vi), 0);
+  for (int j = 0; j < 3; j++) assert_int_equal(vi[j], 10 + j + 1 + 100);
+}
+
+static void test_memory_overhead_small(void **state)
+{
+  (void)state;
+  /* 10^7 keys x dim 16 float32: 640 MB of values. Zero-initialized, so calloc maps the
+   * pages lazily and the test stays cheap; au_table_memory counts them all. */
+  au_table_t *t;
+  assert_int_equal(
+      au_table_create(node, &t, &(au_table_opts_t){.keys = 10000000, .dim = 16, .type = AU_F32}),
+      0);
+  size_t raw = (size_t)10000000 * 16 * sizeof(float);
+  size_t used = au_table_memory(t);
+  print_message("memory: raw=%zu used=%zu ratio=%.4f group=%u\n", raw, used,
+                (double)used / (double)raw, au_table_group(t));
+  assert_true(used >= raw);
+  assert_true((double)used < 1.2 * (double)raw);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_options),
+      cmocka_unit_test(test_init_deterministic_per_seed),
+      cmocka_unit_test(test_exact_add_conserves_sums),
+      cmocka_unit_test(test_hogwild_and_custom_kernels),
+      cmocka_unit_test(test_memory_overhead_small),
+  };
+  return cmocka_run_group_tests_name("table", tests, setup, teardown);
+}
