@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "augur.h"
+#include "runtime/counter.h"
 
 /* Where a parameter actor's values are, as seen from this node. */
 enum pa_state {
@@ -48,7 +49,6 @@ struct au_table {
   void *storage; /* the values of all actors owned here, one allocation */
   kernel_fn_t kernel;
   void *kernel_arg;
-  atomic_ullong intents, intent_keys; /* counters for tracing and tests */
   struct au_table *next;
 };
 
@@ -65,6 +65,8 @@ struct au_worker {
   au_clock_t clock;
   uint64_t barrier_gen; /* generation of the barrier this worker waits at, or 0 */
   int views;            /* views held in the running step: must be 0 when it returns */
+  /* written by the worker's actor only (runtime/counter.h), read by au_node_stats */
+  atomic_ullong steps, rows_local, rows_remote, intents, intent_keys;
 };
 
 struct au_node {

@@ -98,8 +98,6 @@ int au_table_create(au_node_t *node, au_table_t **out, const au_table_opts_t *op
   t->kernel =
       opts->kernel == AU_KERNEL_CUSTOM ? opts->kernel_fn : kernel_for(opts->type, opts->kernel);
   t->kernel_arg = opts->kernel_arg;
-  atomic_init(&t->intents, 0);
-  atomic_init(&t->intent_keys, 0);
 
   size_t group_bytes = (size_t)t->group * t->row_bytes;
   t->actors = calloc(t->nactors, sizeof(param_actor_t));

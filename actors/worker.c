@@ -49,6 +49,7 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
   au_worker_t *w = state;
   if (m->type != MSG_STEP || w->state == W_DONE) return;
   w->state = W_RUNNING;
+  counter_add(&w->steps, 1);
   int rc = w->step(w, w->arg);
   if (w->views != 0) {
     fprintf(stderr, "augur: worker %d: step returned holding %d view(s) without au_release\n",
@@ -140,10 +141,9 @@ int au_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_
   if (!w || !t || start >= end) return AU_EINVAL;
   int rc = check_keys(t, keys, n);
   if (rc != 0) return rc;
-  /* Recorded (counted) now; acting on intents is the placement layer's job. relaxed:
-   * plain counters, read after the run. */
-  atomic_fetch_add_explicit(&t->intents, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&t->intent_keys, n, memory_order_relaxed);
+  /* Recorded (counted) now; acting on intents is the placement layer's job. */
+  counter_add(&w->intents, 1);
+  counter_add(&w->intent_keys, n);
   return 0;
 }
 
@@ -156,6 +156,7 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
     if (!table_row(t, keys[i])) return AU_EAGAIN;
   *v = (au_view_t){.table = t, .keys = keys, .n = n};
   w->views++;
+  counter_add(&w->rows_local, n);
   return 0;
 }
 
@@ -186,6 +187,7 @@ int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void 
     if (!row) return AU_EAGAIN;
     kernel_copy_row((char *)out + i * t->row_bytes, row, t->dim);
   }
+  counter_add(&w->rows_local, n);
   return 0;
 }
 
@@ -201,6 +203,7 @@ int au_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, const
     if (!row) return AU_EAGAIN;
     t->kernel(row, (const char *)deltas + i * t->row_bytes, t->dim, t->kernel_arg);
   }
+  counter_add(&w->rows_local, n);
   return 0;
 }
 
@@ -224,4 +227,17 @@ int au_barrier(au_worker_t *w)
   }
   pthread_mutex_unlock(&n->barrier_mu);
   return rc;
+}
+
+void au_node_stats(const au_node_t *n, au_node_stats_t *out)
+{
+  *out = (au_node_stats_t){0};
+  for (int i = 0; i < n->nworkers; i++) {
+    au_worker_t *w = n->workers[i];
+    out->steps += counter_get(&w->steps);
+    out->rows_local += counter_get(&w->rows_local);
+    out->rows_remote += counter_get(&w->rows_remote);
+    out->intents += counter_get(&w->intents);
+    out->intent_keys += counter_get(&w->intent_keys);
+  }
 }

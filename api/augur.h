@@ -251,6 +251,16 @@ int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void 
  * AU_EAGAIN: updates to rows held elsewhere are sent there. */
 int au_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, const void *deltas);
 
+/* Counters of a node's workers, summed. Exact between au_node_run calls. */
+typedef struct au_node_stats {
+  uint64_t steps;       /* step calls */
+  uint64_t rows_local;  /* rows acquired, pulled or pushed that were on this node */
+  uint64_t rows_remote; /* rows that had to come from, or go to, another node */
+  uint64_t intents;     /* au_intent calls */
+  uint64_t intent_keys; /* keys named in them */
+} au_node_stats_t;
+void au_node_stats(const au_node_t *node, au_node_stats_t *out);
+
 /* Barrier over all workers of the node that are not done: 0 once every one has arrived,
  * AU_EAGAIN before (return AU_WAIT; the step is re-run when the last one arrives). */
 int au_barrier(au_worker_t *w);

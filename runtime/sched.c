@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/counter.h"
 #include "runtime/rt.h"
 
 #define SPIN_NS         50000 /* look for work this long before parking */
@@ -128,7 +129,7 @@ static au_actor_t *steal_round(sched_thread_t *t)
       void *x = deque_steal(&v->dq);
       if (x == DEQUE_ABORT) continue;
       if (x) {
-        count(&t->steals, 1);
+        counter_add(&t->steals, 1);
         return x;
       }
       break;
@@ -192,7 +193,7 @@ static int park(sched_thread_t *t)
     pthread_cond_broadcast(&rt->idle_cv);
     rc = PARK_EXIT;
   } else {
-    count(&t->parks, 1);
+    counter_add(&t->parks, 1);
     rt->waiting++;
     while (!rt->tokens && !atomic_load(&rt->stop) && !atomic_load(&rt->quiescent))
       pthread_cond_wait(&rt->idle_cv, &rt->idle_mu);
@@ -256,15 +257,15 @@ void au_runtime_stats(const au_runtime_t *rt, au_sched_stats_t *out, int n)
 {
   for (int i = 0; i < n && i < rt->nthreads; i++) {
     sched_thread_t *t = &rt->threads[i];
-    out[i].runs = atomic_load_explicit(&t->runs, memory_order_relaxed);
-    out[i].msgs = atomic_load_explicit(&t->msgs, memory_order_relaxed);
-    out[i].steals = atomic_load_explicit(&t->steals, memory_order_relaxed);
-    out[i].parks = atomic_load_explicit(&t->parks, memory_order_relaxed);
+    out[i].runs = counter_get(&t->runs);
+    out[i].msgs = counter_get(&t->msgs);
+    out[i].steals = counter_get(&t->steals);
+    out[i].parks = counter_get(&t->parks);
   }
 }
 
 void sched_count_turn(sched_thread_t *t, unsigned msgs)
 {
-  count(&t->runs, 1);
-  count(&t->msgs, msgs);
+  counter_add(&t->runs, 1);
+  counter_add(&t->msgs, msgs);
 }

@@ -123,6 +123,15 @@ static void test_workers_match_serial_reference(void **state)
       bad += vf[k * D + j] != (float)ref_f[k][j];
     }
   assert_int_equal(bad, 0);
+  au_node_stats_t st;
+  au_node_stats(node, &st);
+  uint64_t intents = 0;
+  for (int w = 0; w < W; w++) intents += shards[w].intents;
+  /* every update row twice (view, push), plus one pull per worker after the barrier */
+  assert_int_equal(st.rows_local, (uint64_t)W * NUPD * 2 + W);
+  assert_int_equal(st.rows_remote, 0);
+  assert_int_equal(st.intents, intents);
+  assert_true(st.steps >= (uint64_t)W * (NUPD / BATCH));
   for (int w = 0; w < W; w++) {
     assert_int_equal(shards[w].phase, 1);
     assert_int_equal(shards[w].seen_after_barrier, ref_i[0][0]);
