@@ -1,0 +1,59 @@
+/* mf.h — SGD matrix factorization on augur: the training loop that augur-mf runs and
+ * bench/augur-bench-mf measures.
+ *
+ * Column (item) factors are an augur table, the shared parameters; rows (users) are
+ * partitioned over the workers (row % workers), whose row factors stay in the worker.
+ * Each worker walks its ratings in a cache-aware order (blocks of rows x columns, each
+ * worker starting at a different column block) and announces the columns of the batch
+ * `lookahead` steps ahead as an intent.
+ */
+#ifndef AUGUR_DEMOS_MF_MF_H
+#define AUGUR_DEMOS_MF_MF_H
+
+#include <augur.h>
+
+#include "data.h"
+
+typedef struct mf_opts {
+  uint32_t rank;      /* factor length k */
+  float lr;           /* learning rate of epoch 0 */
+  float decay;        /* epoch e uses lr / (1 + decay * e) */
+  float reg;          /* L2 regularization */
+  int biases;         /* add a row bias and a column bias */
+  float init_sd;      /* initial factors ~ N(0, init_sd) */
+  int workers;        /* worker actors; 0 = one per scheduler thread */
+  uint32_t batch;     /* ratings per step */
+  int lookahead;      /* intents name the batch this many steps ahead */
+  au_kernel_t kernel; /* AU_KERNEL_HOGWILD (default) or AU_KERNEL_ADD (exact) */
+  uint64_t seed;
+} mf_opts_t;
+
+void mf_opts_default(mf_opts_t *o);
+
+typedef struct mf_epoch {
+  double train_rmse; /* over the epoch's updates, each measured before its step */
+  double seconds;
+  double updates_per_s;
+  double local; /* share of column rows that were local when acquired */
+  uint64_t updates;
+  uint64_t intents;
+} mf_epoch_t;
+
+typedef struct mf mf_t;
+
+/* Builds the model on node: the column table, one worker per shard. train is copied
+ * into the shards (and may be freed afterwards). 0 or a negative AU_E* / MF_E* code
+ * with a message in err. */
+int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncols,
+              const mf_ratings_t *train, mf_t **out, char *err, size_t errlen);
+/* Runs epoch `e` (0-based) over every worker's shard. */
+int mf_epoch(mf_t *m, int e, mf_epoch_t *out);
+/* RMSE of the current model on set (between epochs). */
+double mf_rmse(mf_t *m, const mf_ratings_t *set);
+/* Writes the factors as text: a header line, then `row ID v...` and `col ID v...`
+ * lines with the external ids of the maps. 0 or MF_EIO with a message in err. */
+int mf_save(mf_t *m, const char *path, const mf_idmap_t *rows, const mf_idmap_t *cols, char *err,
+            size_t errlen);
+void mf_free(mf_t *m);
+
+#endif
