@@ -9,7 +9,7 @@
  * The Hogwild kernel is a plain `row[j] += delta[j]` loop that the compiler vectorizes.
  * Two threads updating the same value at once may lose one update (that is Hogwild!'s
  * bargain for SGD); an aligned 32-bit value is never torn on the machines we target.
- * In C11 terms it is a data race, so under ThreadSanitizer (AUGUR_TSAN) it is built as
+ * In C11 terms it is a data race, so under ThreadSanitizer (AU__TSAN, augur.h) it is built as
  * relaxed atomic loads and stores with the same semantics, and TSan checks the rest.
  */
 #include <string.h>
@@ -43,7 +43,7 @@ void kernel_add_i32(void *row, const void *delta, uint32_t dim, void *arg)
     if (d[j]) atomic_fetch_add_explicit(&r[j], d[j], memory_order_relaxed);
 }
 
-#ifdef AUGUR_TSAN
+#ifdef AU__TSAN
 void kernel_hogwild_f32(void *row, const void *delta, uint32_t dim, void *arg)
 {
   (void)arg;

@@ -12,7 +12,9 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
   if (!out) return AU_EINVAL;
   au_node_t *n = calloc(1, sizeof(*n));
   if (!n) return AU_ENOMEM;
-  int rc = au_runtime_create(&n->rt, &(au_runtime_opts_t){.threads = opts ? opts->threads : 0});
+  au_node_opts_t o = opts ? *opts : (au_node_opts_t){0};
+  int rc = au_runtime_create(
+      &n->rt, &(au_runtime_opts_t){.threads = o.threads, .keep_denormals = o.keep_denormals});
   if (rc != 0) {
     free(n);
     return rc;
@@ -56,6 +58,7 @@ int au_node_run(au_node_t *n)
 void au_node_stop(au_node_t *n)
 {
   if (!n) return;
+  for (int i = 0; i < n->nworkers; i++) worker_release_memory(n->workers[i]);
   au_runtime_destroy(n->rt); /* frees the worker actors, whose state is au_worker_t */
   au_table_t *t = n->tables;
   while (t) {

@@ -52,6 +52,13 @@ struct au_table {
   struct au_table *next;
 };
 
+/* Row-pointer storage for the views of one step (see worker.c). */
+typedef struct rows_chunk {
+  struct rows_chunk *next;
+  size_t cap, used;
+  void *slot[];
+} rows_chunk_t;
+
 enum worker_state { W_READY, W_RUNNING, W_WAITING, W_PAUSED, W_DONE };
 
 struct au_worker {
@@ -65,6 +72,7 @@ struct au_worker {
   au_clock_t clock;
   uint64_t barrier_gen; /* generation of the barrier this worker waits at, or 0 */
   int views;            /* views held in the running step: must be 0 when it returns */
+  rows_chunk_t *rows;   /* views' row pointers, reset after every step */
   /* written by the worker's actor only (runtime/counter.h), read by au_node_stats */
   atomic_ullong steps, rows_local, rows_remote, intents, intent_keys;
 };
@@ -106,6 +114,8 @@ void kernel_hogwild_i32(void *row, const void *delta, uint32_t dim, void *arg);
 void kernel_copy_row(void *dst, const void *row, uint32_t dim);
 
 /* worker.c */
+/* Frees what the worker allocated (not the worker: it is its actor's state). */
+void worker_release_memory(au_worker_t *w);
 /* Sends the worker its next step message. */
 int worker_kick(au_worker_t *w);
 

@@ -43,6 +43,48 @@ static void finish(au_worker_t *w, int rc)
   pthread_mutex_unlock(&n->barrier_mu);
 }
 
+/* n row pointers for a view, valid until the step returns. Chunks are kept from step to
+ * step, so a worker in its steady state does not allocate. */
+static void **rows_alloc(au_worker_t *w, size_t n)
+{
+  rows_chunk_t *c = w->rows;
+  if (!c || c->cap - c->used < n) {
+    size_t cap = n > 1024 ? n : 1024;
+    if (c && cap < 2 * c->cap) cap = 2 * c->cap;
+    rows_chunk_t *nc = malloc(sizeof(*nc) + cap * sizeof(void *));
+    if (!nc) return NULL;
+    nc->cap = cap;
+    nc->used = 0;
+    nc->next = c;
+    w->rows = c = nc;
+  }
+  void **r = &c->slot[c->used];
+  c->used += n;
+  return r;
+}
+
+/* After a step: keep the newest (largest) chunk for the next one, free the rest. */
+static void rows_reset(au_worker_t *w)
+{
+  rows_chunk_t *c = w->rows;
+  if (!c) return;
+  c->used = 0;
+  rows_chunk_t *old = c->next;
+  c->next = NULL;
+  while (old) {
+    rows_chunk_t *next = old->next;
+    free(old);
+    old = next;
+  }
+}
+
+void worker_release_memory(au_worker_t *w)
+{
+  rows_reset(w);
+  free(w->rows);
+  w->rows = NULL;
+}
+
 static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
 {
   (void)self;
@@ -51,6 +93,7 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
   w->state = W_RUNNING;
   counter_add(&w->steps, 1);
   int rc = w->step(w, w->arg);
+  rows_reset(w);
   if (w->views != 0) {
     fprintf(stderr, "augur: worker %d: step returned holding %d view(s) without au_release\n",
             w->id, w->views);
@@ -152,23 +195,20 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
   if (!w || !t || !v) return AU_EINVAL;
   int rc = check_keys(t, keys, n);
   if (rc != 0) return rc;
+  void **rows = rows_alloc(w, n ? n : 1);
+  if (!rows) return AU_ENOMEM;
   for (size_t i = 0; i < n; i++)
-    if (!table_row(t, keys[i])) return AU_EAGAIN;
-  *v = (au_view_t){.table = t, .keys = keys, .n = n};
+    if (!(rows[i] = table_row(t, keys[i]))) return AU_EAGAIN;
+  *v = (au_view_t){.rows = rows,
+                   .n = n,
+                   .dim = t->dim,
+                   .au__hogwild_f32 = t->kernel == kernel_hogwild_f32,
+                   .au__kernel = t->kernel,
+                   .au__kernel_arg = t->kernel_arg,
+                   .table = t};
   w->views++;
   counter_add(&w->rows_local, n);
   return 0;
-}
-
-void *au_view_row(const au_view_t *v, size_t i)
-{
-  return table_row(v->table, v->keys[i]);
-}
-
-void au_view_update(const au_view_t *v, size_t i, const void *delta)
-{
-  au_table_t *t = v->table;
-  t->kernel(table_row(t, v->keys[i]), delta, t->dim, t->kernel_arg);
 }
 
 void au_release(au_worker_t *w, au_view_t *v)

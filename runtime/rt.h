@@ -57,6 +57,7 @@ typedef struct io {
 
 struct au_runtime {
   int nthreads, batch;
+  int keep_denormals;
   sched_thread_t *threads;
   injectq_t inject;
   pool_t pool;         /* caches 0..S-1: scheduler threads; S: the I/O thread */

@@ -21,6 +21,7 @@ int au_runtime_create(au_runtime_t **out, const au_runtime_opts_t *opts)
   if (!rt) return AU_ENOMEM;
   rt->nthreads = o.threads;
   rt->batch = o.batch ? o.batch : DEFAULT_BATCH;
+  rt->keep_denormals = o.keep_denormals;
   int rc = AU_ENOMEM;
   /* caches: one per scheduler thread and one for the I/O thread */
   if (pool_init(&rt->pool, rt->nthreads + 1) != 0) goto fail_rt;

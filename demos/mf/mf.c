@@ -23,11 +23,10 @@ typedef struct shard {
   float mean, lr, reg;
   int lookahead;
   uint32_t batch;
-  /* ratings, in walking order */
-  size_t n, pos;
-  au_key_t *col; /* column keys, as the table API wants them */
-  uint32_t *row; /* local row index: global row / workers */
-  float *val;
+  /* ratings in walking order; .row is the local row index (global row / workers) */
+  mf_ratings_t r;
+  size_t pos;
+  au_key_t *keys, *ahead; /* batch-sized scratch: column keys for acquire and intent */
   /* row factors: nrows_local x dim */
   uint32_t nrows_local;
   float *p;
@@ -61,37 +60,48 @@ void mf_opts_default(mf_opts_t *o)
                    .seed = 1};
 }
 
+static void cols_of(const mf_rating_t *r, size_t n, au_key_t *keys)
+{
+  for (size_t i = 0; i < n; i++) keys[i] = r[i].col;
+}
+
 static int step(au_worker_t *w, void *arg)
 {
   shard_t *s = arg;
-  if (s->pos >= s->n) {
+  if (s->pos >= s->r.n) {
     s->pos = 0;
     return AU_PAUSE; /* end of the epoch; the next au_node_run starts the next */
   }
-  size_t n = s->n - s->pos < s->batch ? s->n - s->pos : s->batch;
+  size_t n = s->r.n - s->pos < s->batch ? s->r.n - s->pos : s->batch;
+  const mf_rating_t *rs = &s->r.r[s->pos];
   au_clock_t now = au_clock(w);
 
   /* Announce the columns of the batch `lookahead` steps ahead (wrapping into the next
    * epoch). A re-run after AU_WAIT repeats this; intents are idempotent. */
-  if (s->lookahead > 0 && s->n > 0) {
-    size_t ahead = (s->pos + (size_t)s->lookahead * s->batch) % s->n;
-    size_t m = s->n - ahead < s->batch ? s->n - ahead : s->batch;
-    int rc =
-        au_intent(w, s->cols_table, &s->col[ahead], m, now + s->lookahead, now + s->lookahead + 1);
+  if (s->lookahead > 0) {
+    size_t ahead = (s->pos + (size_t)s->lookahead * s->batch) % s->r.n;
+    size_t m = s->r.n - ahead < s->batch ? s->r.n - ahead : s->batch;
+    cols_of(&s->r.r[ahead], m, s->ahead);
+    int rc = au_intent(w, s->cols_table, s->ahead, m, now + s->lookahead, now + s->lookahead + 1);
     if (rc != 0) return rc;
   }
 
+  cols_of(rs, n, s->keys);
   au_view_t v;
-  int rc = au_acquire(w, s->cols_table, &s->col[s->pos], n, &v);
+  int rc = au_acquire(w, s->cols_table, s->keys, n, &v);
   if (rc == AU_EAGAIN) return AU_WAIT;
   if (rc != 0) return rc;
-  float dq[s->dim];
+  /* locals, not s->...: stores through the float rows could alias float fields of *s,
+   * which would make the compiler reload them after every store */
+  const uint32_t k = s->k, dim = s->dim;
+  const int biases = s->biases;
+  const float mean = s->mean, lr = s->lr, reg = s->reg;
+  float *const P = s->p;
+  float dq[dim];
   double sse = 0;
   for (size_t i = 0; i < n; i++) {
-    size_t r = s->pos + i;
-    float *p = &s->p[(size_t)s->row[r] * s->dim];
-    const float *q = au_view_row(&v, i);
-    float err = mf_sgd(p, q, dq, s->k, s->biases, s->mean, s->val[r], s->lr, s->reg);
+    float *p = &P[(size_t)rs[i].row * dim];
+    float err = mf_sgd(p, au_view_row(&v, i), dq, k, biases, mean, rs[i].value, lr, reg);
     au_view_update(&v, i, dq);
     sse += (double)err * err;
   }
@@ -130,50 +140,38 @@ static void init_rows(shard_t *s, int shard, int nshards, const mf_opts_t *o)
   }
 }
 
-/* Orders a shard's ratings by block: column blocks first, starting at this shard's own
- * offset so that workers tend to work on different columns at the same time, then row
- * blocks; within a block the input order (shuffled) is kept. Counting sort, stable. */
-static int order_shard(shard_t *s, uint32_t ncols, int shard, int nshards)
+int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start, int of)
 {
-  size_t per_block = BLOCK_BYTES / ((size_t)s->dim * sizeof(float));
+  size_t per_block = BLOCK_BYTES / ((size_t)dim * sizeof(float));
   if (per_block == 0) per_block = 1;
-  size_t ncb = (ncols + per_block - 1) / per_block;
-  size_t nrb = (s->nrows_local + per_block - 1) / per_block;
+  size_t ncb = ((size_t)ncols + per_block - 1) / per_block;
+  size_t nrb = ((size_t)nrows + per_block - 1) / per_block;
   if (ncb == 0) ncb = 1;
   if (nrb == 0) nrb = 1;
-  size_t nb = ncb * nrb, off = (size_t)shard * ncb / (size_t)nshards;
-  size_t *start = calloc(nb + 1, sizeof(size_t));
-  au_key_t *col = malloc(s->n * sizeof(*col));
-  uint32_t *row = malloc(s->n * sizeof(*row));
-  float *val = malloc(s->n * sizeof(*val));
-  if (!start || (s->n && (!col || !row || !val))) {
-    free(start), free(col), free(row), free(val);
-    return AU_ENOMEM;
+  size_t nb = ncb * nrb, off = of > 0 ? (size_t)start * ncb / (size_t)of : 0;
+  size_t *first = calloc(nb + 1, sizeof(size_t));
+  mf_rating_t *out = malloc((r->n ? r->n : 1) * sizeof(*out));
+  if (!first || !out) {
+    free(first), free(out);
+    return MF_ENOMEM;
   }
-#define BLOCK_OF(i)                                                                                \
-  ((((size_t)s->col[i] / per_block + ncb - off) % ncb) * nrb + s->row[i] / per_block)
-  for (size_t i = 0; i < s->n; i++) start[BLOCK_OF(i) + 1]++;
-  for (size_t b = 0; b < nb; b++) start[b + 1] += start[b];
-  for (size_t i = 0; i < s->n; i++) {
-    size_t d = start[BLOCK_OF(i)]++;
-    col[d] = s->col[i];
-    row[d] = s->row[i];
-    val[d] = s->val[i];
-  }
+#define BLOCK_OF(x) ((((x).col / per_block + ncb - off) % ncb) * nrb + (x).row / per_block)
+  for (size_t i = 0; i < r->n; i++) first[BLOCK_OF(r->r[i]) + 1]++;
+  for (size_t b = 0; b < nb; b++) first[b + 1] += first[b];
+  for (size_t i = 0; i < r->n; i++) out[first[BLOCK_OF(r->r[i])]++] = r->r[i];
 #undef BLOCK_OF
-  free(start);
-  free(s->col), free(s->row), free(s->val);
-  s->col = col;
-  s->row = row;
-  s->val = val;
+  free(first);
+  free(r->r);
+  r->r = out;
+  r->cap = r->n ? r->n : 1;
   return 0;
 }
 
 static void shard_free(shard_t *s)
 {
-  free(s->col);
-  free(s->row);
-  free(s->val);
+  mf_ratings_free(&s->r);
+  free(s->keys);
+  free(s->ahead);
   free(s->p);
 }
 
@@ -230,11 +228,10 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
     s->lookahead = o->lookahead;
     s->batch = o->batch;
     s->nrows_local = (nrows - (uint32_t)w + (uint32_t)nshards - 1) / (uint32_t)nshards;
-    s->col = malloc((count[w] + 1) * sizeof(*s->col));
-    s->row = malloc((count[w] + 1) * sizeof(*s->row));
-    s->val = malloc((count[w] + 1) * sizeof(*s->val));
+    s->keys = malloc(o->batch * sizeof(au_key_t));
+    s->ahead = malloc(o->batch * sizeof(au_key_t));
     s->p = malloc(((size_t)s->nrows_local + 1) * m->dim * sizeof(float));
-    if (!s->col || !s->row || !s->val || !s->p) {
+    if (mf_ratings_reserve(&s->r, count[w] + 1) != 0 || !s->keys || !s->ahead || !s->p) {
       free(count);
       goto nomem;
     }
@@ -244,13 +241,11 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
   for (size_t i = 0; i < train->n; i++) {
     const mf_rating_t *r = &train->r[i];
     shard_t *s = &m->shards[r->row % (uint32_t)nshards];
-    s->col[s->n] = r->col;
-    s->row[s->n] = r->row / (uint32_t)nshards;
-    s->val[s->n] = r->value;
-    s->n++;
+    s->r.r[s->r.n++] = (mf_rating_t){r->row / (uint32_t)nshards, r->col, r->value};
   }
   for (int w = 0; w < nshards; w++) {
-    if (order_shard(&m->shards[w], ncols, w, nshards) != 0) goto nomem;
+    shard_t *s = &m->shards[w];
+    if (mf_block_order(&s->r, s->nrows_local, ncols, m->dim, w, nshards) != 0) goto nomem;
     rc = au_worker_spawn(node, NULL, &(au_worker_opts_t){step, &m->shards[w]});
     if (rc != 0) {
       snprintf(err, errlen, "spawning worker %d: %s", w, au_strerror(rc));
