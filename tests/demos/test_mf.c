@@ -68,9 +68,12 @@ static void train_and_check(au_kernel_t kernel, int threads, const char *save)
     char line[4096];
     int rows = 0, cols = 0, header = 0;
     while (fgets(line, sizeof(line), f)) {
-      if (line[0] == '#') header++;
-      else if (!strncmp(line, "row ", 4)) rows++;
-      else if (!strncmp(line, "col ", 4)) cols++;
+      if (line[0] == '#')
+        header++;
+      else if (!strncmp(line, "row ", 4))
+        rows++;
+      else if (!strncmp(line, "col ", 4))
+        cols++;
     }
     fclose(f);
     assert_true(header >= 1);
