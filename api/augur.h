@@ -73,7 +73,8 @@ int au_runtime_create(au_runtime_t **rt, const au_runtime_opts_t *opts);
 int au_runtime_run(au_runtime_t *rt);
 
 /* Makes au_runtime_run() return soon. Safe from any thread, including behaviours.
- * Messages still queued stay queued for the next au_runtime_run(). */
+ * Messages still queued stay queued for the next au_runtime_run(). A stop requested
+ * while no run is in progress makes the next au_runtime_run() return at once. */
 void au_runtime_stop(au_runtime_t *rt);
 
 /* Stops the I/O thread and frees every actor, message and timer. Not while running. */

@@ -81,6 +81,7 @@ void au_msg_send(au_actor_t *to, au_msg_t *msg)
   au_runtime_t *rt = to->rt;
   rt_ctx_t *c = rt_ctx(rt);
   msg->sender = c ? c->current : NULL;
+  if (msg->sender == to) to->yield = 1; /* safe: `to` is running on this thread */
   if (mailbox_push(&to->mq, msg)) sched_schedule(rt, to);
 }
 
@@ -109,6 +110,7 @@ void actor_run(rt_ctx_t *ctx, au_actor_t *a)
   au_runtime_t *rt = ctx->rt;
   unsigned n = 0, batch = (unsigned)rt->batch;
   ctx->current = a;
+  a->yield = 0;
   while (n < batch) {
     au_msg_t *rel;
     au_msg_t *m = mailbox_pop(&a->mq, &rel);
@@ -116,7 +118,8 @@ void actor_run(rt_ctx_t *ctx, au_actor_t *a)
     if (!m) break;
     a->fn(a, a->state, m);
     n++;
-    if (a->stopping) break;
+    /* A message to itself is a loop: end the turn, so that what it woke runs first. */
+    if (a->stopping || a->yield) break;
   }
   ctx->current = NULL;
   sched_count_turn(ctx->sched, n);
@@ -125,15 +128,9 @@ void actor_run(rt_ctx_t *ctx, au_actor_t *a)
     actor_free(rt, ctx->cache, a);
     return;
   }
-  /* A full batch may have left more; an empty mailbox that cannot be marked empty has
-   * a push still linking in. Either way the actor stays scheduled, behind the next
-   * local actor so that one busy actor cannot starve its neighbours. */
-  if (n == batch || !mailbox_mark_empty(&a->mq)) {
-    deque_t *dq = &ctx->sched->dq;
-    void *next = deque_pop(dq);
-    if (deque_push(dq, a) != 0) injectq_push(&rt->inject, &a->inject);
-    if (next && deque_push(dq, next) != 0) injectq_push(&rt->inject, &((au_actor_t *)next)->inject);
-  }
+  /* Still runnable: its turn ended early or at a full batch, or its mailbox looks empty
+   * but cannot be marked so because a push is still linking in. */
+  if (a->yield || n == batch || !mailbox_mark_empty(&a->mq)) sched_defer(ctx, a);
 }
 
 void actor_free_all(au_runtime_t *rt)

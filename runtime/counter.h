@@ -12,8 +12,7 @@
 
 static inline void counter_add(atomic_ullong *c, uint64_t n)
 {
-  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-                        memory_order_relaxed);
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
 }
 
 static inline uint64_t counter_get(const atomic_ullong *c)

@@ -6,6 +6,7 @@
  */
 #include "runtime/deque.h"
 
+#include <limits.h>
 #include <stdlib.h>
 
 #include "augur.h"
@@ -71,7 +72,7 @@ int deque_push(deque_t *d, void *item)
   atomic_store_explicit(&a->slot[b & a->mask], item, memory_order_relaxed);
   /* release: a thief that reads the new bottom also sees the slot and the item. */
   atomic_store_explicit(&d->bottom, b + 1, memory_order_release);
-  return 0;
+  return b - t > 0 ? (int)(b - t < INT_MAX ? b - t : INT_MAX) : 0;
 }
 
 void *deque_pop(deque_t *d)

@@ -31,7 +31,8 @@ typedef struct deque {
 int deque_init(deque_t *d, size_t capacity_log2);
 void deque_destroy(deque_t *d);
 
-/* Owner only. Returns 0, or AU_ENOMEM if the buffer could not grow. */
+/* Owner only. Returns how many items the deque held before (a hint: thieves may be
+ * taking some), or AU_ENOMEM if the buffer could not grow. */
 int deque_push(deque_t *d, void *item);
 /* Owner only. NULL when empty. */
 void *deque_pop(deque_t *d);

@@ -26,6 +26,7 @@ struct au_actor {
   struct au_actor *prev, *next; /* in the live list of the thread that spawned it */
   int list;                     /* which live list */
   int stopping;                 /* set by au_actor_stop, read after the behaviour */
+  int yield;                    /* sent itself a message in this turn */
   _Alignas(16) unsigned char state[];
 };
 
@@ -42,6 +43,8 @@ typedef struct sched_thread {
   pthread_t tid;
   uint64_t rng;
   unsigned tick;
+  au_actor_t *deferred; /* still runnable after its turn: runs once the deque is empty */
+  unsigned deferred_at; /* tick when it was deferred */
   /* counters: written by the owner only (relaxed), read by au_runtime_stats */
   atomic_ullong runs, msgs, steals, parks;
 } sched_thread_t;
@@ -86,6 +89,7 @@ typedef struct rt_ctx {
   pool_cache_t *cache;
   int list;            /* which live list spawns from this thread join */
   au_actor_t *current; /* the actor whose behaviour runs now */
+  unsigned woken;      /* actors this thread pushed on its deque in the current turn */
 } rt_ctx_t;
 
 extern _Thread_local rt_ctx_t *rt_tls;
@@ -111,6 +115,9 @@ int sched_run(au_runtime_t *rt);
 void sched_schedule(au_runtime_t *rt, au_actor_t *a);
 /* Wakes one parked thread so that it looks again (e.g. for quiescence). */
 void sched_poke(au_runtime_t *rt);
+/* Keeps an actor that is still runnable after its turn aside until the actors in the
+ * thread's deque (those it just woke) have run. Owner thread only. */
+void sched_defer(rt_ctx_t *ctx, au_actor_t *a);
 /* Adds one actor turn that handled `msgs` messages to the thread's counters. */
 void sched_count_turn(sched_thread_t *t, unsigned msgs);
 

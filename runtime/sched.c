@@ -113,7 +113,14 @@ static void notify(au_runtime_t *rt)
 void sched_schedule(au_runtime_t *rt, au_actor_t *a)
 {
   rt_ctx_t *c = rt_ctx(rt);
-  if (!(c && c->sched && deque_push(&c->sched->dq, a) == 0)) injectq_push(&rt->inject, &a->inject);
+  if (c && c->sched) {
+    int before = deque_push(&c->sched->dq, a);
+    /* Only the push that makes the deque non-empty needs to wake anyone: while it holds
+     * work, a parking thread sees it (work_visible), and the owner is awake anyway. */
+    if (before == 0) notify(rt);
+    if (before >= 0) return;
+  }
+  injectq_push(&rt->inject, &a->inject);
   notify(rt);
 }
 
@@ -143,13 +150,38 @@ static au_actor_t *steal_round(sched_thread_t *t)
   return actor_of_node(injectq_pop(&rt->inject));
 }
 
+void sched_defer(rt_ctx_t *ctx, au_actor_t *a)
+{
+  sched_thread_t *t = ctx->sched;
+  if (!t->deferred) {
+    t->deferred = a;
+    t->deferred_at = t->tick;
+    return;
+  }
+  /* One is waiting already: this one goes to the global FIFO, behind everyone. */
+  injectq_push(&t->rt->inject, &a->inject);
+  notify(t->rt);
+}
+
+static au_actor_t *take_deferred(sched_thread_t *t)
+{
+  au_actor_t *a = t->deferred;
+  t->deferred = NULL;
+  return a;
+}
+
 /* Looks for work, first locally, then by stealing for up to SPIN_NS. */
 static au_actor_t *find_work(sched_thread_t *t)
 {
   au_runtime_t *rt = t->rt;
   au_actor_t *a = NULL;
-  if (++t->tick % INJECT_INTERVAL == 0) a = actor_of_node(injectq_pop(&rt->inject));
+  ++t->tick;
+  /* Fairness: a deferred actor waits at most INJECT_INTERVAL turns, and the inject
+   * queue is looked at every INJECT_INTERVAL turns, even while the deque has work. */
+  if (t->deferred && t->tick - t->deferred_at >= INJECT_INTERVAL) return take_deferred(t);
+  if (t->tick % INJECT_INTERVAL == 0) a = actor_of_node(injectq_pop(&rt->inject));
   if (!a) a = deque_pop(&t->dq);
+  if (!a && t->deferred) a = take_deferred(t);
   if (!a) a = actor_of_node(injectq_pop(&rt->inject));
   if (a) return a;
 
@@ -246,6 +278,9 @@ static void *thread_main(void *arg)
     }
     if (park(t) == PARK_EXIT) break;
   }
+  /* Stopped with an actor deferred: keep it runnable for the next run. */
+  au_actor_t *d = take_deferred(t);
+  if (d && deque_push(&t->dq, d) < 0) injectq_push(&rt->inject, &d->inject);
   rt_tls = NULL;
   return NULL;
 }
@@ -254,7 +289,8 @@ int sched_run(au_runtime_t *rt)
 {
   int expect = 0;
   if (!atomic_compare_exchange_strong(&rt->running, &expect, 1)) return AU_EBUSY;
-  atomic_store(&rt->stop, 0);
+  /* `stop` is not cleared here: a stop requested before this run started ends it at
+   * once instead of being lost. It is consumed when the run returns. */
   atomic_store(&rt->quiescent, 0);
   int started = 0;
   for (; started < rt->nthreads; started++)
@@ -262,6 +298,7 @@ int sched_run(au_runtime_t *rt)
       break;
   if (started < rt->nthreads) au_runtime_stop(rt);
   for (int i = 0; i < started; i++) pthread_join(rt->threads[i].tid, NULL);
+  atomic_store(&rt->stop, 0);
   atomic_store(&rt->running, 0);
   return started < rt->nthreads ? AU_ENOMEM : 0;
 }
