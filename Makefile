@@ -5,7 +5,7 @@ CMAKE ?= cmake
 CTEST ?= ctest
 BUILD_TYPE ?= RelWithDebInfo
 
-.PHONY: all deps build test demo tsan asan bench format clean
+.PHONY: all deps build test demo ring tsan asan bench format clean
 
 all: build
 
@@ -22,10 +22,14 @@ test: build
 	cd build && $(CTEST) --output-on-failure -j $(JOBS)
 
 demo: build
+	build/demos/mf/augur-mf
+
+ring: build
 	build/demos/augur-ring
 
 bench: build
 	build/bench/augur-bench-sched
+	build/bench/augur-bench-mf
 
 # Sanitizer builds live in their own trees so they never mix with the normal build.
 tsan: deps

@@ -192,13 +192,14 @@ int au_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_
 
 int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_view_t *v)
 {
-  if (!w || !t || !v) return AU_EINVAL;
-  int rc = check_keys(t, keys, n);
-  if (rc != 0) return rc;
+  if (!w || !t || !v || (n && !keys)) return AU_EINVAL;
   void **rows = rows_alloc(w, n ? n : 1);
   if (!rows) return AU_ENOMEM;
-  for (size_t i = 0; i < n; i++)
+  /* one pass: range check and row lookup (this loop runs once per key per step) */
+  for (size_t i = 0; i < n; i++) {
+    if (keys[i] >= t->keys) return AU_ERANGE;
     if (!(rows[i] = table_row(t, keys[i]))) return AU_EAGAIN;
+  }
   *v = (au_view_t){.rows = rows,
                    .n = n,
                    .dim = t->dim,

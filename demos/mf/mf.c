@@ -25,8 +25,8 @@ typedef struct shard {
   uint32_t batch;
   /* ratings in walking order; .row is the local row index (global row / workers) */
   mf_ratings_t r;
+  au_key_t *keys; /* keys[i] = r.r[i].col, as the table API takes keys */
   size_t pos;
-  au_key_t *keys, *ahead; /* batch-sized scratch: column keys for acquire and intent */
   /* row factors: nrows_local x dim */
   uint32_t nrows_local;
   float *p;
@@ -60,11 +60,6 @@ void mf_opts_default(mf_opts_t *o)
                    .seed = 1};
 }
 
-static void cols_of(const mf_rating_t *r, size_t n, au_key_t *keys)
-{
-  for (size_t i = 0; i < n; i++) keys[i] = r[i].col;
-}
-
 static int step(au_worker_t *w, void *arg)
 {
   shard_t *s = arg;
@@ -81,14 +76,13 @@ static int step(au_worker_t *w, void *arg)
   if (s->lookahead > 0) {
     size_t ahead = (s->pos + (size_t)s->lookahead * s->batch) % s->r.n;
     size_t m = s->r.n - ahead < s->batch ? s->r.n - ahead : s->batch;
-    cols_of(&s->r.r[ahead], m, s->ahead);
-    int rc = au_intent(w, s->cols_table, s->ahead, m, now + s->lookahead, now + s->lookahead + 1);
+    int rc =
+        au_intent(w, s->cols_table, &s->keys[ahead], m, now + s->lookahead, now + s->lookahead + 1);
     if (rc != 0) return rc;
   }
 
-  cols_of(rs, n, s->keys);
   au_view_t v;
-  int rc = au_acquire(w, s->cols_table, s->keys, n, &v);
+  int rc = au_acquire(w, s->cols_table, &s->keys[s->pos], n, &v);
   if (rc == AU_EAGAIN) return AU_WAIT;
   if (rc != 0) return rc;
   /* locals, not s->...: stores through the float rows could alias float fields of *s,
@@ -171,7 +165,6 @@ static void shard_free(shard_t *s)
 {
   mf_ratings_free(&s->r);
   free(s->keys);
-  free(s->ahead);
   free(s->p);
 }
 
@@ -228,10 +221,9 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
     s->lookahead = o->lookahead;
     s->batch = o->batch;
     s->nrows_local = (nrows - (uint32_t)w + (uint32_t)nshards - 1) / (uint32_t)nshards;
-    s->keys = malloc(o->batch * sizeof(au_key_t));
-    s->ahead = malloc(o->batch * sizeof(au_key_t));
+    s->keys = malloc((count[w] + 1) * sizeof(au_key_t));
     s->p = malloc(((size_t)s->nrows_local + 1) * m->dim * sizeof(float));
-    if (mf_ratings_reserve(&s->r, count[w] + 1) != 0 || !s->keys || !s->ahead || !s->p) {
+    if (mf_ratings_reserve(&s->r, count[w] + 1) != 0 || !s->keys || !s->p) {
       free(count);
       goto nomem;
     }
@@ -246,6 +238,7 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
   for (int w = 0; w < nshards; w++) {
     shard_t *s = &m->shards[w];
     if (mf_block_order(&s->r, s->nrows_local, ncols, m->dim, w, nshards) != 0) goto nomem;
+    for (size_t i = 0; i < s->r.n; i++) s->keys[i] = s->r.r[i].col;
     rc = au_worker_spawn(node, NULL, &(au_worker_opts_t){step, &m->shards[w]});
     if (rc != 0) {
       snprintf(err, errlen, "spawning worker %d: %s", w, au_strerror(rc));

@@ -9,17 +9,32 @@
 #define AUGUR_DEMOS_MF_SGD_H
 
 #include <stdint.h>
+#include <string.h>
 
-/* Dot product with eight independent partial sums: the compiler vectorizes the inner
- * fixed-width loop without -ffast-math (it may not reorder one float sum). */
+/* Dot product in two 4-wide vectors (GCC/Clang vector extensions: SSE or NEON). Written out because
+ * the auto-vectorizer, left alone with a float reduction, either keeps it scalar (it may not
+ * reorder the sum without -ffast-math) or, given eight partial sums, sometimes interleaves them
+ * with shuffles: measured 1.7x slower inside augur-mf's step than in a plain loop, from the same
+ * source. */
+typedef float mf_v4 __attribute__((vector_size(16)));
+
 static inline float mf_dot(const float *restrict p, const float *restrict q, uint32_t k)
 {
-  float acc[8] = {0};
+  mf_v4 a0 = {0}, a1 = {0};
   uint32_t j = 0;
-  for (; j + 8 <= k; j += 8)
-    for (uint32_t l = 0; l < 8; l++) acc[l] += p[j + l] * q[j + l];
-  for (; j < k; j++) acc[0] += p[j] * q[j];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; j + 8 <= k; j += 8) {
+    mf_v4 p0, p1, q0, q1;
+    memcpy(&p0, p + j, sizeof(p0)); /* unaligned loads, no aliasing games */
+    memcpy(&p1, p + j + 4, sizeof(p1));
+    memcpy(&q0, q + j, sizeof(q0));
+    memcpy(&q1, q + j + 4, sizeof(q1));
+    a0 += p0 * q0;
+    a1 += p1 * q1;
+  }
+  mf_v4 a = a0 + a1;
+  float sum = (a[0] + a[2]) + (a[1] + a[3]);
+  for (; j < k; j++) sum += p[j] * q[j];
+  return sum;
 }
 
 /* One step on rating r: updates p in place and writes q's delta into dq (the caller
