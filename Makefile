@@ -42,7 +42,7 @@ asan: deps
 	$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUGUR_SANITIZE=address
 	$(CMAKE) --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
-	  $(CTEST) --output-on-failure -j $(JOBS) -L unit
+	  $(CTEST) --output-on-failure -j $(JOBS) -LE install
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
