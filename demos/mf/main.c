@@ -207,54 +207,60 @@ typedef struct dataset {
   size_t test_skipped;
 } dataset_t;
 
+static void dataset_free(dataset_t *d)
+{
+  mf_ratings_free(&d->train);
+  mf_ratings_free(&d->test);
+  mf_idmap_free(&d->rows);
+  mf_idmap_free(&d->cols);
+}
+
+/* Returns 0, or an exit status after printing why; on failure d holds nothing. */
 static int load_data(args_t *a, dataset_t *d)
 {
   char err[512];
   mf_ratings_t all = {0};
-  int rc;
+  int rc, status = 2;
   if (a->train) {
     rc = mf_load(a->train, a->format, &d->rows, &d->cols, 1, &all, NULL, err, sizeof(err));
-    if (rc != 0) {
-      fprintf(stderr, PROG ": %s\n", err);
-      return 2;
-    }
+    if (rc != 0) goto fail_msg;
     d->nrows = (uint32_t)d->rows.n;
     d->ncols = (uint32_t)d->cols.n;
   } else {
-    if (mf_gen_opts_check(&a->gen, err, sizeof(err)) != 0) {
-      fprintf(stderr, PROG ": %s\n", err);
-      return 2;
-    }
+    if (mf_gen_opts_check(&a->gen, err, sizeof(err)) != 0) goto fail_msg;
     if ((rc = mf_generate(&a->gen, &all, &d->nrows, &d->ncols)) != 0 ||
         (rc = mf_idmap_init_identity(&d->rows, d->nrows)) != 0 ||
         (rc = mf_idmap_init_identity(&d->cols, d->ncols)) != 0) {
-      fprintf(stderr, PROG ": generating data: %s\n", mf_strerror(rc));
-      return 1;
+      snprintf(err, sizeof(err), "generating data: %s", mf_strerror(rc));
+      status = 1;
+      goto fail_msg;
     }
   }
   if (all.n == 0) {
-    fprintf(stderr, PROG ": %s: no ratings\n", a->train ? a->train : "generator");
-    return 2;
+    snprintf(err, sizeof(err), "%s: no ratings", a->train ? a->train : "generator");
+    goto fail_msg;
   }
   if (a->test) {
     d->train = all;
+    all = (mf_ratings_t){0};
     rc = mf_load(a->test, a->format, &d->rows, &d->cols, 0, &d->test, &d->test_skipped, err,
                  sizeof(err));
-    if (rc != 0) {
-      fprintf(stderr, PROG ": %s\n", err);
-      return 2;
-    }
-  } else {
-    rc = mf_split(&all, a->test_ratio, a->gen.seed, &d->train, &d->test);
-    mf_ratings_free(&all);
-    if (rc != 0) {
-      fprintf(stderr, PROG ": splitting: %s\n", mf_strerror(rc));
-      return 1;
-    }
+    if (rc != 0) goto fail_msg;
+  } else if ((rc = mf_split(&all, a->test_ratio, a->gen.seed, &d->train, &d->test)) != 0) {
+    snprintf(err, sizeof(err), "splitting: %s", mf_strerror(rc));
+    status = 1;
+    goto fail_msg;
   }
+  mf_ratings_free(&all);
   /* SGD wants a random order; the model keeps it within its cache blocks */
   mf_shuffle(&d->train, a->mf.seed);
   return 0;
+
+fail_msg:
+  fprintf(stderr, PROG ": %s\n", err);
+  mf_ratings_free(&all);
+  dataset_free(d);
+  return status;
 }
 
 int main(int argc, char **argv)
@@ -275,6 +281,7 @@ int main(int argc, char **argv)
   au_node_t *node;
   if ((rc = au_node_start(&node, &(au_node_opts_t){.threads = a.threads})) != 0) {
     fprintf(stderr, PROG ": starting the node: %s\n", au_strerror(rc));
+    dataset_free(&d);
     return 1;
   }
   char err[512];
@@ -282,6 +289,7 @@ int main(int argc, char **argv)
   if ((rc = mf_create(node, &a.mf, d.nrows, d.ncols, &d.train, &m, err, sizeof(err))) != 0) {
     fprintf(stderr, PROG ": %s\n", err);
     au_node_stop(node);
+    dataset_free(&d);
     return 1;
   }
   printf("model rank=%u biases=%d threads=%d workers=%d kernel=%s lr=%g reg=%g\n", a.mf.rank,
@@ -314,9 +322,6 @@ int main(int argc, char **argv)
   }
   au_node_stop(node);
   mf_free(m);
-  mf_ratings_free(&d.train);
-  mf_ratings_free(&d.test);
-  mf_idmap_free(&d.rows);
-  mf_idmap_free(&d.cols);
+  dataset_free(&d);
   return status;
 }
