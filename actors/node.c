@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "actors/ps.h"
+#include "runtime/net.h"
 
 int au_node_start(au_node_t **out, const au_node_opts_t *opts)
 {
@@ -33,15 +34,29 @@ int au_node_run(au_node_t *n)
 {
   if (!n) return AU_EINVAL;
   atomic_store(&n->error, 0);
+  int ready = 0;
   for (int i = 0; i < n->nworkers; i++) {
     au_worker_t *w = n->workers[i];
     if (w->state == W_READY || w->state == W_PAUSED) {
       w->state = W_READY;
+      ready++;
+    }
+  }
+  /* busy before the first kick, so that no worker can make the node idle early */
+  atomic_store(&n->active, ready);
+  if (ready)
+    net_set_idle(n->rt, 0);
+  else
+    net_set_idle(n->rt, 1);
+  for (int i = 0; i < n->nworkers; i++) {
+    au_worker_t *w = n->workers[i];
+    if (w->state == W_READY) {
       int rc = worker_kick(w);
       if (rc != 0) return rc;
     }
   }
-  int rc = au_runtime_run(n->rt);
+  /* one node: until quiescent; a cluster: until every node is idle (net_run) */
+  int rc = n->nodes > 1 ? net_run(n->rt) : au_runtime_run(n->rt);
   if (rc != 0) return rc;
   rc = atomic_load(&n->error);
   if (rc != 0) return rc;
@@ -59,7 +74,10 @@ void au_node_stop(au_node_t *n)
 {
   if (!n) return;
   for (int i = 0; i < n->nworkers; i++) worker_release_memory(n->workers[i]);
-  au_runtime_destroy(n->rt); /* frees the worker actors, whose state is au_worker_t */
+  au_runtime_destroy(n->rt); /* leaves the cluster; frees the worker actors (their state
+                               is au_worker_t) */
+  remote_free_servers(n);
+  free(n->table_by_id);
   au_table_t *t = n->tables;
   while (t) {
     au_table_t *next = t->next;

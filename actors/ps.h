@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "actors/remote.h"
 #include "augur.h"
 #include "runtime/counter.h"
 
@@ -73,6 +74,7 @@ struct au_worker {
   uint64_t barrier_gen; /* generation of the barrier this worker waits at, or 0 */
   int views;            /* views held in the running step: must be 0 when it returns */
   rows_chunk_t *rows;   /* views' row pointers, reset after every step */
+  wremote_t remote;     /* rows fetched from other nodes, pushes to them */
   /* written by the worker's actor only (runtime/counter.h), read by au_node_stats */
   atomic_ullong steps, rows_local, rows_remote, intents, intent_keys;
 };
@@ -81,7 +83,11 @@ struct au_node {
   au_runtime_t *rt;
   int rank, nodes;
   au_table_t *tables;
+  au_table_t **table_by_id; /* tables in creation order: ids agree across nodes */
   int ntables;
+  void *servers; /* server_t[nservers] (remote.c) */
+  int nservers;
+  int active; /* workers ready, running or waiting in this run (under barrier_mu) */
   au_worker_t **workers;
   int nworkers, cap_workers;
   /* barrier: workers that arrived in the current generation */

@@ -99,24 +99,37 @@ int au_table_create(au_node_t *node, au_table_t **out, const au_table_opts_t *op
       opts->kernel == AU_KERNEL_CUSTOM ? opts->kernel_fn : kernel_for(opts->type, opts->kernel);
   t->kernel_arg = opts->kernel_arg;
 
+  /* Each parameter actor starts on its home node, actor id mod nodes, which holds its
+   * values; the others know where it is. Home actors are packed: slot = id / nodes. */
+  uint64_t nodes = (uint64_t)node->nodes, rank = (uint64_t)node->rank;
+  uint64_t owned = t->nactors / nodes + (rank < t->nactors % nodes ? 1 : 0);
   size_t group_bytes = (size_t)t->group * t->row_bytes;
+  au_table_t **by_id = realloc(node->table_by_id, (size_t)(node->ntables + 1) * sizeof(*by_id));
+  if (by_id) node->table_by_id = by_id;
   t->actors = calloc(t->nactors, sizeof(param_actor_t));
   /* calloc: zero pages are mapped lazily, so zero-initialized tables cost nothing */
-  t->storage = calloc(t->nactors, group_bytes);
-  if (!t->actors || !t->storage) {
+  t->storage = calloc(owned ? owned : 1, group_bytes);
+  if (!by_id || !t->actors || !t->storage) {
     table_free(t);
     return AU_ENOMEM;
   }
   for (uint64_t a = 0; a < t->nactors; a++) {
     param_actor_t *pa = &t->actors[a];
-    pa->values = (char *)t->storage + a * group_bytes;
-    pa->owner = (uint32_t)node->rank;
-    atomic_init(&pa->state, PA_OWNER);
+    pa->owner = (uint32_t)(a % nodes);
+    if (pa->owner == rank) {
+      pa->values = (char *)t->storage + (a / nodes) * group_bytes;
+      atomic_init(&pa->state, PA_OWNER);
+    } else {
+      pa->values = NULL;
+      atomic_init(&pa->state, PA_REMOTE);
+    }
   }
   if (opts->init != AU_INIT_ZERO)
-    for (au_key_t k = 0; k < t->keys; k++)
-      init_row(opts, k, (char *)t->storage + (size_t)k * t->row_bytes);
+    for (uint64_t a = rank; a < t->nactors; a += nodes)
+      for (au_key_t k = a << t->group_shift; k < t->keys && k < (a + 1) << t->group_shift; k++)
+        init_row(opts, k, table_row(t, k));
 
+  node->table_by_id[node->ntables] = t;
   t->next = node->tables;
   node->tables = t;
   node->ntables++;

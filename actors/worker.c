@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "actors/ps.h"
+#include "runtime/net.h"
 
 enum { MSG_STEP = 1 };
 
@@ -83,36 +84,70 @@ void worker_release_memory(au_worker_t *w)
   rows_reset(w);
   free(w->rows);
   w->rows = NULL;
+  remote_free(w);
+}
+
+/* The worker's run is over (paused, done or failed): the node may be idle now. */
+static void leave_run(au_worker_t *w)
+{
+  au_node_t *n = w->node;
+  if (atomic_fetch_sub(&n->active, 1) == 1) net_set_idle(n->rt, 1);
 }
 
 static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
 {
   (void)self;
   au_worker_t *w = state;
-  if (m->type != MSG_STEP || w->state == W_DONE) return;
-  w->state = W_RUNNING;
-  counter_add(&w->steps, 1);
-  int rc = w->step(w, w->arg);
-  rows_reset(w);
-  if (w->views != 0) {
-    fprintf(stderr, "augur: worker %d: step returned holding %d view(s) without au_release\n",
-            w->id, w->views);
-    w->views = 0;
-    rc = AU_EINVAL;
+  if (w->state == W_DONE) return;
+  if (m->type == PS_ROWS || m->type == PS_ERR) {
+    /* the last reply of a waiting step re-runs it */
+    if (remote_on_reply(w, m) && w->state == W_WAITING && !w->remote.link_wait) worker_kick(w);
+    return;
+  }
+  if (m->type != MSG_STEP) return;
+  int rc;
+  if (w->remote.failed) {
+    rc = w->remote.failed;
+  } else {
+    w->state = W_RUNNING;
+    w->remote.link_wait = 0;
+    counter_add(&w->steps, 1);
+    rc = w->step(w, w->arg);
+    rows_reset(w);
+    if (w->views != 0) {
+      fprintf(stderr, "augur: worker %d: step returned holding %d view(s) without au_release\n",
+              w->id, w->views);
+      w->views = 0;
+      rc = AU_EINVAL;
+    }
+    if (w->remote.failed && rc >= 0) rc = w->remote.failed;
+    remote_step_done(w, rc == AU_WAIT);
+    if (rc == AU_WAIT && !w->remote.pending && !w->remote.link_wait && !w->barrier_gen) {
+      fprintf(stderr,
+              "augur: worker %d: step returned AU_WAIT, but it waits for nothing (no call "
+              "said AU_EAGAIN)\n",
+              w->id);
+      rc = AU_EDEADLK;
+    }
   }
   switch (rc) {
   case AU_CONTINUE:
     w->state = W_READY;
-    if (worker_kick(w) != 0) finish(w, AU_ENOMEM);
+    if (worker_kick(w) != 0) {
+      finish(w, AU_ENOMEM);
+      leave_run(w);
+    }
     break;
   case AU_WAIT:
     w->state = W_WAITING;
     break;
   case AU_PAUSE:
     w->state = W_PAUSED;
+    leave_run(w);
     break;
   case AU_DONE:
     finish(w, 0);
+    leave_run(w);
     break;
   default:
     if (rc > 0) {
@@ -120,6 +155,7 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
       rc = AU_EINVAL;
     }
     finish(w, rc);
+    leave_run(w);
     break;
   }
 }
@@ -134,8 +170,10 @@ int au_worker_spawn(au_node_t *n, au_worker_t **out, const au_worker_opts_t *opt
     n->workers = ws;
     n->cap_workers = cap;
   }
+  if (n->nworkers >= PS_MAX_WORKERS) return AU_EINVAL;
   au_actor_t *a;
   int rc = au_actor_spawn(n->rt, &a, worker_behaviour, sizeof(au_worker_t));
+  if (rc == 0) rc = au_port_register(n->rt, PS_WORKER_PORT(n->nworkers), a);
   if (rc != 0) return rc;
   au_worker_t *w = au_actor_state(a);
   w->node = n;
@@ -190,26 +228,90 @@ int au_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_
   return 0;
 }
 
+/* The step found rows it lacks: ask their owners, unless a link is congested. */
+static int fetch_missing(au_worker_t *w)
+{
+  au_node_t *n = w->node;
+  wremote_t *r = &w->remote;
+  for (int node = 0; node < n->nodes; node++) {
+    if (node == n->rank) continue;
+    if (net_link_wait(n->rt, (uint32_t)node, w->actor, MSG_STEP)) {
+      /* drop this step's requests: the wake-up re-runs the step, which asks again */
+      r->link_wait = 1;
+      remote_step_done(w, 0);
+      for (int i = 0; i < r->nbufs; i++) r->req[i].len = 0;
+      return AU_EAGAIN;
+    }
+  }
+  int rc = remote_send_requests(w);
+  return rc == 0 ? AU_EAGAIN : rc; /* requests in flight (or already): wait */
+}
+
+/* Row of key k for this step: local, fetched earlier in the step, or NULL (requested).
+ * *remote says which. */
+static void *step_row(au_worker_t *w, au_table_t *t, au_key_t k, int *remote)
+{
+  void *row = table_row(t, k);
+  *remote = 0;
+  if (row || w->node->nodes == 1) return row;
+  int requested;
+  row = remote_row(w, t, k, &requested);
+  *remote = row != NULL;
+  return row;
+}
+
 int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_view_t *v)
 {
   if (!w || !t || !v || (n && !keys)) return AU_EINVAL;
   void **rows = rows_alloc(w, n ? n : 1);
   if (!rows) return AU_ENOMEM;
+  uint8_t *remote = NULL;
+  size_t missing = 0, nremote = 0;
   /* one pass: range check and row lookup (this loop runs once per key per step) */
   for (size_t i = 0; i < n; i++) {
     if (keys[i] >= t->keys) return AU_ERANGE;
-    if (!(rows[i] = table_row(t, keys[i]))) return AU_EAGAIN;
+    int is_remote;
+    rows[i] = step_row(w, t, keys[i], &is_remote);
+    if (w->remote.failed) return w->remote.failed;
+    if (!rows[i]) {
+      missing++;
+      continue;
+    }
+    if (is_remote) {
+      if (!remote) {
+        remote = (uint8_t *)rows_alloc(w, n / sizeof(void *) + 1);
+        if (!remote) return AU_ENOMEM;
+        memset(remote, 0, n);
+      }
+      remote[i] = 1;
+      nremote++;
+    }
   }
+  if (missing) return w->node->nodes == 1 ? AU_EAGAIN : fetch_missing(w);
   *v = (au_view_t){.rows = rows,
                    .n = n,
                    .dim = t->dim,
                    .au__hogwild_f32 = t->kernel == kernel_hogwild_f32,
                    .au__kernel = t->kernel,
                    .au__kernel_arg = t->kernel_arg,
+                   .au__remote = remote,
+                   .au__keys = keys,
+                   .au__worker = w,
                    .table = t};
   w->views++;
-  counter_add(&w->rows_local, n);
+  counter_add(&w->rows_local, n - nremote);
+  if (nremote) counter_add(&w->rows_remote, nremote);
   return 0;
+}
+
+void au__view_update_remote(const au_view_t *v, size_t i, const void *delta)
+{
+  au_table_t *t = v->table;
+  /* the step's copy sees its own updates; the owner gets the delta after the step */
+  t->kernel(v->rows[i], delta, t->dim, t->kernel_arg);
+  au_worker_t *w = v->au__worker;
+  int rc = remote_push(w, t, v->au__keys[i], delta);
+  if (rc != 0 && !w->remote.failed) w->remote.failed = rc;
 }
 
 void au_release(au_worker_t *w, au_view_t *v)
@@ -223,12 +325,21 @@ int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void 
   if (!w || !t || (n && !out)) return AU_EINVAL;
   int rc = check_keys(t, keys, n);
   if (rc != 0) return rc;
+  size_t missing = 0, nremote = 0;
   for (size_t i = 0; i < n; i++) {
-    void *row = table_row(t, keys[i]);
-    if (!row) return AU_EAGAIN;
-    kernel_copy_row((char *)out + i * t->row_bytes, row, t->dim);
+    int is_remote;
+    void *row = step_row(w, t, keys[i], &is_remote);
+    if (w->remote.failed) return w->remote.failed;
+    if (!row) {
+      missing++;
+      continue;
+    }
+    nremote += (size_t)is_remote;
+    if (!missing) kernel_copy_row((char *)out + i * t->row_bytes, row, t->dim);
   }
-  counter_add(&w->rows_local, n);
+  if (missing) return w->node->nodes == 1 ? AU_EAGAIN : fetch_missing(w);
+  counter_add(&w->rows_local, n - nremote);
+  if (nremote) counter_add(&w->rows_remote, nremote);
   return 0;
 }
 
@@ -237,14 +348,20 @@ int au_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, const
   if (!w || !t || (n && !deltas)) return AU_EINVAL;
   int rc = check_keys(t, keys, n);
   if (rc != 0) return rc;
+  size_t nremote = 0;
   for (size_t i = 0; i < n; i++) {
+    const void *d = (const char *)deltas + i * t->row_bytes;
     void *row = table_row(t, keys[i]);
-    /* On one node every row is here; sending updates to remote owners comes with the
-     * transport. */
-    if (!row) return AU_EAGAIN;
-    t->kernel(row, (const char *)deltas + i * t->row_bytes, t->dim, t->kernel_arg);
+    if (row) {
+      t->kernel(row, d, t->dim, t->kernel_arg);
+    } else {
+      /* held by another node: the delta goes there after the step */
+      if ((rc = remote_push(w, t, keys[i], d)) != 0) return rc;
+      nremote++;
+    }
   }
-  counter_add(&w->rows_local, n);
+  counter_add(&w->rows_local, n - nremote);
+  if (nremote) counter_add(&w->rows_remote, nremote);
   return 0;
 }
 

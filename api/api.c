@@ -3,18 +3,24 @@
 
 const char *au_strerror(int err)
 {
-  switch (err) {
-  case 0:
-    return "success";
-  case AU_EINVAL:
-    return "invalid argument";
-  case AU_ENOMEM:
-    return "out of memory";
-  case AU_EBUSY:
-    return "runtime is already running";
-  case AU_ESHUTDOWN:
-    return "runtime is shutting down";
-  default:
-    return "unknown error";
-  }
+  static const struct {
+    int code;
+    const char *text;
+  } table[] = {
+      {0, "success"},
+      {AU_EINVAL, "invalid argument"},
+      {AU_ENOMEM, "out of memory"},
+      {AU_EBUSY, "runtime is already running"},
+      {AU_ESHUTDOWN, "runtime is shutting down"},
+      {AU_EAGAIN, "values are not local yet (return AU_WAIT from the step)"},
+      {AU_EDEADLK, "workers wait for something that cannot arrive"},
+      {AU_ERANGE, "key outside the table"},
+      {AU_ENOENT, "no actor at that port"},
+      {AU_EPROTO, "protocol error, or refused by a peer"},
+      {AU_ETIMEDOUT, "the cluster did not form in time"},
+      {AU_ENODE, "a node of the cluster was lost"},
+  };
+  for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+    if (table[i].code == err) return table[i].text;
+  return "unknown error";
 }

@@ -27,6 +27,10 @@ extern "C" {
 #define AU_EAGAIN    (-11)  /* values are not local yet: return AU_WAIT from the step */
 #define AU_EDEADLK   (-35)  /* au_node_run: workers wait for something that cannot come */
 #define AU_ERANGE    (-34)  /* a key is outside the table */
+#define AU_ENOENT    (-2)   /* no actor is registered at that port */
+#define AU_EPROTO    (-71)  /* a peer spoke another protocol or was refused */
+#define AU_ETIMEDOUT (-110) /* the cluster did not form in time */
+#define AU_ENODE     (-113) /* a node of the cluster was lost */
 
 const char *au_strerror(int err);
 
@@ -37,13 +41,22 @@ typedef struct au_actor au_actor_t;
  * read it until it returns and must not keep the pointer afterwards. */
 typedef struct au_msg {
   void *au__next;     /* internal: mailbox link */
-  au_actor_t *sender; /* the actor whose behaviour sent it, or NULL from outside */
+  au_actor_t *sender; /* the local actor whose behaviour sent it; NULL when it came from
+                       * another node or from outside any behaviour */
   uint32_t type;      /* chosen by the sender; the runtime never looks at it */
   uint32_t len;       /* bytes in data */
-  uint32_t au__class; /* internal: pool size class */
-  uint32_t au__pad;
+  uint32_t from_node; /* rank of the node it came from (this node's rank when local) */
+  uint16_t from_port; /* port of the sending actor (AU_NO_PORT if it has none) */
+  uint16_t au__class; /* internal: pool size class */
   _Alignas(16) unsigned char data[]; /* payload, 16-byte aligned */
 } au_msg_t;
+
+/* Ports name actors across nodes: (node rank, port) is an actor's address in a
+ * cluster. User programs use ports below AU_PORT_RESERVED; the parameter server uses
+ * the rest. */
+typedef uint16_t au_port_t;
+#define AU_NO_PORT       ((au_port_t)0xffff)
+#define AU_PORT_RESERVED ((au_port_t)0xc000)
 
 /* A behaviour handles one message. `state` is the actor's own state block. */
 typedef void (*au_behaviour_t)(au_actor_t *self, void *state, au_msg_t *msg);
@@ -121,6 +134,52 @@ int au_timer_stop(au_runtime_t *rt, au_timer_id_t id);
 /* Monotonic clock in nanoseconds. */
 uint64_t au_now_ns(void);
 
+/* --- clusters --------------------------------------------------------------------------
+ * Several processes (nodes), on one machine or many, form a cluster: a full TCP mesh. An
+ * actor's address in a cluster is (node rank, port). See docs/cluster.md. */
+
+typedef struct au_cluster_opts {
+  int rank;         /* this node, 0..nodes-1 */
+  int nodes;        /* nodes in the cluster */
+  char coord[256];  /* "host:port" where rank 0 listens and the others join */
+  char cluster[65]; /* cluster id: nodes of different clusters refuse each other */
+  char bind[64];    /* address this node listens on (rank 0: coord's host) */
+  char secret[256]; /* shared secret proven by HMAC-SHA256 at each connection; "" = none */
+  int timeout_ms;   /* forming the cluster must finish within this (0 = 30000) */
+  int heartbeat_ms; /* send something to each peer at least this often (0 = 500) */
+  int dead_ms;      /* a peer silent this long is lost (0 = 5000) */
+} au_cluster_opts_t;
+
+/* Fills o from the environment: AU_RANK, AU_NODES, AU_COORD (and AU_CLUSTER, AU_BIND,
+ * AU_SECRET, AU_TIMEOUT in seconds), else from the launcher: OpenMPI
+ * (OMPI_COMM_WORLD_RANK/SIZE), PMI (PMI_RANK/SIZE) or Slurm (SLURM_PROCID/NTASKS).
+ * Returns 1 when it describes a cluster of 2 or more nodes, 0 for a single embedded node,
+ * or AU_EINVAL with a message naming the variable in err. */
+int au_cluster_opts_from_env(au_cluster_opts_t *o, char *err, size_t errlen);
+
+/* Joins the cluster: blocks until every node is connected to every other (a barrier),
+ * or fails with AU_ETIMEDOUT, AU_EPROTO or AU_ENODE and a message in err. Then
+ * au_runtime_run serves messages from other nodes until stopped; au_runtime_destroy
+ * leaves the cluster cleanly. */
+int au_runtime_join(au_runtime_t *rt, const au_cluster_opts_t *o, char *err, size_t errlen);
+int au_runtime_rank(const au_runtime_t *rt);  /* 0 when not in a cluster */
+int au_runtime_nodes(const au_runtime_t *rt); /* 1 when not in a cluster */
+
+/* Gives actor a the port on this node; before messages for it can arrive. */
+int au_port_register(au_runtime_t *rt, au_port_t port, au_actor_t *a);
+/* Sends to the actor at (node, port): this node or another. Per-sender FIFO holds
+ * across nodes too. Never blocks and never drops; see au_link_wait. 0, AU_ENOENT (no
+ * actor at a local port), AU_ENODE, AU_EINVAL. */
+int au_send_to(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, const void *data,
+               size_t len);
+/* Backpressure, for an actor about to send much to `node`: returns 1 when the outgoing
+ * queue to it is full, and then `self` receives an empty message of `type` once it has
+ * drained; 0 when it may go on sending. */
+int au_link_wait(au_actor_t *self, uint32_t node, uint32_t type);
+/* Collective (every node calls it, from outside behaviours, in the same order):
+ * element-wise sum of v[0..n-1] over all nodes, left in v on every node. */
+int au_allreduce_sum(au_runtime_t *rt, double *v, int n);
+
 /* ======================================================================================
  * The parameter server: nodes, tables, worker actors.
  *
@@ -143,7 +202,11 @@ typedef struct au_node_opts {
   int keep_denormals; /* see au_runtime_opts_t */
 } au_node_opts_t;
 
-/* Starts a node (its runtime and I/O thread). opts may be NULL. */
+/* Starts a node (its runtime and I/O thread). opts may be NULL. When the environment
+ * describes a cluster (au_cluster_opts_from_env: AU_RANK/AU_NODES/AU_COORD, mpirun,
+ * srun), joins it first: then every node must create the same tables in the same order,
+ * and au_node_run, au_allreduce_sum and au_node_stop are collective. A bad environment
+ * or a failure to join prints why and returns the error. */
 int au_node_start(au_node_t **node, const au_node_opts_t *opts);
 /* Runs every worker that is ready or paused until each is done or paused (see the step
  * results below). Returns 0, the first negative result a step returned, or AU_EDEADLK
@@ -152,6 +215,8 @@ int au_node_run(au_node_t *node);
 /* Frees the node with its tables and workers. Not while au_node_run runs. */
 void au_node_stop(au_node_t *node);
 au_runtime_t *au_node_runtime(au_node_t *node);
+int au_node_rank(const au_node_t *node);  /* 0..nodes-1 */
+int au_node_nodes(const au_node_t *node); /* nodes in the cluster, 1 alone */
 
 /* --- tables --------------------------------------------------------------------------- */
 
@@ -244,8 +309,15 @@ typedef struct au_view {
   int au__hogwild_f32; /* internal: apply updates inline (see au_view_update) */
   au_kernel_fn au__kernel;
   void *au__kernel_arg;
+  const uint8_t *au__remote; /* internal: row i was fetched from another node, or NULL */
+  const au_key_t *au__keys;
+  au_worker_t *au__worker;
   au_table_t *table;
 } au_view_t;
+
+/* Internal: applies an update to a row fetched from another node (kept for the step)
+ * and queues it for the row's owner. */
+void au__view_update_remote(const au_view_t *v, size_t i, const void *delta);
 
 /* 0, AU_EAGAIN (not all rows local yet: return AU_WAIT; the step is re-run when they
  * are), AU_ERANGE or AU_ENOMEM. */
@@ -271,6 +343,10 @@ static inline void *au_view_row(const au_view_t *v, size_t i)
  * runs inline, as a loop the compiler vectorizes. */
 static inline void au_view_update(const au_view_t *v, size_t i, const void *delta)
 {
+  if (v->au__remote && v->au__remote[i]) {
+    au__view_update_remote(v, i, delta);
+    return;
+  }
 #ifndef AU__TSAN
   if (v->au__hogwild_f32) {
     float *restrict r = (float *)v->rows[i];

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/counter.h"
+#include "runtime/net.h"
 #include "runtime/rt.h"
 
 static void list_add(au_runtime_t *rt, au_actor_t *a, int list)
@@ -49,6 +51,7 @@ int au_actor_spawn(au_runtime_t *rt, au_actor_t **out, au_behaviour_t fn, size_t
   mailbox_init(&a->mq, stub);
   a->fn = fn;
   a->rt = rt;
+  a->port = AU_NO_PORT;
   list_add(rt, a, c ? c->list : rt->nthreads + 1);
   *out = a;
   return 0;
@@ -76,13 +79,50 @@ au_msg_t *au_msg_alloc(au_runtime_t *rt, uint32_t type, size_t len)
   return m;
 }
 
+void actor_deliver(au_actor_t *to, au_msg_t *m)
+{
+  if (mailbox_push(&to->mq, m)) sched_schedule(to->rt, to);
+}
+
 void au_msg_send(au_actor_t *to, au_msg_t *msg)
 {
   au_runtime_t *rt = to->rt;
   rt_ctx_t *c = rt_ctx(rt);
-  msg->sender = c ? c->current : NULL;
-  if (msg->sender == to) to->yield = 1; /* safe: `to` is running on this thread */
-  if (mailbox_push(&to->mq, msg)) sched_schedule(rt, to);
+  au_actor_t *self = c ? c->current : NULL;
+  msg->sender = self;
+  msg->from_node = (uint32_t)rt->rank;
+  msg->from_port = self ? self->port : AU_NO_PORT;
+  if (self == to) to->yield = 1; /* safe: `to` is running on this thread */
+  actor_deliver(to, msg);
+}
+
+int au_port_register(au_runtime_t *rt, au_port_t port, au_actor_t *a)
+{
+  if (!rt || !a || a->rt != rt || port == AU_NO_PORT) return AU_EINVAL;
+  if (!rt->ports) {
+    /* 65535 pointers, mapped lazily by calloc; registration happens before messages
+     * for the port can arrive, on the thread that builds the node */
+    rt->ports = calloc(AU_NO_PORT, sizeof(*rt->ports));
+    if (!rt->ports) return AU_ENOMEM;
+  }
+  a->port = port;
+  /* release: whoever looks the port up (the I/O thread) sees the whole actor */
+  atomic_store_explicit(&rt->ports[port], a, memory_order_release);
+  return 0;
+}
+
+int au_send_to(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, const void *data,
+               size_t len)
+{
+  if (!rt || (len && !data) || node >= (uint32_t)rt->nodes) return AU_EINVAL;
+  if ((int)node != rt->rank) {
+    rt_ctx_t *c = rt_ctx(rt);
+    au_port_t from = c && c->current ? c->current->port : AU_NO_PORT;
+    return net_send(rt, node, port, type, from, data, len);
+  }
+  au_actor_t *to = rt_port_actor(rt, port);
+  if (!to) return AU_ENOENT;
+  return au_send(to, type, data, len);
 }
 
 int au_send(au_actor_t *to, uint32_t type, const void *data, size_t len)
@@ -116,8 +156,10 @@ void actor_run(rt_ctx_t *ctx, au_actor_t *a)
     au_msg_t *m = mailbox_pop(&a->mq, &rel);
     if (rel) pool_free(&rt->pool, ctx->cache, rel);
     if (!m) break;
+    int remote = m->from_node != (uint32_t)rt->rank;
     a->fn(a, a->state, m);
     n++;
+    if (remote) counter_add(&ctx->sched->remote_msgs, 1);
     /* A message to itself is a loop: end the turn, so that what it woke runs first. */
     if (a->stopping || a->yield) break;
   }

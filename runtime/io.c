@@ -12,9 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/net.h"
 #include "runtime/rt.h"
-
-enum { CMD_TIMER_START = 1, CMD_TIMER_STOP, CMD_QUIT };
 
 typedef struct cmd {
   au_timer_id_t id;
@@ -99,38 +98,47 @@ static void close_any(uv_handle_t *h, void *arg)
   }
 }
 
-static void handle_cmd(au_runtime_t *rt, au_msg_t *m)
+static void handle_cmd(au_runtime_t *rt, au_msg_t *m, pool_cache_t *cache)
 {
+  if (m->type >= IO_CMD_NET) {
+    net_handle_cmd(rt, m); /* takes m */
+    return;
+  }
   cmd_t c;
   memcpy(&c, m->data, sizeof(c));
   switch (m->type) {
-  case CMD_TIMER_START:
+  case IO_CMD_TIMER_START:
     timer_start(rt, &c);
     break;
-  case CMD_TIMER_STOP: {
+  case IO_CMD_TIMER_STOP: {
     io_timer_t *t = u64map_get(&rt->io.timers, c.id);
     if (t) timer_disarm(t);
     break;
   }
-  case CMD_QUIT:
+  case IO_CMD_QUIT:
+    net_close_all(rt);
     uv_walk(&rt->io.loop, close_any, NULL);
     break;
   }
+  pool_free(&rt->pool, cache, m);
+}
+
+static au_msg_t *cmd_pop(io_t *io)
+{
+  /* au__next is the first field of au_msg_t: a message is its own queue node */
+  return (au_msg_t *)(void *)injectq_pop(&io->cmdq);
 }
 
 static void async_cb(uv_async_t *h)
 {
   au_runtime_t *rt = h->data;
   pool_cache_t *cache = &rt->pool.caches[rt->nthreads];
-  for (;;) {
-    au_msg_t *m, *rel;
-    while ((m = mailbox_pop(&rt->io.cmdq, &rel)) != NULL) {
-      if (rel) pool_free(&rt->pool, cache, rel);
-      handle_cmd(rt, m);
-    }
-    /* A failed mark means a push is linking in: drain again rather than miss it. */
-    if (mailbox_mark_empty(&rt->io.cmdq)) break;
-  }
+  /* A pop that comes back empty while a push is half linked is fine: that pusher calls
+   * uv_async_send after linking, so this callback runs again. */
+  au_msg_t *m;
+  while ((m = cmd_pop(&rt->io)) != NULL) handle_cmd(rt, m, cache);
+  /* one write per connection for everything this round queued */
+  net_flush(rt);
 }
 
 static void *io_main(void *arg)
@@ -145,14 +153,21 @@ static void *io_main(void *arg)
   return NULL;
 }
 
-/* Any thread: queues a command for the I/O thread and wakes it if its queue was empty. */
+void io_post_msg(au_runtime_t *rt, au_msg_t *m)
+{
+  injectq_push(&rt->io.cmdq, (injectq_node_t *)(void *)m);
+  /* cheap when a wake-up is already pending: libuv coalesces them */
+  uv_async_send(&rt->io.async);
+}
+
+/* Any thread: queues a command for the I/O thread. */
 static int post(au_runtime_t *rt, int type, const cmd_t *c)
 {
   au_msg_t *m = pool_alloc(&rt->pool, rt_cache(rt), sizeof(*c));
   if (!m) return AU_ENOMEM;
   m->type = (uint32_t)type;
   memcpy(m->data, c, sizeof(*c));
-  if (mailbox_push(&rt->io.cmdq, m)) uv_async_send(&rt->io.async);
+  io_post_msg(rt, m);
   return 0;
 }
 
@@ -161,11 +176,9 @@ int io_start(au_runtime_t *rt)
   io_t *io = &rt->io;
   int rc = u64map_init(&io->timers, 6);
   if (rc != 0) return rc;
-  au_msg_t *stub = pool_alloc(&rt->pool, NULL, 0);
-  if (!stub) goto fail_map;
-  mailbox_init(&io->cmdq, stub);
+  injectq_init(&io->cmdq);
   atomic_init(&io->next_id, 1);
-  if (uv_loop_init(&io->loop) != 0) goto fail_stub;
+  if (uv_loop_init(&io->loop) != 0) goto fail_map;
   if (uv_async_init(&io->loop, &io->async, async_cb) != 0) goto fail_loop;
   io->async.data = rt;
   if (pthread_create(&io->tid, NULL, io_main, rt) != 0) goto fail_async;
@@ -176,8 +189,6 @@ fail_async:
   uv_run(&io->loop, UV_RUN_DEFAULT);
 fail_loop:
   uv_loop_close(&io->loop);
-fail_stub:
-  pool_free(&rt->pool, NULL, stub);
 fail_map:
   u64map_destroy(&io->timers);
   return AU_ENOMEM;
@@ -187,13 +198,12 @@ void io_stop(au_runtime_t *rt)
 {
   io_t *io = &rt->io;
   cmd_t c = {0};
-  while (post(rt, CMD_QUIT, &c) != 0) sched_yield();
+  while (post(rt, IO_CMD_QUIT, &c) != 0) sched_yield();
   pthread_join(io->tid, NULL);
   uv_loop_close(&io->loop);
   /* The I/O thread is gone: free what is left in its queue. */
-  au_msg_t *m, *rel;
-  while ((m = mailbox_pop(&io->cmdq, &rel)) != NULL) pool_free(&rt->pool, NULL, rel);
-  pool_free(&rt->pool, NULL, mailbox_stub(&io->cmdq));
+  au_msg_t *m;
+  while ((m = cmd_pop(io)) != NULL) pool_free(&rt->pool, NULL, m);
   u64map_destroy(&io->timers);
 }
 
@@ -205,7 +215,7 @@ int au_timer_start(au_runtime_t *rt, au_actor_t *to, uint32_t type, uint64_t tim
   c.id = atomic_fetch_add_explicit(&rt->io.next_id, 1, memory_order_relaxed);
   /* Counted before the command is queued, so that quiescence cannot slip in between. */
   atomic_fetch_add(&rt->io_pending, 1);
-  int rc = post(rt, CMD_TIMER_START, &c);
+  int rc = post(rt, IO_CMD_TIMER_START, &c);
   if (rc != 0) {
     pending_done(rt);
     return rc;
@@ -218,5 +228,5 @@ int au_timer_stop(au_runtime_t *rt, au_timer_id_t id)
 {
   if (!rt || id == 0) return AU_EINVAL;
   cmd_t c = {.id = id};
-  return post(rt, CMD_TIMER_STOP, &c);
+  return post(rt, IO_CMD_TIMER_STOP, &c);
 }

@@ -110,7 +110,7 @@ static int refill(pool_t *p, pool_cache_t *c, int cls, int locked)
   au_msg_t *head = NULL;
   for (size_t i = n; i-- > 0;) {
     au_msg_t *m = (au_msg_t *)(void *)(s->mem + i * block);
-    m->au__class = (uint32_t)cls;
+    m->au__class = (uint16_t)cls;
     m->au__next = head;
     head = m;
   }

@@ -25,6 +25,7 @@ struct au_actor {
   au_runtime_t *rt;
   struct au_actor *prev, *next; /* in the live list of the thread that spawned it */
   int list;                     /* which live list */
+  au_port_t port;               /* its port on this node, or AU_NO_PORT */
   int stopping;                 /* set by au_actor_stop, read after the behaviour */
   int yield;                    /* sent itself a message in this turn */
   _Alignas(16) unsigned char state[];
@@ -47,19 +48,23 @@ typedef struct sched_thread {
   unsigned deferred_at; /* tick when it was deferred */
   /* counters: written by the owner only (relaxed), read by au_runtime_stats */
   atomic_ullong runs, msgs, steals, parks;
+  atomic_ullong remote_msgs; /* messages from other nodes handled (cluster termination) */
 } sched_thread_t;
 
 typedef struct io {
   uv_loop_t loop;
   uv_async_t async;
   pthread_t tid;
-  mailbox_t cmdq;        /* commands from any thread, consumed by the I/O thread */
+  injectq_t cmdq;        /* commands (messages) from any thread, for the I/O thread */
   u64map_t timers;       /* id -> io_timer, I/O thread only */
   atomic_ullong next_id; /* timer ids, from 1 */
 } io_t;
 
 struct au_runtime {
   int nthreads, batch;
+  int rank, nodes;              /* in a cluster; 0 and 1 otherwise */
+  struct net *net;              /* the cluster transport, or NULL (runtime/cluster.h) */
+  _Atomic(au_actor_t *) *ports; /* port -> actor, 65535 entries, allocated on first use */
   int keep_denormals;
   sched_thread_t *threads;
   injectq_t inject;
@@ -128,5 +133,33 @@ void actor_free_all(au_runtime_t *rt);
 /* io.c */
 int io_start(au_runtime_t *rt);
 void io_stop(au_runtime_t *rt);
+/* Any thread: hands m to the I/O thread (m->type is an IO_CMD_*), which frees it. */
+void io_post_msg(au_runtime_t *rt, au_msg_t *m);
+
+/* Commands for the I/O thread; those from IO_CMD_NET on go to net_handle_cmd. */
+enum {
+  IO_CMD_TIMER_START = 1,
+  IO_CMD_TIMER_STOP,
+  IO_CMD_QUIT,
+  IO_CMD_NET = 100,
+  IO_CMD_NET_START = IO_CMD_NET,
+  IO_CMD_NET_SEND,
+  IO_CMD_NET_IDLE,
+  IO_CMD_NET_REDUCE,
+  IO_CMD_NET_LEAVE,
+};
+
+/* actor.c */
+/* Delivers a message whose sender fields are already set (the I/O thread does this for
+ * messages from other nodes). */
+void actor_deliver(au_actor_t *to, au_msg_t *m);
+
+static inline au_actor_t *rt_port_actor(au_runtime_t *rt, au_port_t port)
+{
+  /* acquire: pairs with au_port_register's release, so the actor is fully built */
+  return rt->ports && port != AU_NO_PORT
+             ? atomic_load_explicit(&rt->ports[port], memory_order_acquire)
+             : NULL;
+}
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/net.h"
 #include "runtime/rt.h"
 
 #define DEFAULT_BATCH 64
@@ -21,6 +22,8 @@ int au_runtime_create(au_runtime_t **out, const au_runtime_opts_t *opts)
   if (!rt) return AU_ENOMEM;
   rt->nthreads = o.threads;
   rt->batch = o.batch ? o.batch : DEFAULT_BATCH;
+  rt->rank = 0;
+  rt->nodes = 1;
   rt->keep_denormals = o.keep_denormals;
   int rc = AU_ENOMEM;
   /* caches: one per scheduler thread and one for the I/O thread */
@@ -54,7 +57,10 @@ int au_runtime_run(au_runtime_t *rt)
 void au_runtime_destroy(au_runtime_t *rt)
 {
   if (!rt) return;
+  net_leave(rt); /* BYE to every peer, while the I/O thread still runs */
   io_stop(rt);
+  net_free(rt);
+  free(rt->ports);
   actor_free_all(rt);
   sched_destroy(rt);
   for (int i = 0; i < rt->nthreads + 2; i++) pthread_mutex_destroy(&rt->lists[i].mu);

@@ -3,7 +3,7 @@
 # Used by `make test`, `make demo`, `make tsan`, `make asan` on a fresh Debian 12 machine.
 set -euo pipefail
 
-pkgs=(pkg-config libuv1-dev libmsgpack-dev libck-dev libcmocka-dev)
+pkgs=(pkg-config libuv1-dev libmsgpack-dev libck-dev libcmocka-dev libssl-dev openmpi-bin)
 # clang is needed for the ThreadSanitizer build only when gcc's libtsan is absent;
 # gcc ships libtsan2/libasan8 with the compiler on Debian 12, so nothing more here.
 

@@ -1,0 +1,412 @@
+/* remote.c — the classic parameter server across nodes (see remote.h): requests for
+ * rows held elsewhere, batched per owner node and table within a step; replies that
+ * fill the step's row cache; pushes of deltas to owners at the end of the step; and
+ * the server actors that answer them on the owning node.
+ */
+#include "actors/remote.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/ps.h"
+#include "runtime/net.h"
+#include "runtime/rt.h"
+
+#define HDR 8 /* u32 table, u32 n */
+
+/* --- output buffers ----------------------------------------------------------------- */
+
+static int obuf_reserve(obuf_t *b, size_t more)
+{
+  if (b->len + more <= b->cap) return 0;
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap < b->len + more) cap *= 2;
+  uint8_t *p = realloc(b->p, cap);
+  if (!p) return AU_ENOMEM;
+  b->p = p;
+  b->cap = cap;
+  return 0;
+}
+
+static int obuf_put(obuf_t *b, const void *data, size_t n)
+{
+  if (obuf_reserve(b, n) != 0) return AU_ENOMEM;
+  memcpy(b->p + b->len, data, n);
+  b->len += n;
+  return 0;
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+  uint32_t v;
+  memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+static void set_u32(uint8_t *p, uint32_t v)
+{
+  memcpy(p, &v, sizeof(v));
+}
+
+/* The buffer for (node, table), started with its header when empty. */
+static obuf_t *buf_for(au_worker_t *w, obuf_t **which, int node, const au_table_t *t)
+{
+  wremote_t *r = &w->remote;
+  au_node_t *n = w->node;
+  int need = n->nodes * n->ntables;
+  if (r->nbufs < need) {
+    obuf_t *req = calloc((size_t)need, sizeof(obuf_t));
+    obuf_t *push = calloc((size_t)need, sizeof(obuf_t));
+    if (!req || !push) {
+      free(req);
+      free(push);
+      return NULL;
+    }
+    /* the buffers are empty between steps, so growing simply starts over */
+    for (int i = 0; i < r->nbufs; i++) free(r->req[i].p), free(r->push[i].p);
+    free(r->req);
+    free(r->push);
+    r->req = req;
+    r->push = push;
+    r->nbufs = need;
+  }
+  obuf_t *b = &(*which)[node * n->ntables + t->id];
+  if (b->len == 0) {
+    uint8_t hdr[HDR];
+    set_u32(hdr, (uint32_t)t->id);
+    set_u32(hdr + 4, 0);
+    if (obuf_put(b, hdr, HDR) != 0) return NULL;
+  }
+  return b;
+}
+
+/* --- the step's row cache ----------------------------------------------------------- */
+
+static size_t slot_hash(int table, uint64_t key)
+{
+  uint64_t h = key * 0x9e3779b97f4a7c15ULL ^ (uint64_t)table * 0xc2b2ae3d27d4eb4fULL;
+  return (size_t)(h ^ (h >> 29));
+}
+
+static int cache_grow(wremote_t *r)
+{
+  size_t cap = r->slots ? (r->mask + 1) * 2 : 256;
+  struct rslot *s = malloc(cap * sizeof(*s));
+  if (!s) return AU_ENOMEM;
+  for (size_t i = 0; i < cap; i++) s[i].table = -1;
+  for (size_t i = 0; r->slots && i <= r->mask; i++) {
+    if (r->slots[i].table < 0) continue;
+    size_t j = slot_hash(r->slots[i].table, r->slots[i].key) & (cap - 1);
+    while (s[j].table >= 0) j = (j + 1) & (cap - 1);
+    s[j] = r->slots[i];
+  }
+  free(r->slots);
+  r->slots = s;
+  r->mask = cap - 1;
+  return 0;
+}
+
+/* The slot of (table, key), added (not ready, with room for the row) if absent. */
+static struct rslot *cache_slot(wremote_t *r, const au_table_t *t, uint64_t key, int *added)
+{
+  *added = 0;
+  if ((!r->slots || (r->count + 1) * 2 > r->mask + 1) && cache_grow(r) != 0) return NULL;
+  size_t i = slot_hash(t->id, key) & r->mask;
+  while (r->slots[i].table >= 0) {
+    if (r->slots[i].table == t->id && r->slots[i].key == key) return &r->slots[i];
+    i = (i + 1) & r->mask;
+  }
+  if (r->arena_len + t->row_bytes > r->arena_cap) {
+    size_t cap = r->arena_cap ? r->arena_cap : 64 * 1024;
+    while (cap < r->arena_len + t->row_bytes) cap *= 2;
+    uint8_t *a = realloc(r->arena, cap);
+    if (!a) return NULL;
+    r->arena = a;
+    r->arena_cap = cap;
+  }
+  struct rslot *s = &r->slots[i];
+  s->table = t->id;
+  s->key = key;
+  s->ready = 0;
+  s->off = r->arena_len;
+  r->arena_len += t->row_bytes;
+  r->count++;
+  *added = 1;
+  return s;
+}
+
+static struct rslot *cache_find(wremote_t *r, int table, uint64_t key)
+{
+  if (!r->slots) return NULL;
+  size_t i = slot_hash(table, key) & r->mask;
+  while (r->slots[i].table >= 0) {
+    if (r->slots[i].table == table && r->slots[i].key == key) return &r->slots[i];
+    i = (i + 1) & r->mask;
+  }
+  return NULL;
+}
+
+static int owner_of(const au_table_t *t, au_key_t key)
+{
+  return (int)t->actors[key >> t->group_shift].owner;
+}
+
+void *remote_row(au_worker_t *w, au_table_t *t, au_key_t key, int *requested)
+{
+  wremote_t *r = &w->remote;
+  int added;
+  struct rslot *s = cache_slot(r, t, key, &added);
+  *requested = 0;
+  if (!s) {
+    r->failed = AU_ENOMEM;
+    return NULL;
+  }
+  if (s->ready) return r->arena + s->off;
+  if (added) {
+    obuf_t *b = buf_for(w, &r->req, owner_of(t, key), t);
+    if (!b || obuf_put(b, &key, sizeof(key)) != 0) {
+      r->failed = AU_ENOMEM;
+      return NULL;
+    }
+    set_u32(b->p + 4, get_u32(b->p + 4) + 1);
+    *requested = 1;
+  }
+  return NULL;
+}
+
+int remote_send_requests(au_worker_t *w)
+{
+  wremote_t *r = &w->remote;
+  au_node_t *n = w->node;
+  au_runtime_t *rt = n->rt;
+  int sent = 0;
+  for (int i = 0; i < r->nbufs; i++) {
+    obuf_t *b = &r->req[i];
+    if (b->len == 0) continue;
+    int node = i / n->ntables;
+    int rc =
+        au_send_to(rt, (uint32_t)node, PS_SERVER_PORT(w->id % n->nservers), PS_REQ, b->p, b->len);
+    b->len = 0;
+    if (rc != 0) return rc;
+    r->pending++;
+    sent++;
+  }
+  return sent ? AU_EAGAIN : 0;
+}
+
+int remote_push(au_worker_t *w, au_table_t *t, au_key_t key, const void *delta)
+{
+  obuf_t *b = buf_for(w, &w->remote.push, owner_of(t, key), t);
+  if (!b || obuf_reserve(b, sizeof(key) + t->row_bytes) != 0) return AU_ENOMEM;
+  /* keys and deltas interleave here; the server reads them the same way */
+  obuf_put(b, &key, sizeof(key));
+  obuf_put(b, delta, t->row_bytes);
+  set_u32(b->p + 4, get_u32(b->p + 4) + 1);
+  return 0;
+}
+
+void remote_step_done(au_worker_t *w, int waiting)
+{
+  wremote_t *r = &w->remote;
+  au_node_t *n = w->node;
+  for (int i = 0; i < r->nbufs; i++) {
+    obuf_t *b = &r->push[i];
+    if (b->len == 0) continue;
+    int rc = au_send_to(n->rt, (uint32_t)(i / n->ntables), PS_SERVER_PORT(w->id % n->nservers),
+                        PS_PUSH, b->p, b->len);
+    if (rc != 0 && !r->failed) r->failed = rc;
+    b->len = 0;
+  }
+  if (waiting) return;
+  /* the step is over: forget its rows */
+  if (r->slots)
+    for (size_t i = 0; i <= r->mask; i++) r->slots[i].table = -1;
+  r->count = 0;
+  r->arena_len = 0;
+}
+
+int remote_on_reply(au_worker_t *w, const au_msg_t *m)
+{
+  wremote_t *r = &w->remote;
+  if (r->pending > 0) r->pending--;
+  if (m->type == PS_ERR) {
+    fprintf(stderr, "augur: worker %d: node %u answered: %.*s\n", w->id, m->from_node, (int)m->len,
+            (const char *)m->data);
+    r->failed = AU_EPROTO;
+    return r->pending == 0;
+  }
+  au_node_t *n = w->node;
+  uint32_t tid = m->len >= HDR ? get_u32(m->data) : UINT32_MAX;
+  uint32_t cnt = m->len >= HDR ? get_u32(m->data + 4) : 0;
+  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
+  if (!t || m->len != HDR + (size_t)cnt * (sizeof(uint64_t) + t->row_bytes)) {
+    fprintf(stderr, "augur: worker %d: malformed rows from node %u\n", w->id, m->from_node);
+    r->failed = AU_EPROTO;
+    return r->pending == 0;
+  }
+  const uint8_t *keys = m->data + HDR, *rows = keys + (size_t)cnt * sizeof(uint64_t);
+  for (uint32_t i = 0; i < cnt; i++) {
+    uint64_t k;
+    memcpy(&k, keys + (size_t)i * sizeof(k), sizeof(k));
+    struct rslot *s = cache_find(r, t->id, k);
+    if (!s) continue; /* not asked for in this step: ignore */
+    memcpy(r->arena + s->off, rows + (size_t)i * t->row_bytes, t->row_bytes);
+    s->ready = 1;
+  }
+  return r->pending == 0;
+}
+
+void remote_free(au_worker_t *w)
+{
+  wremote_t *r = &w->remote;
+  for (int i = 0; i < r->nbufs; i++) free(r->req[i].p), free(r->push[i].p);
+  free(r->req);
+  free(r->push);
+  free(r->slots);
+  free(r->arena);
+  memset(r, 0, sizeof(*r));
+}
+
+/* --- servers ------------------------------------------------------------------------ */
+
+typedef struct server {
+  au_node_t *node;
+  obuf_t out;   /* the reply being built */
+  obuf_t delta; /* an aligned copy of one pushed delta */
+} server_t;
+
+/* Logs a bad request and tells the worker, whose step then fails with AU_EPROTO. */
+static void server_error(server_t *s, const au_msg_t *m, const char *why)
+{
+  fprintf(stderr, "augur[rank %d]: request from node %u: %s\n", s->node->rank, m->from_node, why);
+  au_send_to(s->node->rt, m->from_node, m->from_port, PS_ERR, why, strlen(why));
+}
+
+/* Checks a request or push: its table, count and length; every key here. */
+static au_table_t *server_check(server_t *s, const au_msg_t *m, size_t per_key, uint32_t *cnt)
+{
+  au_node_t *n = s->node;
+  char why[128];
+  if (m->len < HDR) {
+    snprintf(why, sizeof(why), "a message of %u bytes is too short", m->len);
+    server_error(s, m, why);
+    return NULL;
+  }
+  uint32_t tid = get_u32(m->data);
+  *cnt = get_u32(m->data + 4);
+  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
+  if (!t) {
+    snprintf(why, sizeof(why), "no table %u (this node has %d)", tid, n->ntables);
+    server_error(s, m, why);
+    return NULL;
+  }
+  size_t each = sizeof(uint64_t) + (per_key ? t->row_bytes : 0);
+  if (m->len != HDR + (size_t)*cnt * each) {
+    snprintf(why, sizeof(why), "%u bytes do not hold %u keys of table %u", m->len, *cnt, tid);
+    server_error(s, m, why);
+    return NULL;
+  }
+  return t;
+}
+
+static void serve_request(server_t *s, const au_msg_t *m)
+{
+  uint32_t cnt;
+  au_table_t *t = server_check(s, m, 0, &cnt);
+  if (!t) return;
+  obuf_t *o = &s->out;
+  o->len = 0;
+  if (obuf_reserve(o, m->len + (size_t)cnt * t->row_bytes) != 0) {
+    server_error(s, m, "out of memory answering a request");
+    return;
+  }
+  memcpy(o->p, m->data, m->len); /* table, count, keys */
+  uint8_t *rows = o->p + m->len;
+  for (uint32_t i = 0; i < cnt; i++) {
+    uint64_t k;
+    memcpy(&k, m->data + HDR + (size_t)i * sizeof(k), sizeof(k));
+    void *row = k < t->keys ? table_row(t, k) : NULL;
+    if (!row) {
+      char why[128];
+      snprintf(why, sizeof(why), "key %llu of table %d is not held here", (unsigned long long)k,
+               t->id);
+      server_error(s, m, why);
+      return;
+    }
+    kernel_copy_row(rows + (size_t)i * t->row_bytes, row, t->dim);
+  }
+  o->len = m->len + (size_t)cnt * t->row_bytes;
+  au_send_to(s->node->rt, m->from_node, m->from_port, PS_ROWS, o->p, o->len);
+}
+
+static void serve_push(server_t *s, const au_msg_t *m)
+{
+  uint32_t cnt;
+  au_table_t *t = server_check(s, m, 1, &cnt);
+  if (!t) return;
+  s->delta.len = 0;
+  if (obuf_reserve(&s->delta, t->row_bytes) != 0) {
+    server_error(s, m, "out of memory applying a push");
+    return;
+  }
+  const uint8_t *p = m->data + HDR;
+  for (uint32_t i = 0; i < cnt; i++, p += sizeof(uint64_t) + t->row_bytes) {
+    uint64_t k;
+    memcpy(&k, p, sizeof(k));
+    void *row = k < t->keys ? table_row(t, k) : NULL;
+    if (!row) {
+      char why[128];
+      snprintf(why, sizeof(why), "pushed key %llu of table %d is not held here",
+               (unsigned long long)k, t->id);
+      server_error(s, m, why);
+      return;
+    }
+    /* the delta follows its key unaligned: the kernel gets an aligned copy */
+    memcpy(s->delta.p, p + sizeof(k), t->row_bytes);
+    t->kernel(row, s->delta.p, t->dim, t->kernel_arg);
+  }
+}
+
+static void server_behaviour(au_actor_t *self, void *state, au_msg_t *m)
+{
+  (void)self;
+  server_t *s = *(server_t **)state;
+  switch (m->type) {
+  case PS_REQ:
+    serve_request(s, m);
+    break;
+  case PS_PUSH:
+    serve_push(s, m);
+    break;
+  default:
+    break;
+  }
+}
+
+int remote_start_servers(au_node_t *n)
+{
+  int count = au_runtime_threads(n->rt);
+  if (count > PS_MAX_SERVERS) count = PS_MAX_SERVERS;
+  n->servers = calloc((size_t)count, sizeof(server_t));
+  if (!n->servers) return AU_ENOMEM;
+  for (int i = 0; i < count; i++) {
+    server_t *s = &((server_t *)n->servers)[i];
+    s->node = n;
+    au_actor_t *a;
+    int rc = au_actor_spawn(n->rt, &a, server_behaviour, sizeof(server_t *));
+    if (rc == 0) rc = au_port_register(n->rt, PS_SERVER_PORT(i), a);
+    if (rc != 0) return rc;
+    *(server_t **)au_actor_state(a) = s;
+  }
+  n->nservers = count;
+  return 0;
+}
+
+void remote_free_servers(au_node_t *n)
+{
+  server_t *s = n->servers;
+  for (int i = 0; s && i < n->nservers; i++) free(s[i].out.p), free(s[i].delta.p);
+  free(s);
+  n->servers = NULL;
+}

@@ -1,0 +1,154 @@
+/* bootstrap.c — where a node learns its place in a cluster: rank, node count and the
+ * coordinator's address, from augur's own variables or from the launcher that started
+ * it (OpenMPI, PMI, Slurm). Pure functions of the environment; no I/O.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "augur.h"
+
+#define DEFAULT_PORT_BASE  20000
+#define DEFAULT_PORT_RANGE 30000
+
+/* Parses a decimal integer in [min, max] from variable `name`; 1 if set and valid, 0 if
+ * unset, AU_EINVAL with a message if set but not valid. */
+static int env_int(const char *name, long min, long max, long *out, char *err, size_t errlen)
+{
+  const char *v = getenv(name);
+  if (!v || !*v) return 0;
+  char *end;
+  errno = 0;
+  long x = strtol(v, &end, 10);
+  if (errno || *end || x < min || x > max) {
+    snprintf(err, errlen, "%s='%s': expected a whole number in [%ld, %ld]", name, v, min, max);
+    return AU_EINVAL;
+  }
+  *out = x;
+  return 1;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+  return h;
+}
+
+/* host:port with a numeric port; the host part is copied into host. */
+static int split_addr(const char *addr, char *host, size_t hostlen, int *port)
+{
+  const char *colon = strrchr(addr, ':');
+  if (!colon || colon == addr || (size_t)(colon - addr) >= hostlen) return -1;
+  char *end;
+  errno = 0;
+  long p = strtol(colon + 1, &end, 10);
+  if (errno || *end || colon[1] == '\0' || p < 1 || p > 65535) return -1;
+  memcpy(host, addr, (size_t)(colon - addr));
+  host[colon - addr] = '\0';
+  *port = (int)p;
+  return 0;
+}
+
+int au_cluster_opts_from_env(au_cluster_opts_t *o, char *err, size_t errlen)
+{
+  memset(o, 0, sizeof(*o));
+  o->nodes = 1;
+  long rank = 0, nodes = 1;
+  int rc, found = 0;
+  const char *job = NULL, *source = NULL;
+
+  /* augur's own variables first, then the launchers' */
+  static const struct {
+    const char *rank, *size, *job, *local_size;
+  } launchers[] = {
+      {"AU_RANK", "AU_NODES", "AU_CLUSTER", NULL},
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_MCA_ess_base_jobid",
+       "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"PMI_RANK", "PMI_SIZE", "PMI_JOBID", NULL},
+      {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID", NULL},
+  };
+  for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]) && !found; i++) {
+    if ((rc = env_int(launchers[i].size, 1, 65535, &nodes, err, errlen)) < 0) return rc;
+    if (rc == 0) continue;
+    if ((rc = env_int(launchers[i].rank, 0, nodes - 1, &rank, err, errlen)) < 0) return rc;
+    if (rc == 0) {
+      snprintf(err, errlen, "%s is set but %s is not", launchers[i].size, launchers[i].rank);
+      return AU_EINVAL;
+    }
+    found = 1;
+    source = launchers[i].size;
+    job = getenv(launchers[i].job);
+    long local = 0;
+    if (launchers[i].local_size &&
+        env_int(launchers[i].local_size, 1, 65535, &local, err, errlen) == 1 && local != nodes &&
+        !getenv("AU_COORD")) {
+      snprintf(err, errlen,
+               "%s=%ld nodes run on several hosts: set AU_COORD=host:port to an address of "
+               "rank 0's host (e.g. mpirun -x AU_COORD=...)",
+               launchers[i].size, nodes);
+      return AU_EINVAL;
+    }
+  }
+  o->rank = (int)rank;
+  o->nodes = (int)nodes;
+
+  long t = 0;
+  if ((rc = env_int("AU_TIMEOUT", 1, 86400, &t, err, errlen)) < 0) return rc;
+  o->timeout_ms = rc ? (int)(t * 1000) : 30000;
+  o->heartbeat_ms = 500;
+  o->dead_ms = 5000;
+
+  const char *secret = getenv("AU_SECRET");
+  if (secret && strlen(secret) >= sizeof(o->secret)) {
+    snprintf(err, errlen, "AU_SECRET is longer than %zu bytes", sizeof(o->secret) - 1);
+    return AU_EINVAL;
+  }
+  if (secret) snprintf(o->secret, sizeof(o->secret), "%s", secret);
+
+  const char *cluster = getenv("AU_CLUSTER");
+  if (cluster && (strlen(cluster) == 0 || strlen(cluster) >= sizeof(o->cluster))) {
+    snprintf(err, errlen, "AU_CLUSTER='%s': expected 1 to %zu characters", cluster,
+             sizeof(o->cluster) - 1);
+    return AU_EINVAL;
+  }
+  snprintf(o->cluster, sizeof(o->cluster), "%s", cluster ? cluster : job ? job : "augur");
+
+  const char *coord = getenv("AU_COORD");
+  char host[256];
+  int port;
+  if (coord) {
+    if (strlen(coord) >= sizeof(o->coord) || split_addr(coord, host, sizeof(host), &port) != 0) {
+      snprintf(err, errlen, "AU_COORD='%s': expected host:port with a port in 1..65535", coord);
+      return AU_EINVAL;
+    }
+    snprintf(o->coord, sizeof(o->coord), "%s", coord);
+  } else if (found && nodes > 1) {
+    if (!strcmp(source, "AU_NODES")) {
+      snprintf(err, errlen, "AU_NODES=%ld but AU_COORD (host:port of rank 0) is not set", nodes);
+      return AU_EINVAL;
+    }
+    /* Started by mpirun/srun on one host: every rank derives the same port from the
+     * job id. A port in use makes rank 0 fail with a message that points to AU_COORD. */
+    port = DEFAULT_PORT_BASE + (int)(fnv1a(job ? job : "augur") % DEFAULT_PORT_RANGE);
+    snprintf(o->coord, sizeof(o->coord), "127.0.0.1:%d", port);
+    snprintf(host, sizeof(host), "127.0.0.1");
+  } else {
+    snprintf(host, sizeof(host), "127.0.0.1");
+  }
+
+  const char *bind = getenv("AU_BIND");
+  if (bind && strlen(bind) >= sizeof(o->bind)) {
+    snprintf(err, errlen, "AU_BIND is longer than %zu bytes", sizeof(o->bind) - 1);
+    return AU_EINVAL;
+  }
+  /* Rank 0 listens on the coordinator's host; the others on loopback unless told. */
+  const char *listen = bind ? bind : o->rank == 0 ? host : "127.0.0.1";
+  if (strlen(listen) >= sizeof(o->bind)) {
+    snprintf(err, errlen, "the host of AU_COORD is longer than %zu bytes", sizeof(o->bind) - 1);
+    return AU_EINVAL;
+  }
+  memcpy(o->bind, listen, strlen(listen) + 1);
+  return o->nodes > 1;
+}
