@@ -22,7 +22,7 @@ test: build
 	cd build && $(CTEST) --output-on-failure -j $(JOBS)
 
 demo: build
-	build/demos/mf/augur-mf
+	build/demos/augur-mf
 
 ring: build
 	build/demos/augur-ring

@@ -1,6 +1,6 @@
 /* node.c — a node: one process's share of the parameter server, with its runtime,
- * tables and workers. On one node every parameter actor is owned here; the cluster
- * bootstrap that sets rank and node count comes with the transport.
+ * tables, server actors and workers. When the environment names a cluster, the node
+ * joins it before anything else can talk to it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +11,17 @@
 int au_node_start(au_node_t **out, const au_node_opts_t *opts)
 {
   if (!out) return AU_EINVAL;
+  au_cluster_opts_t cluster;
+  char err[400];
+  int rc = au_cluster_opts_from_env(&cluster, err, sizeof(err));
+  if (rc < 0) {
+    fprintf(stderr, "augur: %s\n", err);
+    return rc;
+  }
   au_node_t *n = calloc(1, sizeof(*n));
   if (!n) return AU_ENOMEM;
   au_node_opts_t o = opts ? *opts : (au_node_opts_t){0};
-  int rc = au_runtime_create(
+  rc = au_runtime_create(
       &n->rt, &(au_runtime_opts_t){.threads = o.threads, .keep_denormals = o.keep_denormals});
   if (rc != 0) {
     free(n);
@@ -26,8 +33,33 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
   n->barrier_gen = 1; /* a worker's barrier_gen of 0 means "not at a barrier" */
   atomic_init(&n->error, 0);
   atomic_init(&n->live, 0);
+  atomic_init(&n->active, 0);
+  /* servers first: once this node has joined, requests may come at any time */
+  if ((rc = remote_start_servers(n)) != 0) {
+    au_node_stop(n);
+    return rc;
+  }
+  if (cluster.nodes > 1) {
+    if ((rc = au_runtime_join(n->rt, &cluster, err, sizeof(err))) != 0) {
+      fprintf(stderr, "augur[rank %d]: %s\n", cluster.rank, err);
+      au_node_stop(n);
+      return rc;
+    }
+    n->rank = au_runtime_rank(n->rt);
+    n->nodes = au_runtime_nodes(n->rt);
+  }
   *out = n;
   return 0;
+}
+
+int au_node_rank(const au_node_t *n)
+{
+  return n->rank;
+}
+
+int au_node_nodes(const au_node_t *n)
+{
+  return n->nodes;
 }
 
 int au_node_run(au_node_t *n)

@@ -87,7 +87,7 @@ struct au_node {
   int ntables;
   void *servers; /* server_t[nservers] (remote.c) */
   int nservers;
-  int active; /* workers ready, running or waiting in this run (under barrier_mu) */
+  atomic_int active; /* workers ready, running or waiting in this run */
   au_worker_t **workers;
   int nworkers, cap_workers;
   /* barrier: workers that arrived in the current generation */

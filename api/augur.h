@@ -148,11 +148,14 @@ typedef struct au_cluster_opts {
   int timeout_ms;   /* forming the cluster must finish within this (0 = 30000) */
   int heartbeat_ms; /* send something to each peer at least this often (0 = 500) */
   int dead_ms;      /* a peer silent this long is lost (0 = 5000) */
+  long queue_bytes; /* bytes queued to one peer before senders are asked to wait
+                     * (au_link_wait); they resume below a quarter of it (0 = 16 MiB) */
 } au_cluster_opts_t;
 
 /* Fills o from the environment: AU_RANK, AU_NODES, AU_COORD (and AU_CLUSTER, AU_BIND,
  * AU_SECRET, AU_TIMEOUT in seconds), else from the launcher: OpenMPI
  * (OMPI_COMM_WORLD_RANK/SIZE), PMI (PMI_RANK/SIZE) or Slurm (SLURM_PROCID/NTASKS).
+ * AU_QUEUE_BYTES sets queue_bytes.
  * Returns 1 when it describes a cluster of 2 or more nodes, 0 for a single embedded node,
  * or AU_EINVAL with a message naming the variable in err. */
 int au_cluster_opts_from_env(au_cluster_opts_t *o, char *err, size_t errlen);

@@ -145,7 +145,7 @@ int main(int argc, char **argv)
     mf_t *m;
     char err[256];
     if (au_node_start(&node, &(au_node_opts_t){.threads = t}) != 0 ||
-        mf_create(node, &o, nrows, ncols, &data, &m, err, sizeof(err)) != 0) {
+        mf_create(node, &o, nrows, ncols, &data, NULL, &m, err, sizeof(err)) != 0) {
       fprintf(stderr, "augur-bench-mf: setting up augur with %d threads failed\n", t);
       return 1;
     }

@@ -99,6 +99,9 @@ int au_cluster_opts_from_env(au_cluster_opts_t *o, char *err, size_t errlen)
   o->timeout_ms = rc ? (int)(t * 1000) : 30000;
   o->heartbeat_ms = 500;
   o->dead_ms = 5000;
+  long q = 0;
+  if ((rc = env_int("AU_QUEUE_BYTES", 4096, 1L << 40, &q, err, errlen)) < 0) return rc;
+  o->queue_bytes = rc ? q : 0;
 
   const char *secret = getenv("AU_SECRET");
   if (secret && strlen(secret) >= sizeof(o->secret)) {

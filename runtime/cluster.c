@@ -616,7 +616,8 @@ void net_unqueue_bytes(net_t *net, int peer, size_t bytes)
   pthread_mutex_lock(&net->wait_mu);
   atomic_fetch_sub(&net->out_bytes[peer], bytes);
   waiter_t *w = NULL;
-  if (net->waiters[peer] && atomic_load(&net->out_bytes[peer]) < NET_OUT_LOW) {
+  if (net->waiters[peer] &&
+      atomic_load(&net->out_bytes[peer]) < (size_t)net->opts.queue_bytes / 4) {
     w = net->waiters[peer];
     net->waiters[peer] = NULL;
   }

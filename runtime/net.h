@@ -42,10 +42,9 @@ enum {
   CTRL_REDUCED,  /* 0 -> all: extra = seq, n; payload = n sums */
 };
 
-/* Per-peer outgoing queue limits (bytes): above HIGH senders are asked to wait, below
- * LOW they are woken. */
+/* Default per-peer outgoing queue limit (bytes): above it senders are asked to wait;
+ * they are woken below a quarter of it (au_cluster_opts_t.queue_bytes). */
 #define NET_OUT_HIGH (16u << 20)
-#define NET_OUT_LOW  (4u << 20)
 
 /* Main thread: joins the cluster described by o, blocking until every node is
  * connected to every other (a barrier) or an error or timeout. 0, or a negative AU_E*
@@ -61,8 +60,8 @@ void net_free(au_runtime_t *rt);
  * net_link_wait for backpressure. 0 or AU_ENOMEM / AU_ENODE. */
 int net_send(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, au_port_t from_port,
              const void *data, size_t len);
-/* Any thread: 1 if the queue to node is over NET_OUT_HIGH, in which case `who` gets a
- * message of `type` once it drains below NET_OUT_LOW; 0 if the sender may go on. */
+/* Any thread: 1 if the queue to node is over the limit, in which case `who` gets a
+ * message of `type` once it drains below a quarter of it; 0 if the sender may go on. */
 int net_link_wait(au_runtime_t *rt, uint32_t node, au_actor_t *who, uint32_t type);
 
 /* Main thread, collective: runs the runtime until every node has declared itself idle

@@ -106,6 +106,7 @@ int net_join(au_runtime_t *rt, const au_cluster_opts_t *o, char *err, size_t err
   if (!net->opts.timeout_ms) net->opts.timeout_ms = 30000;
   if (!net->opts.heartbeat_ms) net->opts.heartbeat_ms = 500;
   if (!net->opts.dead_ms) net->opts.dead_ms = 5000;
+  if (net->opts.queue_bytes <= 0) net->opts.queue_bytes = NET_OUT_HIGH;
   net->rank = o->rank;
   net->nodes = o->nodes;
   net->conns = calloc(n, sizeof(*net->conns));
@@ -195,7 +196,7 @@ int net_link_wait(au_runtime_t *rt, uint32_t node, au_actor_t *who, uint32_t typ
   if (!net || node >= (uint32_t)net->nodes) return 0;
   int wait = 0;
   pthread_mutex_lock(&net->wait_mu);
-  if (atomic_load(&net->out_bytes[node]) > NET_OUT_HIGH) {
+  if (atomic_load(&net->out_bytes[node]) > (size_t)net->opts.queue_bytes) {
     waiter_t *w = malloc(sizeof(*w));
     if (w) {
       w->who = who;

@@ -37,6 +37,8 @@ static void usage(FILE *f)
              "  --batch N         ratings per worker step (default 512)\n"
              "  --lookahead N     intents announce the batch N steps ahead (default 2)\n"
              "  --seed N          seed for generation, split, shuffle, initialization (default 1)\n"
+             "  --mode M          parameter placement across nodes: classic (each column row\n"
+             "                    stays on its home node; others fetch and push by message)\n"
              "\n"
              "data:\n"
              "  TRAIN_FILE        ratings to train on\n"
@@ -155,6 +157,9 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = parse_u64(f, VALUE(), 0, 1 << 20, &u))) a->mf.lookahead = (int)u;
     } else if (!strcmp(f, "--seed")) {
       if (!(rc = parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->mf.seed = a->gen.seed = u;
+    } else if (!strcmp(f, "--mode")) {
+      const char *v = VALUE();
+      if (!v || strcmp(v, "classic") != 0) rc = fail_flag(f, v ? v : "", "classic");
     } else if (!strcmp(f, "--format")) {
       const char *v = VALUE();
       if (!v || mf_format_parse(v, &a->format) != 0)
@@ -272,11 +277,7 @@ int main(int argc, char **argv)
   dataset_t d = {0};
   uint64_t t0 = au_now_ns();
   if ((rc = load_data(&a, &d)) != 0) return rc;
-  printf("data=%s rows=%u cols=%u train=%zu test=%zu", a.train ? a.train : "generated", d.nrows,
-         d.ncols, d.train.n, d.test.n);
-  if (d.test_skipped) printf(" test_skipped=%zu", d.test_skipped);
-  printf(" load_seconds=%.2f\n", (double)(au_now_ns() - t0) / 1e9);
-  fflush(stdout);
+  double load_s = (double)(au_now_ns() - t0) / 1e9;
 
   au_node_t *node;
   if ((rc = au_node_start(&node, &(au_node_opts_t){.threads = a.threads})) != 0) {
@@ -284,19 +285,32 @@ int main(int argc, char **argv)
     dataset_free(&d);
     return 1;
   }
+  /* every node computes the same lines; rank 0 prints them */
+  int talk = au_node_rank(node) == 0, nodes = au_node_nodes(node);
+  if (talk) {
+    printf("data=%s rows=%u cols=%u train=%zu test=%zu", a.train ? a.train : "generated", d.nrows,
+           d.ncols, d.train.n, d.test.n);
+    if (d.test_skipped) printf(" test_skipped=%zu", d.test_skipped);
+    printf(" load_seconds=%.2f\n", load_s);
+    fflush(stdout);
+  }
   char err[512];
   mf_t *m;
-  if ((rc = mf_create(node, &a.mf, d.nrows, d.ncols, &d.train, &m, err, sizeof(err))) != 0) {
+  rc = mf_create(node, &a.mf, d.nrows, d.ncols, &d.train, &d.test, &m, err, sizeof(err));
+  if (rc != 0) {
     fprintf(stderr, PROG ": %s\n", err);
     au_node_stop(node);
     dataset_free(&d);
     return 1;
   }
-  printf("model rank=%u biases=%d threads=%d workers=%d kernel=%s lr=%g reg=%g\n", a.mf.rank,
-         a.mf.biases, au_runtime_threads(au_node_runtime(node)),
-         a.mf.workers ? a.mf.workers : au_runtime_threads(au_node_runtime(node)),
-         a.mf.kernel == AU_KERNEL_ADD ? "exact" : "hogwild", a.mf.lr, a.mf.reg);
-  fflush(stdout);
+  int threads = au_runtime_threads(au_node_runtime(node));
+  if (talk) {
+    printf("model rank=%u biases=%d nodes=%d threads=%d workers=%d kernel=%s mode=classic "
+           "lr=%g reg=%g\n",
+           a.mf.rank, a.mf.biases, nodes, threads, a.mf.workers ? a.mf.workers : threads,
+           a.mf.kernel == AU_KERNEL_ADD ? "exact" : "hogwild", a.mf.lr, a.mf.reg);
+    fflush(stdout);
+  }
 
   int status = 0;
   for (int e = 0; e < a.epochs; e++) {
@@ -306,19 +320,30 @@ int main(int argc, char **argv)
       status = 1;
       break;
     }
+    if (!talk) continue;
     printf("epoch=%d train_rmse=%.4f", e + 1, st.train_rmse);
-    if (d.test.n) printf(" test_rmse=%.4f", mf_rmse(m, &d.test));
+    if (d.test.n) printf(" test_rmse=%.4f", st.test_rmse);
     printf(" seconds=%.3f updates_per_s=%.3g local=%.3f intents=%llu\n", st.seconds,
            st.updates_per_s, st.local, (unsigned long long)st.intents);
     fflush(stdout);
   }
   if (status == 0 && a.save) {
-    if (mf_save(m, a.save, &d.rows, &d.cols, err, sizeof(err)) != 0) {
+    /* one file per node: each writes its rows and the columns it holds */
+    char path[4096];
+    if (nodes > 1)
+      snprintf(path, sizeof(path), "%s.%d", a.save, au_node_rank(node));
+    else
+      snprintf(path, sizeof(path), "%s", a.save);
+    if (mf_save(m, path, &d.rows, &d.cols, err, sizeof(err)) != 0) {
       fprintf(stderr, PROG ": %s\n", err);
       status = 1;
-    } else {
-      printf("saved=%s\n", a.save);
+    } else if (talk) {
+      printf("saved=%s%s\n", a.save, nodes > 1 ? ".<rank> (one file per node)" : "");
     }
+  }
+  if (status != 0) {
+    /* a failed epoch leaves the cluster broken; leaving would only wait for peers */
+    fflush(stdout);
   }
   au_node_stop(node);
   mf_free(m);

@@ -23,20 +23,24 @@ typedef struct shard {
   float mean, lr, reg;
   int lookahead;
   uint32_t batch;
-  /* ratings in walking order; .row is the local row index (global row / workers) */
-  mf_ratings_t r;
-  au_key_t *keys; /* keys[i] = r.r[i].col, as the table API takes keys */
+  /* ratings in walking order; .row is the shard's row index (see struct mf) */
+  mf_ratings_t r, test;
+  au_key_t *keys, *test_keys; /* the ratings' columns, as the table API takes keys */
   size_t pos;
+  int eval; /* this run evaluates the test ratings instead of training */
   /* row factors: nrows_local x dim */
   uint32_t nrows_local;
   float *p;
-  /* this epoch */
+  /* this run */
   double sse;
   uint64_t done;
 } shard_t;
 
+/* Rows are dealt out twice: global row g lives on node g % nodes as node row
+ * l = g / nodes, and there on shard (worker) l % shards as shard row l / shards. */
 struct mf {
   au_node_t *node;
+  int rank, nodes;
   mf_opts_t o;
   uint32_t nrows, ncols, dim;
   float mean;
@@ -60,9 +64,36 @@ void mf_opts_default(mf_opts_t *o)
                    .seed = 1};
 }
 
+/* An evaluation step: predictions for a batch of test ratings, no updates. */
+static int eval_step(au_worker_t *w, shard_t *s)
+{
+  if (s->pos >= s->test.n) {
+    s->pos = 0;
+    return AU_PAUSE;
+  }
+  size_t n = s->test.n - s->pos < s->batch ? s->test.n - s->pos : s->batch;
+  const mf_rating_t *rs = &s->test.r[s->pos];
+  au_view_t v;
+  int rc = au_acquire(w, s->cols_table, &s->test_keys[s->pos], n, &v);
+  if (rc == AU_EAGAIN) return AU_WAIT;
+  if (rc != 0) return rc;
+  double sse = 0;
+  for (size_t i = 0; i < n; i++) {
+    const float *p = &s->p[(size_t)rs[i].row * s->dim];
+    double e = (double)rs[i].value - mf_predict(p, au_view_row(&v, i), s->k, s->biases, s->mean);
+    sse += e * e;
+  }
+  au_release(w, &v);
+  s->sse += sse;
+  s->done += n;
+  s->pos += n;
+  return AU_CONTINUE;
+}
+
 static int step(au_worker_t *w, void *arg)
 {
   shard_t *s = arg;
+  if (s->eval) return eval_step(w, s);
   if (s->pos >= s->r.n) {
     s->pos = 0;
     return AU_PAUSE; /* end of the epoch; the next au_node_run starts the next */
@@ -122,11 +153,13 @@ static double normal(uint64_t *s)
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-/* Row factors depend on (seed, global row) only, not on the worker count. */
-static void init_rows(shard_t *s, int shard, int nshards, const mf_opts_t *o)
+/* Row factors depend on (seed, global row) only, not on the node or worker count. */
+static void init_rows(const mf_t *m, shard_t *s, int shard)
 {
+  const mf_opts_t *o = &m->o;
   for (uint32_t lr = 0; lr < s->nrows_local; lr++) {
-    uint64_t row = (uint64_t)lr * (uint64_t)nshards + (uint64_t)shard;
+    uint64_t node_row = (uint64_t)lr * (uint64_t)m->nshards + (uint64_t)shard;
+    uint64_t row = node_row * (uint64_t)m->nodes + (uint64_t)m->rank;
     uint64_t st = (o->seed ^ 0x5bd1e995u) + row * 0xd1342543de82ef95ULL;
     float *p = &s->p[(size_t)lr * s->dim];
     for (uint32_t j = 0; j < s->k; j++) p[j] = (float)(o->init_sd * normal(&st));
@@ -164,12 +197,53 @@ int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim
 static void shard_free(shard_t *s)
 {
   mf_ratings_free(&s->r);
+  mf_ratings_free(&s->test);
   free(s->keys);
+  free(s->test_keys);
   free(s->p);
 }
 
+/* Deals this node's ratings of `all` out to the shards (into `which`: train or test),
+ * rows renumbered to shard rows. */
+static int deal(mf_t *m, const mf_ratings_t *all, int test)
+{
+  uint32_t nodes = (uint32_t)m->nodes, shards = (uint32_t)m->nshards;
+  size_t *count = calloc((size_t)shards, sizeof(size_t));
+  if (!count) return AU_ENOMEM;
+  for (size_t i = 0; i < all->n; i++)
+    if (all->r[i].row % nodes == (uint32_t)m->rank) count[all->r[i].row / nodes % shards]++;
+  int rc = 0;
+  for (uint32_t w = 0; w < shards && rc == 0; w++) {
+    shard_t *s = &m->shards[w];
+    mf_ratings_t *r = test ? &s->test : &s->r;
+    au_key_t **keys = test ? &s->test_keys : &s->keys;
+    *keys = malloc((count[w] + 1) * sizeof(au_key_t));
+    if (!*keys || mf_ratings_reserve(r, count[w] + 1) != 0) rc = AU_ENOMEM;
+  }
+  free(count);
+  if (rc) return rc;
+  for (size_t i = 0; i < all->n; i++) {
+    const mf_rating_t *x = &all->r[i];
+    if (x->row % nodes != (uint32_t)m->rank) continue;
+    uint32_t l = x->row / nodes;
+    shard_t *s = &m->shards[l % shards];
+    mf_ratings_t *r = test ? &s->test : &s->r;
+    r->r[r->n++] = (mf_rating_t){l / shards, x->col, x->value};
+  }
+  for (uint32_t w = 0; w < shards; w++) {
+    shard_t *s = &m->shards[w];
+    mf_ratings_t *r = test ? &s->test : &s->r;
+    if (!test && mf_block_order(r, s->nrows_local, m->ncols, m->dim, (int)w, m->nshards) != 0)
+      return AU_ENOMEM;
+    au_key_t *keys = test ? s->test_keys : s->keys;
+    for (size_t i = 0; i < r->n; i++) keys[i] = r->r[i].col;
+  }
+  return 0;
+}
+
 int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncols,
-              const mf_ratings_t *train, mf_t **out, char *err, size_t errlen)
+              const mf_ratings_t *train, const mf_ratings_t *test, mf_t **out, char *err,
+              size_t errlen)
 {
   if (o->rank == 0 || o->batch == 0 || !(o->lr > 0) || o->reg < 0 || o->decay < 0 ||
       o->lookahead < 0 || ncols == 0 || nrows == 0) {
@@ -179,27 +253,40 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
   mf_t *m = calloc(1, sizeof(*m));
   if (!m) return AU_ENOMEM;
   m->node = node;
+  m->rank = au_node_rank(node);
+  m->nodes = au_node_nodes(node);
   m->o = *o;
   m->nrows = nrows;
   m->ncols = ncols;
   m->dim = o->rank + (o->biases ? 1 : 0);
+  uint32_t node_rows = (nrows - (uint32_t)m->rank + (uint32_t)m->nodes - 1) / (uint32_t)m->nodes;
   int nshards = o->workers > 0 ? o->workers : au_runtime_threads(au_node_runtime(node));
-  if ((uint32_t)nshards > nrows) nshards = (int)nrows;
+  if ((uint32_t)nshards > node_rows) nshards = node_rows ? (int)node_rows : 1;
   m->nshards = nshards;
-  double sum = 0;
-  for (size_t i = 0; i < train->n; i++) sum += train->r[i].value;
-  m->mean = train->n ? (float)(sum / (double)train->n) : 0.0f;
 
-  int rc = au_table_create(node, &m->cols,
-                           &(au_table_opts_t){.keys = ncols,
-                                              .dim = m->dim,
-                                              .type = AU_F32,
-                                              .init = AU_INIT_NORMAL,
-                                              .init_a = 0,
-                                              .init_b = o->init_sd,
-                                              .seed = o->seed,
-                                              .kernel = o->kernel,
-                                              .name = "columns"});
+  /* the global mean of the training ratings: each node sums its own rows */
+  double sums[2] = {0, 0};
+  for (size_t i = 0; i < train->n; i++)
+    if (train->r[i].row % (uint32_t)m->nodes == (uint32_t)m->rank)
+      sums[0] += train->r[i].value, sums[1] += 1;
+  int rc = au_allreduce_sum(au_node_runtime(node), sums, 2);
+  if (rc != 0) {
+    snprintf(err, errlen, "summing the ratings over the cluster: %s", au_strerror(rc));
+    free(m);
+    return rc;
+  }
+  m->mean = sums[1] > 0 ? (float)(sums[0] / sums[1]) : 0.0f;
+
+  rc = au_table_create(node, &m->cols,
+                       &(au_table_opts_t){.keys = ncols,
+                                          .dim = m->dim,
+                                          .type = AU_F32,
+                                          .init = AU_INIT_NORMAL,
+                                          .init_a = 0,
+                                          .init_b = o->init_sd,
+                                          .seed = o->seed,
+                                          .kernel = o->kernel,
+                                          .name = "columns"});
   if (rc != 0) {
     snprintf(err, errlen, "creating the column table: %s", au_strerror(rc));
     free(m);
@@ -207,9 +294,6 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
   }
   m->shards = calloc((size_t)nshards, sizeof(shard_t));
   if (!m->shards) goto nomem;
-  size_t *count = calloc((size_t)nshards, sizeof(size_t));
-  if (!count) goto nomem;
-  for (size_t i = 0; i < train->n; i++) count[train->r[i].row % (uint32_t)nshards]++;
   for (int w = 0; w < nshards; w++) {
     shard_t *s = &m->shards[w];
     s->cols_table = m->cols;
@@ -220,25 +304,13 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
     s->reg = o->reg;
     s->lookahead = o->lookahead;
     s->batch = o->batch;
-    s->nrows_local = (nrows - (uint32_t)w + (uint32_t)nshards - 1) / (uint32_t)nshards;
-    s->keys = malloc((count[w] + 1) * sizeof(au_key_t));
+    s->nrows_local = (node_rows - (uint32_t)w + (uint32_t)nshards - 1) / (uint32_t)nshards;
     s->p = malloc(((size_t)s->nrows_local + 1) * m->dim * sizeof(float));
-    if (mf_ratings_reserve(&s->r, count[w] + 1) != 0 || !s->keys || !s->p) {
-      free(count);
-      goto nomem;
-    }
-    init_rows(s, w, nshards, o);
+    if (!s->p) goto nomem;
+    init_rows(m, s, w);
   }
-  free(count);
-  for (size_t i = 0; i < train->n; i++) {
-    const mf_rating_t *r = &train->r[i];
-    shard_t *s = &m->shards[r->row % (uint32_t)nshards];
-    s->r.r[s->r.n++] = (mf_rating_t){r->row / (uint32_t)nshards, r->col, r->value};
-  }
+  if (deal(m, train, 0) != 0 || (test && deal(m, test, 1) != 0)) goto nomem;
   for (int w = 0; w < nshards; w++) {
-    shard_t *s = &m->shards[w];
-    if (mf_block_order(&s->r, s->nrows_local, ncols, m->dim, w, nshards) != 0) goto nomem;
-    for (size_t i = 0; i < s->r.n; i++) s->keys[i] = s->r.r[i].col;
     rc = au_worker_spawn(node, NULL, &(au_worker_opts_t){step, &m->shards[w]});
     if (rc != 0) {
       snprintf(err, errlen, "spawning worker %d: %s", w, au_strerror(rc));
@@ -255,10 +327,12 @@ nomem:
   return AU_ENOMEM;
 }
 
-int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
+/* One collective run of every worker, training or evaluating; sums over the cluster
+ * into v: sse, ratings, local rows, remote rows, intents. */
+static int run_phase(mf_t *m, int eval, float lr, double v[5], double *seconds)
 {
-  float lr = m->o.lr / (1.0f + m->o.decay * (float)e);
   for (int w = 0; w < m->nshards; w++) {
+    m->shards[w].eval = eval;
     m->shards[w].lr = lr;
     m->shards[w].sse = 0;
     m->shards[w].done = 0;
@@ -267,67 +341,39 @@ int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
   au_node_stats(m->node, &before);
   uint64_t t0 = au_now_ns();
   int rc = au_node_run(m->node);
-  uint64_t t1 = au_now_ns();
+  *seconds = (double)(au_now_ns() - t0) / 1e9;
   if (rc != 0) return rc;
   au_node_stats(m->node, &after);
-  double sse = 0;
-  uint64_t done = 0;
+  v[0] = v[1] = 0;
   for (int w = 0; w < m->nshards; w++) {
-    sse += m->shards[w].sse;
-    done += m->shards[w].done;
+    v[0] += m->shards[w].sse;
+    v[1] += (double)m->shards[w].done;
   }
-  uint64_t local = after.rows_local - before.rows_local;
-  uint64_t remote = after.rows_remote - before.rows_remote;
-  out->seconds = (double)(t1 - t0) / 1e9;
-  out->updates = done;
-  out->updates_per_s = out->seconds > 0 ? (double)done / out->seconds : 0;
-  out->train_rmse = done ? sqrt(sse / (double)done) : 0;
-  out->local = local + remote ? (double)local / (double)(local + remote) : 1.0;
-  out->intents = after.intents - before.intents;
-  return 0;
+  v[2] = (double)(after.rows_local - before.rows_local);
+  v[3] = (double)(after.rows_remote - before.rows_remote);
+  v[4] = (double)(after.intents - before.intents);
+  return au_allreduce_sum(au_node_runtime(m->node), v, 5);
 }
 
-/* Copies the whole column table out (between epochs, nothing else runs). */
-static float *read_cols(mf_t *m)
+int mf_evaluate(mf_t *m, double *rmse)
 {
-  float *q = malloc((size_t)m->ncols * m->dim * sizeof(float));
-  au_key_t *keys = malloc((size_t)m->ncols * sizeof(au_key_t));
-  if (!q || !keys) {
-    free(q), free(keys);
-    return NULL;
-  }
-  for (uint32_t c = 0; c < m->ncols; c++) keys[c] = c;
-  int rc = au_table_read(m->cols, keys, m->ncols, q);
-  free(keys);
-  if (rc != 0) {
-    free(q);
-    return NULL;
-  }
-  return q;
+  double v[5], seconds;
+  int rc = run_phase(m, 1, 0, v, &seconds);
+  if (rc == 0) *rmse = v[1] > 0 ? sqrt(v[0] / v[1]) : NAN;
+  return rc;
 }
 
-static const float *row_factor(const mf_t *m, uint32_t row)
+int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
 {
-  const shard_t *s = &m->shards[row % (uint32_t)m->nshards];
-  return &s->p[(size_t)(row / (uint32_t)m->nshards) * m->dim];
-}
-
-double mf_rmse(mf_t *m, const mf_ratings_t *set)
-{
-  if (set->n == 0) return NAN;
-  float *q = read_cols(m);
-  if (!q) return NAN;
-  double sse = 0;
-  for (size_t i = 0; i < set->n; i++) {
-    const mf_rating_t *r = &set->r[i];
-    const float *p = row_factor(m, r->row), *qc = &q[(size_t)r->col * m->dim];
-    float pred = m->mean + mf_dot(p, qc, m->o.rank);
-    if (m->o.biases) pred += p[m->o.rank] + qc[m->o.rank];
-    double e = (double)r->value - pred;
-    sse += e * e;
-  }
-  free(q);
-  return sqrt(sse / (double)set->n);
+  double v[5];
+  int rc = run_phase(m, 0, m->o.lr / (1.0f + m->o.decay * (float)e), v, &out->seconds);
+  if (rc != 0) return rc;
+  out->updates = (uint64_t)v[1];
+  out->updates_per_s = out->seconds > 0 ? v[1] / out->seconds : 0;
+  out->train_rmse = v[1] > 0 ? sqrt(v[0] / v[1]) : 0;
+  out->local = v[2] + v[3] > 0 ? v[2] / (v[2] + v[3]) : 1.0;
+  out->intents = (uint64_t)v[4];
+  return mf_evaluate(m, &out->test_rmse);
 }
 
 static void write_vec(FILE *f, const char *kind, uint64_t id, const float *v, uint32_t n)
@@ -345,20 +391,23 @@ int mf_save(mf_t *m, const char *path, const mf_idmap_t *rows, const mf_idmap_t 
     snprintf(err, errlen, "%s: %s", path, strerror(errno));
     return MF_EIO;
   }
-  float *q = read_cols(m);
-  if (!q) {
-    fclose(f);
-    snprintf(err, errlen, "%s: out of memory reading the factors", path);
-    return MF_ENOMEM;
-  }
-  fprintf(f, "# augur-mf factors rank=%u biases=%d mean=%.9g rows=%u cols=%u\n", m->o.rank,
-          m->o.biases, m->mean, m->nrows, m->ncols);
+  fprintf(f, "# augur-mf factors rank=%u biases=%d mean=%.9g rows=%u cols=%u node=%d/%d\n",
+          m->o.rank, m->o.biases, m->mean, m->nrows, m->ncols, m->rank, m->nodes);
   fprintf(f, "# prediction = mean + row . col%s\n",
           m->o.biases ? " + row_bias + col_bias (the last value of each line)" : "");
-  for (uint32_t r = 0; r < m->nrows; r++)
-    write_vec(f, "row", rows && r < rows->n ? rows->ids[r] : r, row_factor(m, r), m->dim);
-  for (uint32_t c = 0; c < m->ncols; c++)
-    write_vec(f, "col", cols && c < cols->n ? cols->ids[c] : c, &q[(size_t)c * m->dim], m->dim);
+  /* this node's rows, then the columns it holds */
+  for (uint64_t g = (uint64_t)m->rank; g < m->nrows; g += (uint64_t)m->nodes) {
+    uint64_t l = g / (uint64_t)m->nodes;
+    const shard_t *s = &m->shards[l % (uint64_t)m->nshards];
+    write_vec(f, "row", rows && g < rows->n ? rows->ids[g] : g,
+              &s->p[(l / (uint64_t)m->nshards) * m->dim], m->dim);
+  }
+  float *q = malloc(m->dim * sizeof(float));
+  for (uint32_t c = 0; q && c < m->ncols; c++) {
+    au_key_t k = c;
+    if (au_table_read(m->cols, &k, 1, q) == 0)
+      write_vec(f, "col", cols && c < cols->n ? cols->ids[c] : c, q, m->dim);
+  }
   free(q);
   if (ferror(f) | fclose(f)) {
     snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));

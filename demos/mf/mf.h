@@ -32,6 +32,7 @@ void mf_opts_default(mf_opts_t *o);
 
 typedef struct mf_epoch {
   double train_rmse; /* over the epoch's updates, each measured before its step */
+  double test_rmse;  /* on the test ratings after the epoch; NaN without any */
   double seconds;
   double updates_per_s;
   double local; /* share of column rows that were local when acquired */
@@ -41,17 +42,20 @@ typedef struct mf_epoch {
 
 typedef struct mf mf_t;
 
-/* Builds the model on node: the column table, one worker per shard. train is copied
- * into the shards (and may be freed afterwards). 0 or a negative AU_E* / MF_E* code
- * with a message in err. */
+/* Builds the model on node: the column table, one worker per shard. Collective on a
+ * cluster: every node passes the same whole data set and keeps the rows it owns (row %
+ * nodes == rank). train and test (may be NULL) are copied and may be freed afterwards.
+ * 0 or a negative AU_E* / MF_E* code with a message in err. */
 int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncols,
-              const mf_ratings_t *train, mf_t **out, char *err, size_t errlen);
-/* Runs epoch `e` (0-based) over every worker's shard. */
+              const mf_ratings_t *train, const mf_ratings_t *test, mf_t **out, char *err,
+              size_t errlen);
+/* Runs epoch `e` (0-based) over every worker's shard, then evaluates. Collective. */
 int mf_epoch(mf_t *m, int e, mf_epoch_t *out);
-/* RMSE of the current model on set (between epochs). */
-double mf_rmse(mf_t *m, const mf_ratings_t *set);
-/* Writes the factors as text: a header line, then `row ID v...` and `col ID v...`
- * lines with the external ids of the maps. 0 or MF_EIO with a message in err. */
+/* Test RMSE of the current model (NaN without test ratings). Collective. */
+int mf_evaluate(mf_t *m, double *rmse);
+/* Writes this node's factors as text: header lines, then `row ID v...` for its rows and
+ * `col ID v...` for the columns it holds, with the external ids of the maps. On one
+ * node that is the whole model. 0 or MF_EIO with a message in err. */
 int mf_save(mf_t *m, const char *path, const mf_idmap_t *rows, const mf_idmap_t *cols, char *err,
             size_t errlen);
 void mf_free(mf_t *m);

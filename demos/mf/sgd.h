@@ -37,6 +37,13 @@ static inline float mf_dot(const float *restrict p, const float *restrict q, uin
   return sum;
 }
 
+/* The model's prediction for a row factor p and column factor q. */
+static inline float mf_predict(const float *p, const float *q, uint32_t k, int biases, float mean)
+{
+  float pred = mean + mf_dot(p, q, k);
+  return biases ? pred + p[k] + q[k] : pred;
+}
+
 /* One step on rating r: updates p in place and writes q's delta into dq (the caller
  * applies it through the table's kernel). Returns the error before the step. */
 static inline float mf_sgd(float *restrict p, const float *restrict q, float *restrict dq,

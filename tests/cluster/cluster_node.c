@@ -1,0 +1,307 @@
+/* cluster_node.c — one node of the multi-process cluster tests, started by augur run,
+ * mpirun or by hand with AU_RANK/AU_NODES/AU_COORD:
+ *
+ *   cluster_node exchange MSGS BYTES   every node sends MSGS messages of BYTES payload to
+ *                                      every other node; receivers check per-sender FIFO,
+ *                                      checksums, no loss, no duplicate
+ *   cluster_node conserve KEYS ROUNDS  workers push known int32 deltas to keys all over the
+ *                                      cluster; every key must end at the exact sum
+ *   cluster_node serve SECONDS         join, serve for SECONDS, leave
+ *
+ * Prints one key=value line per node and exits 0 only if every check held on it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <augur.h>
+
+#define PORT_RX   1
+#define PORT_TX   2
+#define T_DATA    1
+#define T_GO      2
+#define T_DRAINED 3
+#define T_STOP    4
+
+static uint64_t mix(uint64_t x)
+{
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return x;
+}
+
+/* --- exchange ----------------------------------------------------------------------- */
+
+typedef struct hdr {
+  uint32_t from, pad;
+  uint64_t seq, sum;
+} hdr_t;
+
+typedef struct rx {
+  int nodes, rank;
+  uint64_t expect_each, *next_seq, received, order_errors, sum_errors, foreign;
+  int tx_done;
+} rx_t;
+
+typedef struct tx {
+  int nodes, rank;
+  size_t bytes;
+  uint64_t msgs, *sent;
+  uint64_t waits;
+  uint8_t *buf;
+  au_actor_t *rx;
+} tx_t;
+
+static void maybe_finish(au_actor_t *self, rx_t *r)
+{
+  if (r->tx_done && r->received == r->expect_each * (uint64_t)(r->nodes - 1))
+    au_runtime_stop(au_actor_runtime(self));
+}
+
+static void rx_behaviour(au_actor_t *self, void *state, au_msg_t *m)
+{
+  rx_t *r = state;
+  if (m->type == T_STOP) { /* the local sender is done */
+    r->tx_done = 1;
+    maybe_finish(self, r);
+    return;
+  }
+  hdr_t h;
+  if (m->type != T_DATA || m->len < sizeof(h)) {
+    r->foreign++;
+    return;
+  }
+  memcpy(&h, m->data, sizeof(h));
+  if (h.from != m->from_node || h.from >= (uint32_t)r->nodes || (int)h.from == r->rank) {
+    r->foreign++;
+    return;
+  }
+  if (h.seq != r->next_seq[h.from]) r->order_errors++;
+  r->next_seq[h.from] = h.seq + 1;
+  uint64_t sum = 0;
+  for (uint32_t i = sizeof(h); i < m->len; i++) sum = sum * 31 + m->data[i];
+  if (sum != h.sum) r->sum_errors++;
+  r->received++;
+  maybe_finish(self, r);
+}
+
+/* Sends in chunks, round-robin over the peers, waiting whenever a link is congested. */
+static void tx_behaviour(au_actor_t *self, void *state, au_msg_t *m)
+{
+  tx_t *t = state;
+  au_runtime_t *rt = au_actor_runtime(self);
+  if (m->type == T_DRAINED) t->waits++;
+  for (int chunk = 0; chunk < 64; chunk++) {
+    int progressed = 0;
+    for (int peer = 0; peer < t->nodes; peer++) {
+      if (peer == t->rank || t->sent[peer] == t->msgs) continue;
+      if (au_link_wait(self, (uint32_t)peer, T_DRAINED)) return; /* woken when drained */
+      uint64_t seq = t->sent[peer]++;
+      hdr_t h = {.from = (uint32_t)t->rank, .seq = seq, .sum = 0};
+      for (size_t i = sizeof(h); i < t->bytes; i++) {
+        t->buf[i] = (uint8_t)mix(seq * 1000003 + i + (uint64_t)peer);
+        h.sum = h.sum * 31 + t->buf[i];
+      }
+      memcpy(t->buf, &h, sizeof(h));
+      if (au_send_to(rt, (uint32_t)peer, PORT_RX, T_DATA, t->buf, t->bytes) != 0) {
+        fprintf(stderr, "cluster_node: send to %d failed\n", peer);
+        exit(1);
+      }
+      progressed = 1;
+    }
+    if (!progressed) {
+      au_send(t->rx, T_STOP, NULL, 0);
+      return;
+    }
+  }
+  au_send(self, T_GO, NULL, 0); /* yield, then go on */
+}
+
+static int exchange(au_runtime_t *rt, uint64_t msgs, size_t bytes)
+{
+  int nodes = au_runtime_nodes(rt), rank = au_runtime_rank(rt);
+  au_actor_t *rxa, *txa;
+  au_actor_spawn(rt, &rxa, rx_behaviour, sizeof(rx_t));
+  au_actor_spawn(rt, &txa, tx_behaviour, sizeof(tx_t));
+  rx_t *r = au_actor_state(rxa);
+  tx_t *t = au_actor_state(txa);
+  *r = (rx_t){.nodes = nodes, .rank = rank, .expect_each = msgs};
+  r->next_seq = calloc((size_t)nodes, sizeof(uint64_t));
+  *t = (tx_t){.nodes = nodes, .rank = rank, .bytes = bytes, .msgs = msgs, .rx = rxa};
+  t->sent = calloc((size_t)nodes, sizeof(uint64_t));
+  t->buf = malloc(bytes);
+  au_port_register(rt, PORT_RX, rxa);
+  au_port_register(rt, PORT_TX, txa);
+  /* everyone's ports exist before anyone sends */
+  double dummy = 0;
+  if (au_allreduce_sum(rt, &dummy, 1) != 0) return 1;
+  uint64_t t0 = au_now_ns();
+  au_send(txa, T_GO, NULL, 0);
+  if (au_runtime_run(rt) != 0) return 1;
+  double secs = (double)(au_now_ns() - t0) / 1e9;
+  double v[4] = {(double)r->received, (double)(r->order_errors + r->sum_errors + r->foreign),
+                 (double)t->waits, secs};
+  int rc = au_allreduce_sum(rt, v, 4);
+  uint64_t expect = msgs * (uint64_t)(nodes - 1);
+  int ok = rc == 0 && r->received == expect && r->order_errors == 0 && r->sum_errors == 0 &&
+           r->foreign == 0;
+  printf("rank=%d received=%llu expected=%llu order_errors=%llu checksum_errors=%llu "
+         "backpressure_waits=%llu cluster_received=%.0f cluster_errors=%.0f "
+         "cluster_backpressure_waits=%.0f MB_per_s=%.1f %s\n",
+         rank, (unsigned long long)r->received, (unsigned long long)expect,
+         (unsigned long long)r->order_errors, (unsigned long long)r->sum_errors,
+         (unsigned long long)t->waits, v[0], v[1], v[2],
+         (double)(msgs * (uint64_t)(nodes - 1) * bytes) / secs / 1e6, ok ? "ok" : "FAILED");
+  free(r->next_seq);
+  free(t->sent);
+  free(t->buf);
+  return ok ? 0 : 1;
+}
+
+/* --- conserve ------------------------------------------------------------------------ */
+
+typedef struct pusher {
+  au_table_t *t;
+  uint64_t keys, rounds, done, seed;
+  int rank;
+} pusher_t;
+
+/* the delta worker (rank, w) pushes in round i: a pure function, so every node can
+ * compute every key's exact total */
+static void delta_of(int rank, uint64_t seed, uint64_t i, uint64_t keys, au_key_t *k, int32_t d[2])
+{
+  uint64_t x = mix(seed * 7919 + (uint64_t)rank * 104729 + i);
+  *k = x % keys;
+  d[0] = (int32_t)(x >> 40 & 0xff) - 100;
+  d[1] = 1;
+}
+
+enum { PUSH_BATCH = 64 };
+
+static int push_step(au_worker_t *w, void *arg)
+{
+  pusher_t *p = arg;
+  if (p->done == p->rounds) return AU_DONE;
+  au_key_t keys[PUSH_BATCH];
+  int32_t d[PUSH_BATCH][2];
+  uint64_t n = 0;
+  for (; n < PUSH_BATCH && p->done + n < p->rounds; n++)
+    delta_of(p->rank, p->seed, p->done + n, p->keys, &keys[n], d[n]);
+  /* read some of the keys too: exercises requests and replies while pushes fly */
+  au_view_t v;
+  int rc = au_acquire(w, p->t, keys, n, &v);
+  if (rc == AU_EAGAIN) return AU_WAIT;
+  if (rc != 0) return rc;
+  for (uint64_t i = 0; i < n; i++) au_view_update(&v, i, d[i]);
+  au_release(w, &v);
+  p->done += n;
+  au_clock_advance(w);
+  return AU_CONTINUE;
+}
+
+static int conserve(uint64_t keys, uint64_t rounds)
+{
+  au_node_t *node;
+  int rc = au_node_start(&node, &(au_node_opts_t){.threads = 2});
+  if (rc != 0) return 1;
+  int rank = au_node_rank(node), nodes = au_node_nodes(node), workers = 3;
+  au_table_t *t;
+  au_table_create(node, &t,
+                  &(au_table_opts_t){.keys = keys,
+                                     .dim = 2,
+                                     .type = AU_I32,
+                                     .group = 4,
+                                     .kernel = AU_KERNEL_ADD,
+                                     .name = "counts"});
+  pusher_t ps[3];
+  for (int i = 0; i < workers; i++) {
+    ps[i] = (pusher_t){.t = t, .keys = keys, .rounds = rounds, .seed = (uint64_t)i, .rank = rank};
+    au_worker_spawn(node, NULL, &(au_worker_opts_t){push_step, &ps[i]});
+  }
+  rc = au_node_run(node);
+  /* expected totals of every key, recomputed; checked on the keys this node holds */
+  int64_t(*want)[2] = calloc(keys, sizeof(*want));
+  for (int r = 0; r < nodes; r++)
+    for (int i = 0; i < workers; i++)
+      for (uint64_t j = 0; j < rounds; j++) {
+        au_key_t k;
+        int32_t d[2];
+        delta_of(r, (uint64_t)i, j, keys, &k, d);
+        want[k][0] += d[0];
+        want[k][1] += d[1];
+      }
+  uint64_t checked = 0, wrong = 0;
+  for (au_key_t k = 0; k < keys; k++) {
+    int32_t got[2];
+    if (au_table_read(t, &k, 1, got) != 0) continue; /* held by another node */
+    checked++;
+    if (got[0] != want[k][0] || got[1] != want[k][1]) wrong++;
+  }
+  au_node_stats_t st;
+  au_node_stats(node, &st);
+  double v[3] = {(double)checked, (double)wrong, (double)st.rows_remote};
+  int rr = rc == 0 ? au_allreduce_sum(au_node_runtime(node), v, 3) : rc;
+  int ok = rc == 0 && rr == 0 && wrong == 0 && v[0] == (double)keys && v[1] == 0 && v[2] > 0;
+  printf("rank=%d run=%d checked=%llu wrong=%llu cluster_checked=%.0f of %llu "
+         "cluster_wrong=%.0f remote_rows=%.0f %s\n",
+         rank, rc, (unsigned long long)checked, (unsigned long long)wrong, v[0],
+         (unsigned long long)keys, v[1], v[2], ok ? "ok" : "FAILED");
+  free(want);
+  au_node_stop(node);
+  return ok ? 0 : 1;
+}
+
+/* --- serve --------------------------------------------------------------------------- */
+
+static void stopper(au_actor_t *self, void *state, au_msg_t *m)
+{
+  (void)state;
+  (void)m;
+  au_runtime_stop(au_actor_runtime(self));
+}
+
+static int serve(au_runtime_t *rt, int seconds)
+{
+  au_actor_t *a;
+  au_actor_spawn(rt, &a, stopper, 0);
+  au_timer_id_t id;
+  au_timer_start(rt, a, 1, (uint64_t)seconds * 1000, 0, &id);
+  int rc = au_runtime_run(rt);
+  printf("rank=%d served=%d rc=%d\n", au_runtime_rank(rt), seconds, rc);
+  return rc == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 3) {
+    fprintf(stderr, "usage: cluster_node exchange MSGS BYTES | conserve KEYS ROUNDS | serve S\n");
+    return 2;
+  }
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (!strcmp(argv[1], "conserve") && argc == 4)
+    return conserve(strtoull(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
+
+  au_cluster_opts_t o;
+  char err[400];
+  if (au_cluster_opts_from_env(&o, err, sizeof(err)) < 0) {
+    fprintf(stderr, "cluster_node: %s\n", err);
+    return 2;
+  }
+  au_runtime_t *rt;
+  au_runtime_create(&rt, &(au_runtime_opts_t){.threads = 2});
+  int rc = au_runtime_join(rt, &o, err, sizeof(err));
+  if (rc != 0) {
+    fprintf(stderr, "cluster_node: rank %d: %s\n", o.rank, err);
+    return 1;
+  }
+  printf("rank=%d pid=%d joined\n", au_runtime_rank(rt), (int)getpid());
+  int status = 2;
+  if (!strcmp(argv[1], "exchange") && argc == 4)
+    status = exchange(rt, strtoull(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
+  else if (!strcmp(argv[1], "serve"))
+    status = serve(rt, atoi(argv[2]));
+  au_runtime_destroy(rt);
+  return status;
+}
