@@ -5,7 +5,7 @@ CMAKE ?= cmake
 CTEST ?= ctest
 BUILD_TYPE ?= RelWithDebInfo
 
-.PHONY: all deps build test demo ring tsan asan bench format clean
+.PHONY: all deps build test demo ring tsan asan fuzz bench format clean
 
 all: build
 
@@ -44,8 +44,20 @@ asan: deps
 	cd build-asan && ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
 	  $(CTEST) --output-on-failure -j $(JOBS) -LE install
 
+# libFuzzer on the frame decoder and the handshake, from the committed seeds, for
+# FUZZ_SECONDS; the corpus it grows goes to a scratch folder, not into the repository.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@scripts/install-deps.sh fuzz
+	$(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+	  -DAUGUR_FUZZ=ON -DAUGUR_WERROR=OFF
+	$(CMAKE) --build build-fuzz -j $(JOBS) --target fuzz_wire
+	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus && cp tests/fuzz/corpus/wire/* build-fuzz/corpus/
+	build-fuzz/tests/fuzz/fuzz_wire -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  build-fuzz/corpus tests/fuzz/corpus/wire
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-tsan build-asan
+	rm -rf build build-tsan build-asan build-fuzz

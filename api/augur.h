@@ -82,7 +82,9 @@ int au_runtime_create(au_runtime_t **rt, const au_runtime_opts_t *opts);
 
 /* Runs the scheduler threads until the runtime is quiescent (no actor has a message,
  * no timer is armed) or au_runtime_stop() is called. May be called again afterwards.
- * Returns 0, or AU_EBUSY if already running. */
+ * Returns 0, AU_EBUSY if already running, or AU_ENODE when it ended because a node of
+ * the cluster was lost. In a cluster the runtime is never quiescent: the network may
+ * always bring a message, so a run ends by au_runtime_stop (or a lost node). */
 int au_runtime_run(au_runtime_t *rt);
 
 /* Makes au_runtime_run() return soon. Safe from any thread, including behaviours.

@@ -244,7 +244,14 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
   conn_t *c = s->data;
   if (nread == 0) return;
   if (nread < 0) {
-    conn_fail(c, nread == UV_EOF ? "connection closed" : uv_strerror((int)nread));
+    char why[96];
+    if (nread == UV_EOF && c->dec.len)
+      snprintf(why, sizeof(why), "connection closed in the middle of a frame (%zu bytes of it)",
+               c->dec.len);
+    else
+      snprintf(why, sizeof(why), "%s",
+               nread == UV_EOF ? "connection closed" : uv_strerror((int)nread));
+    conn_fail(c, why);
     return;
   }
   c->last_rx = au_now_ns();

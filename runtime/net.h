@@ -69,6 +69,8 @@ int net_link_wait(au_runtime_t *rt, uint32_t node, au_actor_t *who, uint32_t typ
 int net_run(au_runtime_t *rt);
 /* Any thread: this node's workers are idle (1) or busy (0) in the current run. */
 void net_set_idle(au_runtime_t *rt, int idle);
+/* Any thread: 0 while the cluster is whole (or there is none), else why it broke. */
+int net_error(au_runtime_t *rt);
 /* Main thread, collective: element-wise sum over all nodes, in rank order. */
 int net_allreduce(au_runtime_t *rt, double *v, int n);
 

@@ -266,6 +266,16 @@ int net_allreduce(au_runtime_t *rt, double *v, int n)
   return rc;
 }
 
+int net_error(au_runtime_t *rt)
+{
+  net_t *net = rt->net;
+  if (!net) return 0;
+  pthread_mutex_lock(&net->mu);
+  int rc = net->error;
+  pthread_mutex_unlock(&net->mu);
+  return rc;
+}
+
 /* --- the public calls --------------------------------------------------------------- */
 
 int au_runtime_join(au_runtime_t *rt, const au_cluster_opts_t *o, char *err, size_t errlen)

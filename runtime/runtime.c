@@ -51,7 +51,9 @@ fail_rt:
 int au_runtime_run(au_runtime_t *rt)
 {
   if (!rt) return AU_EINVAL;
-  return sched_run(rt);
+  int rc = sched_run(rt);
+  /* in a cluster, a run also ends when a node is lost: say so */
+  return rc ? rc : net_error(rt);
 }
 
 void au_runtime_destroy(au_runtime_t *rt)

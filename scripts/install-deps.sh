@@ -3,9 +3,12 @@
 # Used by `make test`, `make demo`, `make tsan`, `make asan` on a fresh Debian 12 machine.
 set -euo pipefail
 
+# libssl-dev: HMAC for the handshake; openmpi-bin: the mpirun cluster test.
 pkgs=(pkg-config libuv1-dev libmsgpack-dev libck-dev libcmocka-dev libssl-dev openmpi-bin)
-# clang is needed for the ThreadSanitizer build only when gcc's libtsan is absent;
-# gcc ships libtsan2/libasan8 with the compiler on Debian 12, so nothing more here.
+# `install-deps.sh fuzz`: also clang and its libFuzzer runtime (make fuzz).
+if [ "${1:-}" = fuzz ]; then
+  pkgs+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -296,7 +296,8 @@ int main(int argc, char **argv)
     fprintf(stderr, "cluster_node: rank %d: %s\n", o.rank, err);
     return 1;
   }
-  printf("rank=%d pid=%d joined\n", au_runtime_rank(rt), (int)getpid());
+  printf("rank=%d pid=%d coord=%s cluster=%s joined\n", au_runtime_rank(rt), (int)getpid(), o.coord,
+         o.cluster);
   int status = 2;
   if (!strcmp(argv[1], "exchange") && argc == 4)
     status = exchange(rt, strtoull(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# test_cluster.sh CASE BUILD_DIR — multi-process cluster tests on loopback, one CASE per
+# ctest entry. Every case starts real processes (augur run, mpirun or by hand), bounds
+# every wait, and prints "ok NAME" / "FAIL NAME" per check.
+set -uo pipefail
+case_=$1
+build=$2
+augur=$build/tools/augur
+node=$build/tests/cluster_node
+raw=$build/tests/rawpeer
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+fails=0
+check() { # check NAME COMMAND...
+  local name=$1
+  shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
+}
+finish() {
+  [ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
+  echo "$fails check(s) failed"
+  exit 1
+}
+# wait_for FILE PATTERN COUNT SECONDS: until FILE has COUNT lines matching PATTERN
+wait_for() {
+  local i
+  for ((i = 0; i < $4 * 10; i++)); do
+    [ "$(grep -c -- "$2" "$1" 2>/dev/null)" -ge "$3" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+case $case_ in
+exchange)
+  # all-to-all with checksums; a small queue limit forces backpressure
+  for n in 2 4; do
+    AU_QUEUE_BYTES=65536 timeout 120 "$augur" run -n $n "$node" exchange 5000 4096 >"$tmp/out$n" 2>&1
+    rc=$?
+    cat "$tmp/out$n"
+    check "exchange on $n nodes exits 0" test $rc -eq 0
+    check "exchange on $n nodes: every node ok" test "$(grep -c ' ok$' "$tmp/out$n")" -eq $n
+    check "exchange on $n nodes: no order or checksum error" \
+      grep -q 'cluster_errors=0 ' "$tmp/out$n"
+    check "exchange on $n nodes: backpressure was hit" \
+      grep -q 'cluster_backpressure_waits=[1-9]' "$tmp/out$n"
+  done
+  ;;
+conserve)
+  timeout 120 "$augur" run -n 3 "$node" conserve 2000 30000 >"$tmp/out" 2>&1
+  rc=$?
+  cat "$tmp/out"
+  check "conserve exits 0" test $rc -eq 0
+  check "conserve: every node ok" test "$(grep -c ' ok$' "$tmp/out")" -eq 3
+  check "conserve: all 2000 keys checked, none wrong" \
+    grep -q 'cluster_checked=2000 of 2000 cluster_wrong=0' "$tmp/out"
+  ;;
+refuse)
+  # a 2-node cluster with a secret; bad peers knock on rank 0's door meanwhile
+  AU_SECRET=s3cret timeout 60 "$augur" run -n 2 "$node" serve 6 >"$tmp/out" 2>"$tmp/err" &
+  run=$!
+  check "cluster formed" wait_for "$tmp/out" joined 2 20
+  coord=$(grep -o 'coord=[^ ]*' "$tmp/out" | head -1 | cut -d= -f2)
+  cluster=$(grep -o 'cluster=[^ ]*' "$tmp/out" | head -1 | cut -d= -f2)
+  for k in garbage oversized truncated badmsgpack unknowntype version cluster secret nosecret; do
+    check "$k: connection closed" sh -c "'$raw' '$coord' $k '$cluster' yes | grep -q closed"
+  done
+  wait $run
+  rc=$?
+  cat "$tmp/out" "$tmp/err"
+  check "the cluster kept serving and left cleanly" test $rc -eq 0
+  check "both nodes served to the end" test "$(grep -c 'served=6 rc=0' "$tmp/out")" -eq 2
+  for reason in 'not a msgpack array' 'exceeds the limit' 'in the middle of a frame' \
+    'unknown frame type 99' 'protocol version' "cluster 'another-cluster'" 'wrong secret' \
+    'has no secret'; do
+    check "logged: $reason" grep -q "closed connection from .*$reason" "$tmp/err"
+  done
+  ;;
+kill | hang)
+  # three nodes by hand (augur run would stop the others itself); SIGKILL one, or
+  # SIGSTOP it: then only the heartbeats tell (a peer silent for 5 s is lost)
+  port=$((20000 + RANDOM % 20000))
+  for r in 0 1 2; do
+    (AU_RANK=$r AU_NODES=3 AU_COORD=127.0.0.1:$port AU_CLUSTER=kill-$$ timeout 60 \
+      "$node" serve 40 >"$tmp/k$r" 2>&1
+    echo "exit=$? at=$(date +%s%N)" >>"$tmp/k$r") &
+  done
+  check "cluster formed" wait_for "$tmp/k2" joined 1 20
+  wait_for "$tmp/k0" joined 1 20
+  wait_for "$tmp/k1" joined 1 20
+  pid=$(grep -o 'pid=[0-9]*' "$tmp/k2" | cut -d= -f2)
+  t0=$(date +%s%N)
+  if [ "$case_" = kill ]; then kill -9 "$pid"; else kill -STOP "$pid"; fi
+  for r in 0 1; do
+    check "rank $r exits within 10 s" wait_for "$tmp/k$r" 'exit=' 1 10
+    cat "$tmp/k$r"
+    check "rank $r exits non-zero" grep -q 'exit=[1-9]' "$tmp/k$r"
+    check "rank $r names the lost node" grep -q 'lost node 2' "$tmp/k$r"
+    at=$(grep -o 'at=[0-9]*' "$tmp/k$r" | cut -d= -f2)
+    [ -n "$at" ] && echo "rank $r exited $(((at - t0) / 1000000)) ms after the $case_"
+  done
+  [ "$case_" = hang ] && kill -9 "$pid"
+  ;;
+mpirun)
+  command -v mpirun >/dev/null || { echo "FAIL mpirun is not installed (openmpi-bin)"; exit 1; }
+  timeout 120 mpirun --allow-run-as-root --oversubscribe -n 3 "$node" exchange 2000 1024 \
+    >"$tmp/out" 2>&1
+  rc=$?
+  cat "$tmp/out"
+  check "mpirun -n 3 exits 0" test $rc -eq 0
+  check "mpirun: every node ok" test "$(grep -c ' ok$' "$tmp/out")" -eq 3
+  check "mpirun: ranks 0..2 from OpenMPI" test "$(grep -c 'joined' "$tmp/out")" -eq 3
+  ;;
+mf)
+  # classic MF on 3 nodes reaches the single-node test RMSE within 2%
+  mf=$build/demos/augur-mf
+  args=(--ratings 1000000 --rows 8000 --cols 2000 --epochs 8 --mode classic)
+  timeout 120 "$mf" "${args[@]}" >"$tmp/one" 2>&1
+  timeout 200 "$augur" run -n 3 "$mf" "${args[@]}" >"$tmp/three" 2>&1
+  rc=$?
+  cat "$tmp/one" "$tmp/three"
+  check "3-node augur-mf exits 0" test $rc -eq 0
+  one=$(grep '^epoch=8 ' "$tmp/one" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+  three=$(grep '^\[0\] epoch=8 ' "$tmp/three" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+  echo "single-node test_rmse=$one, 3-node test_rmse=$three"
+  check "3 nodes within 2% of one node" awk -v a="$one" -v b="$three" \
+    'BEGIN { d = (b - a) / a; exit !(a > 0 && b > 0 && d < 0.02 && d > -0.02) }'
+  check "3 nodes fetched remote columns" grep -q '^\[0\] epoch=8 .*local=0\.[0-9]' "$tmp/three"
+  ;;
+*)
+  echo "unknown case '$case_'"
+  exit 2
+  ;;
+esac
+finish
