@@ -60,7 +60,7 @@ struct conn {
   uint64_t last_rx, last_tx; /* au_now_ns of the last bytes in / write out */
   char name[64];             /* peer address, for messages */
   conn_t *next_all;          /* every connection of this node */
-  char rbuf[64 * 1024];
+  char rbuf[256 * 1024];
 };
 
 enum { NET_JOINING, NET_UP, NET_LEAVING, NET_LEFT };

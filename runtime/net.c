@@ -16,7 +16,7 @@
 #include "runtime/counter.h"
 #include "runtime/rt.h"
 
-#define MAX_WRITE_FRAMES 512
+#define MAX_WRITE_FRAMES 1024 /* IOV_MAX on Linux */
 
 typedef struct write_req {
   uv_write_t req;
@@ -347,6 +347,7 @@ static void conn_set_name(conn_t *c)
 static void conn_start(conn_t *c)
 {
   conn_set_name(c);
+
   uint8_t buf[WIRE_HEADER_MAX + 256];
   int n = conn_handshake_begin(c, buf, sizeof(buf));
   if (n < 0) {

@@ -101,12 +101,14 @@ static int refill(pool_t *p, pool_cache_t *c, int cls, int locked)
     c->count[cls] = POOL_BATCH;
     return 0;
   }
-  slab_t *s = malloc(sizeof(slab_t) + SLAB_BYTES);
+  size_t block = (size_t)MIN_BLOCK << cls;
+  /* at least 16 blocks a slab, so that large classes are not carved one by one */
+  size_t bytes = block * 16 > SLAB_BYTES ? block * 16 : SLAB_BYTES;
+  slab_t *s = malloc(sizeof(slab_t) + bytes);
   if (!s) return AU_ENOMEM;
   s->next = c->slabs;
   c->slabs = s;
-  size_t block = (size_t)MIN_BLOCK << cls;
-  size_t n = SLAB_BYTES / block;
+  size_t n = bytes / block;
   au_msg_t *head = NULL;
   for (size_t i = n; i-- > 0;) {
     au_msg_t *m = (au_msg_t *)(void *)(s->mem + i * block);

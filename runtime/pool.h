@@ -1,4 +1,4 @@
-/* pool.h — message memory: size classes of 64..4096 bytes, a free-list cache per
+/* pool.h — message memory: size classes of 64..16384 bytes, a free-list cache per
  * thread, and a shared exchange of whole batches between threads.
  *
  * The invariant: a cache is touched only by the thread that owns it (a scheduler thread
@@ -15,7 +15,7 @@
 
 #include "augur.h"
 
-#define POOL_CLASSES 7     /* 64, 128, ..., 4096 bytes */
+#define POOL_CLASSES 9     /* 64, 128, ..., 16384 bytes: up to a 16 KiB frame */
 #define POOL_BIG     0xffu /* class of messages too large for a pool: plain malloc */
 
 typedef struct pool_cache {

@@ -18,14 +18,17 @@ static void test_classes_and_big(void **state)
   (void)state;
   pool_t p;
   assert_int_equal(pool_init(&p, 1), 0);
-  size_t sizes[] = {0, 1, 32, 33, 100, 4000, 4064, 4065, 100000};
+  size_t sizes[] = {0, 1, 32, 33, 100, 4000, 4064, 4065, 16352, 16353, 100000};
   for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
     au_msg_t *m = pool_alloc(&p, &p.caches[0], sizes[i]);
     assert_non_null(m);
     assert_int_equal(m->len, sizes[i]);
     assert_int_equal((uintptr_t)m->data % 16, 0);
     memset(m->data, 0xab, sizes[i]); /* ASan: the whole payload is ours */
-    if (sizeof(au_msg_t) + sizes[i] > 4096) assert_int_equal(m->au__class, POOL_BIG);
+    if (sizeof(au_msg_t) + sizes[i] > 16384)
+      assert_int_equal(m->au__class, POOL_BIG);
+    else
+      assert_int_not_equal(m->au__class, POOL_BIG);
     pool_free(&p, &p.caches[0], m);
   }
   /* LIFO reuse: the block just freed comes back first */
