@@ -272,7 +272,6 @@ void remote_free(au_worker_t *w)
 
 typedef struct server {
   au_node_t *node;
-  obuf_t out;   /* the reply being built */
   obuf_t delta; /* an aligned copy of one pushed delta */
 } server_t;
 
@@ -315,29 +314,35 @@ static void serve_request(server_t *s, const au_msg_t *m)
   uint32_t cnt;
   au_table_t *t = server_check(s, m, 0, &cnt);
   if (!t) return;
-  obuf_t *o = &s->out;
-  o->len = 0;
-  if (obuf_reserve(o, m->len + (size_t)cnt * t->row_bytes) != 0) {
-    server_error(s, m, "out of memory answering a request");
-    return;
-  }
-  memcpy(o->p, m->data, m->len); /* table, count, keys */
-  uint8_t *rows = o->p + m->len;
+  /* every key must be held here before the reply is built in place */
   for (uint32_t i = 0; i < cnt; i++) {
     uint64_t k;
     memcpy(&k, m->data + HDR + (size_t)i * sizeof(k), sizeof(k));
-    void *row = k < t->keys ? table_row(t, k) : NULL;
-    if (!row) {
+    if (k >= t->keys || !table_row(t, k)) {
       char why[128];
       snprintf(why, sizeof(why), "key %llu of table %d is not held here", (unsigned long long)k,
                t->id);
       server_error(s, m, why);
       return;
     }
-    kernel_copy_row(rows + (size_t)i * t->row_bytes, row, t->dim);
   }
-  o->len = m->len + (size_t)cnt * t->row_bytes;
-  au_send_to(s->node->rt, m->from_node, m->from_port, PS_ROWS, o->p, o->len);
+  /* the reply is written straight into the outgoing frame: table, count, keys, rows */
+  au_outbuf_t ob;
+  uint8_t *p = au_send_to_start(s->node->rt, m->from_node, m->from_port, PS_ROWS,
+                                m->len + (size_t)cnt * t->row_bytes, &ob);
+  if (!p) {
+    fprintf(stderr, "augur[rank %d]: cannot answer node %u: %s\n", s->node->rank, m->from_node,
+            au_strerror(ob.rc));
+    return;
+  }
+  memcpy(p, m->data, m->len);
+  uint8_t *rows = p + m->len;
+  for (uint32_t i = 0; i < cnt; i++) {
+    uint64_t k;
+    memcpy(&k, m->data + HDR + (size_t)i * sizeof(k), sizeof(k));
+    kernel_copy_row(rows + (size_t)i * t->row_bytes, table_row(t, k), t->dim);
+  }
+  au_send_to_finish(&ob);
 }
 
 static void serve_push(server_t *s, const au_msg_t *m)
@@ -406,7 +411,7 @@ int remote_start_servers(au_node_t *n)
 void remote_free_servers(au_node_t *n)
 {
   server_t *s = n->servers;
-  for (int i = 0; s && i < n->nservers; i++) free(s[i].out.p), free(s[i].delta.p);
+  for (int i = 0; s && i < n->nservers; i++) free(s[i].delta.p);
   free(s);
   n->servers = NULL;
 }

@@ -177,6 +177,19 @@ int au_port_register(au_runtime_t *rt, au_port_t port, au_actor_t *a);
  * actor at a local port), AU_ENODE, AU_EINVAL. */
 int au_send_to(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, const void *data,
                size_t len);
+/* Zero-copy au_send_to: returns len bytes (16-byte aligned) to fill, then
+ * au_send_to_finish sends them. NULL with ob->rc set on error. */
+typedef struct au_outbuf {
+  au_msg_t *msg; /* internal */
+  au_runtime_t *rt;
+  au_actor_t *to;
+  uint32_t node;
+  int rc;
+} au_outbuf_t;
+void *au_send_to_start(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, size_t len,
+                       au_outbuf_t *ob);
+int au_send_to_finish(au_outbuf_t *ob);
+
 /* Backpressure, for an actor about to send much to `node`: returns 1 when the outgoing
  * queue to it is full, and then `self` receives an empty message of `type` once it has
  * drained; 0 when it may go on sending. */

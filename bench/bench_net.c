@@ -109,8 +109,10 @@ typedef struct raw {
   uv_connect_t connect;
   uint64_t want, got;
   char rbuf[1 << 16];
-  uint8_t *chunk;
-  size_t chunk_len;
+  uint8_t *chunk; /* one message's source bytes */
+  uint8_t *bufs[4];
+  unsigned next_buf;
+  size_t chunk_len, msg_len;
   uint64_t left, in_flight; /* bytes still to write; writes in flight */
   uint64_t t0, t1;
 } raw_t;
@@ -171,14 +173,19 @@ static void chunk_written(uv_write_t *w, int status)
   if (status == 0) raw_send_more(r);
 }
 
-/* sender: the same bytes, copied into 256 KiB chunks as a careful sender would */
+/* sender: the same messages, each copied from its source into 256 KiB chunks (the one
+ * copy augur's au_send_to makes too), written as a careful sender would */
 static void raw_send_more(raw_t *r)
 {
   while (r->left && r->in_flight < 4) {
+    /* four chunk buffers, reused (a write completes before its buffer comes round) */
     uv_write_t *w = malloc(sizeof(*w));
     w->data = r;
     size_t n = r->left < r->chunk_len ? r->left : r->chunk_len;
-    uv_buf_t b = uv_buf_init((char *)r->chunk, (unsigned)n);
+    uint8_t *chunk = r->bufs[r->next_buf++ % 4];
+    for (size_t off = 0; off < n; off += r->msg_len)
+      memcpy(chunk + off, r->chunk, n - off < r->msg_len ? n - off : r->msg_len);
+    uv_buf_t b = uv_buf_init((char *)chunk, (unsigned)n);
     r->left -= n;
     r->in_flight++;
     uv_write(w, (uv_stream_t *)&r->conn, &b, 1, chunk_written);
@@ -230,7 +237,9 @@ static double raw_phase(au_runtime_t *rt, int rank, int port, const phase_t *p)
     au_allreduce_sum(rt, &sync, 1); /* the receiver listens */
     size_t per = (256 * 1024) / p->bytes;
     r->chunk_len = per * p->bytes;
-    r->chunk = calloc(1, r->chunk_len);
+    r->msg_len = p->bytes;
+    r->chunk = calloc(1, p->bytes);
+    for (int i = 0; i < 4; i++) r->bufs[i] = calloc(1, r->chunk_len);
     r->left = total;
     uv_tcp_init(&r->loop, &r->conn);
     r->conn.data = r;
@@ -239,6 +248,7 @@ static double raw_phase(au_runtime_t *rt, int rank, int port, const phase_t *p)
     uv_run(&r->loop, UV_RUN_DEFAULT);
     secs = (double)(r->t1 - r->t0) / 1e9;
     free(r->chunk);
+    for (int i = 0; i < 4; i++) free(r->bufs[i]);
   }
   uv_loop_close(&r->loop);
   free(r);

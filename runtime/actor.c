@@ -111,18 +111,54 @@ int au_port_register(au_runtime_t *rt, au_port_t port, au_actor_t *a)
   return 0;
 }
 
-int au_send_to(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, const void *data,
-               size_t len)
+void *au_send_to_start(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, size_t len,
+                       au_outbuf_t *ob)
 {
-  if (!rt || (len && !data) || node >= (uint32_t)rt->nodes) return AU_EINVAL;
+  if (!rt || !ob || node >= (uint32_t)rt->nodes) {
+    if (ob) ob->rc = AU_EINVAL;
+    return NULL;
+  }
+  ob->rt = rt;
+  ob->node = node;
+  ob->to = NULL;
+  ob->rc = 0;
   if ((int)node != rt->rank) {
     rt_ctx_t *c = rt_ctx(rt);
     au_port_t from = c && c->current ? c->current->port : AU_NO_PORT;
-    return net_send(rt, node, port, type, from, data, len);
+    ob->msg = net_send_start(rt, node, port, type, from, len, &ob->rc);
+    return ob->msg ? net_frame_payload(ob->msg) : NULL;
   }
-  au_actor_t *to = rt_port_actor(rt, port);
-  if (!to) return AU_ENOENT;
-  return au_send(to, type, data, len);
+  if (!(ob->to = rt_port_actor(rt, port))) {
+    ob->rc = AU_ENOENT;
+    return NULL;
+  }
+  if (!(ob->msg = au_msg_alloc(rt, type, len))) {
+    ob->rc = AU_ENOMEM;
+    return NULL;
+  }
+  return ob->msg->data;
+}
+
+int au_send_to_finish(au_outbuf_t *ob)
+{
+  if (!ob->msg) return ob->rc ? ob->rc : AU_EINVAL;
+  if (ob->to)
+    au_msg_send(ob->to, ob->msg);
+  else
+    net_send_finish(ob->rt, ob->msg);
+  ob->msg = NULL;
+  return 0;
+}
+
+int au_send_to(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, const void *data,
+               size_t len)
+{
+  if (len && !data) return AU_EINVAL;
+  au_outbuf_t ob;
+  void *p = au_send_to_start(rt, node, port, type, len, &ob);
+  if (!p) return ob.rc;
+  if (len) memcpy(p, data, len);
+  return au_send_to_finish(&ob);
 }
 
 int au_send(au_actor_t *to, uint32_t type, const void *data, size_t len)

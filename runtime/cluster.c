@@ -36,6 +36,7 @@ static void net_fail(net_t *net, int error, const char *msg)
   pthread_mutex_lock(&net->mu);
   if (!net->error) {
     net->error = error;
+    atomic_store(&net->broken, 1);
     size_t n = strlen(msg) < sizeof(net->error_msg) ? strlen(msg) : sizeof(net->error_msg) - 1;
     memcpy(net->error_msg, msg, n);
     net->error_msg[n] = '\0';

@@ -35,9 +35,12 @@ static inline frame_meta_t *frame_meta(au_msg_t *m)
   return (frame_meta_t *)(void *)m->data;
 }
 
+/* Room in front of the payload, rounded so that the payload stays 16-byte aligned. */
+#define FRAME_RESERVE ((sizeof(frame_meta_t) + WIRE_HEADER_MAX + 15) & ~(size_t)15)
+
 static inline uint8_t *frame_payload(au_msg_t *m)
 {
-  return m->data + sizeof(frame_meta_t) + WIRE_HEADER_MAX;
+  return m->data + FRAME_RESERVE;
 }
 
 enum { C_HANDSHAKE, C_UP, C_CLOSING };
@@ -106,8 +109,9 @@ struct net {
   /* what the main thread waits for (mu/cv); written by the I/O thread */
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int state; /* NET_* */
-  int error; /* 0 or AU_E*: the cluster is broken */
+  int state;         /* NET_* */
+  int error;         /* 0 or AU_E*: the cluster is broken */
+  atomic_int broken; /* error != 0, readable without mu (senders check it) */
   char error_msg[320];
   uint64_t run;      /* main: the run in progress or last finished */
   uint64_t run_done; /* I/O: the last run rank 0 declared done */

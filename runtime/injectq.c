@@ -21,12 +21,13 @@ static void link_in(injectq_t *q, injectq_node_t *n)
   atomic_store_explicit(&prev->next, n, memory_order_release);
 }
 
-void injectq_push(injectq_t *q, injectq_node_t *n)
+long injectq_push(injectq_t *q, injectq_node_t *n)
 {
   /* seq_cst: a thread about to park reads count after announcing itself as sleeping;
    * the pusher reads the sleeper count after this (see sched.c). */
-  atomic_fetch_add_explicit(&q->count, 1, memory_order_seq_cst);
+  long before = atomic_fetch_add_explicit(&q->count, 1, memory_order_seq_cst);
   link_in(q, n);
+  return before;
 }
 
 /* Single-consumer pop, called with `busy` held. */

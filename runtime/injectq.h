@@ -25,8 +25,13 @@ typedef struct injectq {
 } injectq_t;
 
 void injectq_init(injectq_t *q);
-/* Any thread. */
-void injectq_push(injectq_t *q, injectq_node_t *n);
+/* Any thread. Returns how many nodes were queued before this one. */
+long injectq_push(injectq_t *q, injectq_node_t *n);
+/* Nodes pushed and not yet popped (a push counts before it is linked in). */
+static inline long injectq_count(injectq_t *q)
+{
+  return atomic_load_explicit(&q->count, memory_order_seq_cst);
+}
 /* Any thread. NULL when empty, when another consumer holds the queue, or when a push is
  * half done (the caller will be woken or will look again). */
 injectq_node_t *injectq_pop(injectq_t *q);

@@ -51,7 +51,7 @@ void net_log(net_t *net, const char *fmt, ...)
 
 au_msg_t *frame_alloc(au_runtime_t *rt, pool_cache_t *cache, size_t len)
 {
-  au_msg_t *m = pool_alloc(&rt->pool, cache, sizeof(frame_meta_t) + WIRE_HEADER_MAX + len);
+  au_msg_t *m = pool_alloc(&rt->pool, cache, FRAME_RESERVE + len);
   if (!m) return NULL;
   frame_meta_t *fm = frame_meta(m);
   memset(fm, 0, sizeof(*fm));

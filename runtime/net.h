@@ -60,6 +60,14 @@ void net_free(au_runtime_t *rt);
  * net_link_wait for backpressure. 0 or AU_ENOMEM / AU_ENODE. */
 int net_send(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, au_port_t from_port,
              const void *data, size_t len);
+/* Any thread: net_send in two halves, so that the caller writes the payload into the
+ * frame itself (au_send_to_start). NULL with *rc set on
+ * error. */
+au_msg_t *net_send_start(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type,
+                         au_port_t from_port, size_t len, int *rc);
+void net_send_finish(au_runtime_t *rt, au_msg_t *m);
+/* Where the payload of a frame from net_send_start goes (16-byte aligned). */
+void *net_frame_payload(au_msg_t *m);
 /* Any thread: 1 if the queue to node is over the limit, in which case `who` gets a
  * message of `type` once it drains below a quarter of it; 0 if the sender may go on. */
 int net_link_wait(au_runtime_t *rt, uint32_t node, au_actor_t *who, uint32_t type);

@@ -128,6 +128,7 @@ int net_join(au_runtime_t *rt, const au_cluster_opts_t *o, char *err, size_t err
   }
   for (size_t i = 0; i < n; i++) atomic_init(&net->out_bytes[i], 0);
   atomic_init(&net->sent, 0);
+  atomic_init(&net->broken, 0);
   atomic_init(&net->idle, 1);
   net->state = NET_JOINING;
   net->deadline_ns = au_now_ns() + (uint64_t)net->opts.timeout_ms * 1000000ull;
@@ -161,19 +162,26 @@ void net_leave(au_runtime_t *rt)
   atomic_fetch_sub(&rt->io_pending, 1);
 }
 
-int net_send(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, au_port_t from_port,
-             const void *data, size_t len)
+au_msg_t *net_send_start(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type,
+                         au_port_t from_port, size_t len, int *rc)
 {
   net_t *net = rt->net;
-  if (!net || node >= (uint32_t)net->nodes || (int)node == net->rank || (len && !data))
-    return AU_EINVAL;
-  if (len > WIRE_MAX_FRAME - WIRE_HEADER_MAX) return AU_EINVAL;
-  pthread_mutex_lock(&net->mu);
-  int broken = net->error;
-  pthread_mutex_unlock(&net->mu);
-  if (broken) return AU_ENODE;
+  *rc = 0;
+  if (!net || node >= (uint32_t)net->nodes || (int)node == net->rank ||
+      len > WIRE_MAX_FRAME - WIRE_HEADER_MAX) {
+    *rc = AU_EINVAL;
+    return NULL;
+  }
+  /* relaxed: a hint; a frame queued just as the cluster breaks is dropped with it */
+  if (atomic_load_explicit(&net->broken, memory_order_relaxed)) {
+    *rc = AU_ENODE;
+    return NULL;
+  }
   au_msg_t *m = frame_alloc(rt, rt_cache(rt), len);
-  if (!m) return AU_ENOMEM;
+  if (!m) {
+    *rc = AU_ENOMEM;
+    return NULL;
+  }
   frame_meta_t *fm = frame_meta(m);
   fm->ftype = FT_DATA;
   fm->node = node;
@@ -182,11 +190,33 @@ int net_send(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, au_
   fm->extra[0] = type;
   fm->extra[1] = from_port;
   fm->counted = 1;
-  if (len) memcpy(frame_payload(m), data, len);
-  atomic_fetch_add(&net->out_bytes[node], len);
+  return m;
+}
+
+void *net_frame_payload(au_msg_t *m)
+{
+  return frame_payload(m);
+}
+
+void net_send_finish(au_runtime_t *rt, au_msg_t *m)
+{
+  net_t *net = rt->net;
+  frame_meta_t *fm = frame_meta(m);
+  atomic_fetch_add(&net->out_bytes[fm->node], fm->len);
   atomic_fetch_add(&net->sent, 1);
   m->type = IO_CMD_NET_SEND;
   io_post_msg(rt, m);
+}
+
+int net_send(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, au_port_t from_port,
+             const void *data, size_t len)
+{
+  int rc;
+  if (len && !data) return AU_EINVAL;
+  au_msg_t *m = net_send_start(rt, node, port, type, from_port, len, &rc);
+  if (!m) return rc;
+  if (len) memcpy(frame_payload(m), data, len);
+  net_send_finish(rt, m);
   return 0;
 }
 
