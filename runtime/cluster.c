@@ -556,7 +556,10 @@ static void start(net_t *net)
 static void leave(net_t *net)
 {
   if (net->state == NET_LEFT) return;
+  /* state is written by this thread only, under mu for the main thread's reads */
+  pthread_mutex_lock(&net->mu);
   net->state = NET_LEAVING;
+  pthread_mutex_unlock(&net->mu);
   for (int r = 0; r < net->nodes; r++)
     if (net->conns[r]) conn_queue_ctrl(net->conns[r], FT_BYE, NULL, 0, NULL, 0);
   check_left(net);
