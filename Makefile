@@ -30,6 +30,7 @@ ring: build
 bench: build
 	build/bench/augur-bench-sched
 	build/bench/augur-bench-mf
+	build/bench/augur-bench-net
 
 # Sanitizer builds live in their own trees so they never mix with the normal build.
 tsan: deps
