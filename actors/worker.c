@@ -266,9 +266,23 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
   void **rows = rows_alloc(w, n ? n : 1);
   if (!rows) return AU_ENOMEM;
   uint8_t *remote = NULL;
-  size_t missing = 0, nremote = 0;
-  /* one pass: range check and row lookup (this loop runs once per key per step) */
-  for (size_t i = 0; i < n; i++) {
+  size_t missing = 0, nremote = 0, i = 0;
+  /* Fast path, once per key per step: every row here, the table's fields in locals (the
+   * stores to rows[] cannot alias them, but the atomic state load stops the compiler
+   * from proving it). The first key that is not local goes on in the loop below. */
+  const uint64_t nkeys = t->keys, mask = t->group - 1;
+  const uint32_t shift = t->group_shift;
+  const size_t row_bytes = t->row_bytes;
+  param_actor_t *const actors = t->actors;
+  for (; i < n; i++) {
+    au_key_t k = keys[i];
+    if (k >= nkeys) return AU_ERANGE;
+    param_actor_t *pa = &actors[k >> shift];
+    uint8_t st = atomic_load_explicit(&pa->state, memory_order_acquire);
+    if (st != PA_OWNER && st != PA_REPLICA) break;
+    rows[i] = (char *)pa->values + (size_t)(k & mask) * row_bytes;
+  }
+  for (; i < n; i++) {
     if (keys[i] >= t->keys) return AU_ERANGE;
     int is_remote;
     rows[i] = step_row(w, t, keys[i], &is_remote);
@@ -279,7 +293,7 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
     }
     if (is_remote) {
       if (!remote) {
-        remote = (uint8_t *)rows_alloc(w, n / sizeof(void *) + 1);
+        remote = (uint8_t *)(void *)rows_alloc(w, n / sizeof(void *) + 1);
         if (!remote) return AU_ENOMEM;
         memset(remote, 0, n);
       }
