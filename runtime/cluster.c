@@ -343,18 +343,25 @@ static void reduce_add(net_t *net, int from, uint64_t seq, const double *v, int 
   pthread_mutex_unlock(&net->mu);
 }
 
+/* A reduction's values, copied out of a frame (aligned, and outliving it). */
+static double *copy_values(net_t *net, const uint8_t *p, size_t n)
+{
+  double *v = malloc(n ? n : 1);
+  if (!v)
+    net_fail(net, AU_ENOMEM, "out of memory in a reduction");
+  else
+    memcpy(v, p, n);
+  return v;
+}
+
 static void on_reduced(net_t *net, conn_t *c, const wire_hdr_t *h, const uint8_t *p, size_t n)
 {
   if (h->nextra < 3 || n != h->extra[2] * sizeof(double) || h->extra[2] > (1u << 20)) {
     conn_fail(c, "malformed REDUCED");
     return;
   }
-  double *v = malloc(n ? n : 1);
-  if (!v) {
-    net_fail(net, AU_ENOMEM, "out of memory in a reduction");
-    return;
-  }
-  memcpy(v, p, n);
+  double *v = copy_values(net, p, n);
+  if (!v) return;
   pthread_mutex_lock(&net->mu);
   free(net->reduced);
   net->reduced = v;
@@ -414,12 +421,8 @@ void cluster_on_ctrl(net_t *net, conn_t *c, const wire_hdr_t *h, const uint8_t *
       conn_fail(c, "malformed REDUCE");
       return;
     }
-    double *v = malloc(n ? n : 1);
-    if (!v) {
-      net_fail(net, AU_ENOMEM, "out of memory in a reduction");
-      return;
-    }
-    memcpy(v, p, n);
+    double *v = copy_values(net, p, n);
+    if (!v) return;
     reduce_add(net, c->peer, h->extra[1], v, (int)count);
     free(v);
     break;

@@ -59,6 +59,17 @@ au_msg_t *frame_alloc(au_runtime_t *rt, pool_cache_t *cache, size_t len)
   return m;
 }
 
+static void queue_append(conn_t *c, au_msg_t *m)
+{
+  m->au__next = NULL;
+  if (c->q_tail)
+    c->q_tail->au__next = m;
+  else
+    c->q_head = m;
+  c->q_tail = m;
+  c->q_n++;
+}
+
 /* I/O thread: stamps the frame with the connection's next sequence number, writes its
  * header just in front of the payload, and queues it. */
 void conn_queue(conn_t *c, au_msg_t *m)
@@ -75,13 +86,7 @@ void conn_queue(conn_t *c, au_msg_t *m)
   /* n > 0 always: every field fits by construction */
   fm->hdr_len = (uint32_t)n;
   memcpy(frame_payload(m) - n, hdr, (size_t)n);
-  m->au__next = NULL;
-  if (c->q_tail)
-    c->q_tail->au__next = m;
-  else
-    c->q_head = m;
-  c->q_tail = m;
-  c->q_n++;
+  queue_append(c, m);
 }
 
 void conn_queue_ctrl(conn_t *c, int ftype, const uint64_t *extra, int nextra, const void *data,
@@ -370,13 +375,7 @@ void conn_send_raw(conn_t *c, const uint8_t *bytes, size_t n)
   /* raw: a whole frame already, so no header of ours in front of it */
   memcpy(frame_payload(m), bytes, n);
   fm->hdr_len = 0;
-  m->au__next = NULL;
-  if (c->q_tail)
-    c->q_tail->au__next = m;
-  else
-    c->q_head = m;
-  c->q_tail = m;
-  c->q_n++;
+  queue_append(c, m);
   conn_write(c);
 }
 

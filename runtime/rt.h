@@ -67,6 +67,10 @@ struct au_runtime {
   _Atomic(au_actor_t *) *ports; /* port -> actor, 65535 entries, allocated on first use */
   int keep_denormals;
   sched_thread_t *threads;
+  /* Tracing (runtime/trace.h). trace_on is read by every trace_emit, so it sits with the
+   * read-mostly fields; `trace` lives from au_runtime_create to au_runtime_destroy. */
+  atomic_int trace_on;
+  struct trace *trace;
   injectq_t inject;
   pool_t pool;         /* caches 0..S-1: scheduler threads; S: the I/O thread */
   actor_list_t *lists; /* S + 2: scheduler threads, I/O thread, everyone else */

@@ -140,6 +140,18 @@ int mf_gen_opts_check(const mf_gen_opts_t *o, char *err, size_t errlen);
  * mf_gen_opts_check) or MF_ENOMEM (out unchanged). */
 int mf_generate(const mf_gen_opts_t *o, mf_ratings_t *out, uint32_t *nrows, uint32_t *ncols);
 
+/* ---- random numbers --------------------------------------------------------------- */
+
+/* xoshiro256** seeded by splitmix64: the demos' one PRNG, a pure function of its seed. */
+typedef struct {
+  uint64_t s[4];
+  double spare; /* second Box-Muller normal, valid when has_spare */
+  int has_spare;
+} mf_rng_t;
+void mf_rng_seed(mf_rng_t *r, uint64_t seed);
+/* Standard normal (Box-Muller). */
+double mf_rng_normal(mf_rng_t *r);
+
 /* ---- split and shuffle ------------------------------------------------------------ */
 
 /* Appends each rating of all, in order, to train or test: test gets round(n *

@@ -11,11 +11,7 @@
 
 /* ---- PRNG: splitmix64 to seed xoshiro256** ------------------------------------------ */
 
-typedef struct {
-  uint64_t s[4];
-  double spare; /* second Box-Muller normal, valid when has_spare */
-  int has_spare;
-} rng_t;
+typedef mf_rng_t rng_t;
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -25,7 +21,7 @@ static uint64_t splitmix64(uint64_t *x)
   return z ^ (z >> 31);
 }
 
-static void rng_seed(rng_t *r, uint64_t seed)
+void mf_rng_seed(mf_rng_t *r, uint64_t seed)
 {
   for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
   r->has_spare = 0;
@@ -60,7 +56,7 @@ static inline double rng_uniform(rng_t *r)
 }
 
 /* Standard normal by Box-Muller; each pair of uniforms gives two normals. */
-static double rng_normal(rng_t *r)
+double mf_rng_normal(mf_rng_t *r)
 {
   if (r->has_spare) {
     r->has_spare = 0;
@@ -207,7 +203,7 @@ static inline void emit(emitter_t *g, uint32_t r, uint32_t c)
   const float *pr = g->p + (size_t)r * k, *qc = g->q + (size_t)c * k;
   double dot = 0;
   for (uint32_t i = 0; i < k; i++) dot += (double)pr[i] * qc[i];
-  double v = dot + g->o->sigma * rng_normal(g->rng);
+  double v = dot + g->o->sigma * mf_rng_normal(g->rng);
   g->out->r[g->out->n++] = (mf_rating_t){r, c, (float)v};
 }
 
@@ -217,7 +213,7 @@ int mf_generate(const mf_gen_opts_t *o, mf_ratings_t *out, uint32_t *nrows, uint
   if (rc) return rc;
   if (o->nnz > SIZE_MAX - out->n || mf_ratings_reserve(out, out->n + o->nnz)) return MF_ENOMEM;
   rng_t rng;
-  rng_seed(&rng, o->seed);
+  mf_rng_seed(&rng, o->seed);
   size_t k = o->rank;
   float *p = malloc((size_t)o->rows * k * sizeof(*p));
   float *q = malloc((size_t)o->cols * k * sizeof(*q));
@@ -226,8 +222,8 @@ int mf_generate(const mf_gen_opts_t *o, mf_ratings_t *out, uint32_t *nrows, uint
   if (!p || !q) goto done;
   /* Entries with variance 1/sqrt(rank): p·q sums rank products of variance 1/rank. */
   double sd = pow((double)k, -0.25);
-  for (size_t i = 0; i < (size_t)o->rows * k; i++) p[i] = (float)(sd * rng_normal(&rng));
-  for (size_t i = 0; i < (size_t)o->cols * k; i++) q[i] = (float)(sd * rng_normal(&rng));
+  for (size_t i = 0; i < (size_t)o->rows * k; i++) p[i] = (float)(sd * mf_rng_normal(&rng));
+  for (size_t i = 0; i < (size_t)o->cols * k; i++) q[i] = (float)(sd * mf_rng_normal(&rng));
   if (alias_build_zipf(&ar, o->rows, o->row_skew, &rng)) goto done;
   if (alias_build_zipf(&ac, o->cols, o->col_skew, &rng)) goto done;
 
@@ -284,7 +280,7 @@ int mf_split(const mf_ratings_t *all, double test_ratio, uint64_t seed, mf_ratin
     if (cc[x->col] != UINT32_MAX) cc[x->col]++;
   }
   rng_t rng;
-  rng_seed(&rng, seed);
+  mf_rng_seed(&rng, seed);
   int err = 0;
   /* Selection sampling (Knuth's algorithm S): pick each rating with probability
    * still-wanted / still-remaining, which yields exactly `want` in one ordered pass. */
@@ -306,6 +302,6 @@ int mf_split(const mf_ratings_t *all, double test_ratio, uint64_t seed, mf_ratin
 void mf_shuffle(mf_ratings_t *r, uint64_t seed)
 {
   rng_t rng;
-  rng_seed(&rng, seed);
+  mf_rng_seed(&rng, seed);
   shuffle(r->r, r->n, &rng);
 }

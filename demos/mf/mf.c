@@ -138,21 +138,6 @@ static int step(au_worker_t *w, void *arg)
   return AU_CONTINUE;
 }
 
-static uint64_t splitmix64(uint64_t *s)
-{
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-static double normal(uint64_t *s)
-{
-  double u1 = ((double)(splitmix64(s) >> 11) + 0.5) / 9007199254740992.0;
-  double u2 = (double)(splitmix64(s) >> 11) / 9007199254740992.0;
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
 /* Row factors depend on (seed, global row) only, not on the node or worker count. */
 static void init_rows(const mf_t *m, shard_t *s, int shard)
 {
@@ -160,9 +145,10 @@ static void init_rows(const mf_t *m, shard_t *s, int shard)
   for (uint32_t lr = 0; lr < s->nrows_local; lr++) {
     uint64_t node_row = (uint64_t)lr * (uint64_t)m->nshards + (uint64_t)shard;
     uint64_t row = node_row * (uint64_t)m->nodes + (uint64_t)m->rank;
-    uint64_t st = (o->seed ^ 0x5bd1e995u) + row * 0xd1342543de82ef95ULL;
+    mf_rng_t rng;
+    mf_rng_seed(&rng, (o->seed ^ 0x5bd1e995u) + row * 0xd1342543de82ef95ULL);
     float *p = &s->p[(size_t)lr * s->dim];
-    for (uint32_t j = 0; j < s->k; j++) p[j] = (float)(o->init_sd * normal(&st));
+    for (uint32_t j = 0; j < s->k; j++) p[j] = (float)(o->init_sd * mf_rng_normal(&rng));
     if (s->biases) p[s->k] = 0;
   }
 }

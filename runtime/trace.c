@@ -1,0 +1,488 @@
+/* trace.c — the trace recorder: per-thread chunked buffers, the cap, and the Chrome
+ * trace-event JSON that au_trace_stop writes.
+ *
+ * Buffers: one per scheduler thread, one for the I/O thread, one shared by every other
+ * thread (under a mutex). Each is a chain of chunks of up to CHUNK_EVENTS events; a full
+ * chunk is followed by a new one, so recording never waits for a reader and nothing is
+ * overwritten. Chunks are granted against the cap under `grant_mu`, once per chunk; past
+ * the cap a buffer counts what it drops.
+ *
+ * The invariant that makes reading safe: au_trace_stop reads and frees the buffers only
+ * when no thread can be inside an append. Scheduler threads are joined (no run is in
+ * progress: stop refuses otherwise); the shared buffer's writers hold its mutex and look
+ * at the flag under it; the I/O thread, which runs all the time, announces each append in
+ * `io_busy` (a Dekker handshake with stop, below).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/trace.h"
+
+#define CHUNK_EVENTS       65536u             /* events per chunk: 2.5 MiB */
+#define DEFAULT_MAX_EVENTS (4ull << 20)       /* 160 MiB of events, ~0.5 GB of JSON */
+#define MAX_MAX_EVENTS     (1ull << 36)       /* AU_TRACE_MAX_EVENTS above this is a typo */
+#define MARK_NS            1000u              /* relocation marks are drawn 1 µs wide */
+#define TID_STRIDE         10000              /* tid = pid * TID_STRIDE + thread slot */
+
+/* 40 bytes: the time since the trace started (ns) in the top 56 bits, the kind below. */
+typedef struct trace_event {
+  uint64_t tk;
+  uint64_t arg[4];
+} trace_event_t;
+
+typedef struct chunk {
+  struct chunk *next;
+  size_t n, cap; /* n: events in it; set when the chunk is left, or at stop */
+  trace_event_t ev[];
+} chunk_t;
+
+/* Written by its one writer; read by stop only when no writer can be appending. */
+typedef struct tbuf {
+  _Alignas(64) trace_event_t *pos, *end; /* free space in the last chunk */
+  chunk_t *head, *tail;
+  uint64_t dropped;
+  uint64_t park_ts; /* when the owner last parked: the unpark's duration */
+  int full;         /* the cap is reached: drop without asking again */
+} tbuf_t;
+
+struct trace {
+  pthread_mutex_t grant_mu;  /* guards `granted`; taken once per chunk */
+  pthread_mutex_t shared_mu; /* the buffer of threads that are not the runtime's */
+  atomic_int io_busy;        /* the I/O thread is inside trace_record (see au_trace_stop) */
+  uint64_t t0;               /* au_now_ns at au_trace_start */
+  uint64_t cap, granted;     /* events allowed, and granted to chunks so far */
+  char *path;                /* where au_trace_stop writes (before the rank suffix) */
+  int nbufs;                 /* S scheduler threads, then the I/O thread, then the rest */
+  tbuf_t *bufs;
+};
+
+static const struct {
+  const char *name;
+  const char *arg[4]; /* NULL: not written */
+} kinds[TRACE_NKINDS] = {
+    [TRACE_INTENT] = {"intent", {"table", "actor", "node", "worker"}},
+    [TRACE_RELOC_START] = {"relocation_start", {"table", "actor", "to", "flow"}},
+    [TRACE_RELOC_END] = {"relocation_end", {"table", "actor", "to", "flow"}},
+    [TRACE_REPLICA_CREATE] = {"replica_create", {"table", "actor", "owner", "bytes"}},
+    [TRACE_REPLICA_SYNC] = {"replica_sync", {"table", "actor", "owner", "rows"}},
+    [TRACE_REPLICA_DROP] = {"replica_drop", {"table", "actor", "owner", NULL}},
+    [TRACE_REMOTE_ACCESS] = {"remote_access", {"table", "actor", "node", "rows"}},
+    [TRACE_FORWARD] = {"forward", {"table", "actor", "to", "hops"}},
+    [TRACE_STEAL] = {"steal", {"victim", NULL, NULL, NULL}},
+    [TRACE_PARK] = {"park", {"sleeping", NULL, NULL, NULL}},
+    [TRACE_UNPARK] = {"unpark", {"ns", "token", NULL, NULL}},
+};
+
+const char *trace_kind_name(int kind)
+{
+  return kind > 0 && kind < TRACE_NKINDS ? kinds[kind].name : NULL;
+}
+
+int trace_init(au_runtime_t *rt)
+{
+  struct trace *tr = calloc(1, sizeof(*tr));
+  if (!tr) return AU_ENOMEM;
+  tr->nbufs = rt->nthreads + 2;
+  size_t size = (size_t)tr->nbufs * sizeof(tbuf_t); /* a multiple of 64: tbuf_t is aligned */
+  tr->bufs = aligned_alloc(_Alignof(tbuf_t), size);
+  if (!tr->bufs) {
+    free(tr);
+    return AU_ENOMEM;
+  }
+  memset(tr->bufs, 0, size);
+  pthread_mutex_init(&tr->grant_mu, NULL);
+  pthread_mutex_init(&tr->shared_mu, NULL);
+  atomic_init(&tr->io_busy, 0);
+  atomic_init(&rt->trace_on, 0);
+  rt->trace = tr;
+  return 0;
+}
+
+/* Frees the events. Only while no thread can be appending. */
+static void reset(struct trace *tr)
+{
+  for (int i = 0; i < tr->nbufs; i++) {
+    tbuf_t *b = &tr->bufs[i];
+    for (chunk_t *c = b->head, *next; c; c = next) {
+      next = c->next;
+      free(c);
+    }
+    memset(b, 0, sizeof(*b));
+  }
+  tr->granted = 0;
+}
+
+void trace_free(au_runtime_t *rt)
+{
+  struct trace *tr = rt->trace;
+  if (!tr) return;
+  if (atomic_load(&rt->trace_on)) au_trace_stop(rt);
+  reset(tr);
+  free(tr->path);
+  free(tr->bufs);
+  pthread_mutex_destroy(&tr->grant_mu);
+  pthread_mutex_destroy(&tr->shared_mu);
+  free(tr);
+  rt->trace = NULL;
+}
+
+/* Gives b a new chunk against the cap. -1 when the cap is reached (or memory is out). */
+static int grow(struct trace *tr, tbuf_t *b)
+{
+  if (b->full) return -1;
+  pthread_mutex_lock(&tr->grant_mu);
+  uint64_t n = tr->cap - tr->granted;
+  if (n > CHUNK_EVENTS) n = CHUNK_EVENTS;
+  tr->granted += n;
+  pthread_mutex_unlock(&tr->grant_mu);
+  chunk_t *c = n ? malloc(sizeof(*c) + n * sizeof(trace_event_t)) : NULL;
+  if (!c) {
+    if (n) { /* out of memory: give the grant back to the other buffers */
+      pthread_mutex_lock(&tr->grant_mu);
+      tr->granted -= n;
+      pthread_mutex_unlock(&tr->grant_mu);
+    }
+    b->full = 1;
+    return -1;
+  }
+  c->next = NULL;
+  c->n = 0;
+  c->cap = n;
+  if (b->tail) {
+    b->tail->n = b->tail->cap;
+    b->tail->next = c;
+  } else {
+    b->head = c;
+  }
+  b->tail = c;
+  b->pos = c->ev;
+  b->end = c->ev + n;
+  return 0;
+}
+
+static void append(struct trace *tr, tbuf_t *b, int kind, uint64_t a0, uint64_t a1, uint64_t a2,
+                   uint64_t a3)
+{
+  uint64_t now = au_now_ns();
+  if (kind == TRACE_PARK) {
+    b->park_ts = now;
+  } else if (kind == TRACE_UNPARK) {
+    a0 = b->park_ts && now >= b->park_ts ? now - b->park_ts : 0;
+    b->park_ts = 0;
+  }
+  if (b->pos == b->end && grow(tr, b) != 0) {
+    b->dropped++;
+    return;
+  }
+  uint64_t dt = now > tr->t0 ? now - tr->t0 : 0;
+  *b->pos++ = (trace_event_t){.tk = dt << 8 | (uint64_t)kind, .arg = {a0, a1, a2, a3}};
+}
+
+void trace_record(au_runtime_t *rt, int kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+  struct trace *tr = rt->trace;
+  if (kind <= 0 || kind >= TRACE_NKINDS) return;
+  rt_ctx_t *ctx = rt_ctx(rt);
+  if (ctx && ctx->sched) {
+    /* acquire: pairs with au_trace_start's release store, so the buffer state it set up
+     * is visible. No run is in progress while stop reads the buffer. */
+    if (atomic_load_explicit(&rt->trace_on, memory_order_acquire))
+      append(tr, &tr->bufs[ctx->sched->index], kind, a, b, c, d);
+    return;
+  }
+  if (ctx) {
+    /* The I/O thread. seq_cst store, then seq_cst load: with stop's clearing of the flag
+     * and its reading of io_busy (both seq_cst), either this thread sees the flag
+     * cleared, or stop sees io_busy set and waits for the release store below. */
+    atomic_store(&tr->io_busy, 1);
+    if (atomic_load(&rt->trace_on)) append(tr, &tr->bufs[rt->nthreads], kind, a, b, c, d);
+    /* release: stop reads 0 with acquire before it reads the buffer */
+    atomic_store_explicit(&tr->io_busy, 0, memory_order_release);
+    return;
+  }
+  pthread_mutex_lock(&tr->shared_mu);
+  /* stop clears the flag before it takes this mutex, so under it the flag is exact;
+   * acquire for start's set-up, as above */
+  if (atomic_load_explicit(&rt->trace_on, memory_order_acquire))
+    append(tr, &tr->bufs[rt->nthreads + 1], kind, a, b, c, d);
+  pthread_mutex_unlock(&tr->shared_mu);
+}
+
+/* --- au_trace_start ------------------------------------------------------------------ */
+
+static int max_events(uint64_t *out)
+{
+  const char *s = getenv("AU_TRACE_MAX_EVENTS");
+  *out = DEFAULT_MAX_EVENTS;
+  if (!s || !*s) return 0;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*s < '0' || *s > '9' || *end || errno || v == 0 || v > MAX_MAX_EVENTS) {
+    fprintf(stderr,
+            "augur: AU_TRACE_MAX_EVENTS: expected a number of events from 1 to %llu, "
+            "got '%s'\n",
+            (unsigned long long)MAX_MAX_EVENTS, s);
+    return AU_EINVAL;
+  }
+  *out = v;
+  return 0;
+}
+
+/* The directory that will hold path exists and is writable: fail now, not at stop. */
+static int dir_writable(const char *path)
+{
+  const char *slash = strrchr(path, '/');
+  char dir[4096];
+  if (!slash) {
+    strcpy(dir, ".");
+  } else if (slash == path) {
+    strcpy(dir, "/");
+  } else {
+    size_t n = (size_t)(slash - path);
+    if (n >= sizeof(dir)) n = sizeof(dir) - 1;
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+  }
+  if (access(dir, W_OK | X_OK) == 0) return 0;
+  fprintf(stderr, "augur: trace %s: cannot write into %s: %s\n", path, dir, strerror(errno));
+  return AU_EINVAL;
+}
+
+int au_trace_start(au_runtime_t *rt, const char *path)
+{
+  if (!rt || !path || !*path) return AU_EINVAL;
+  struct trace *tr = rt->trace;
+  if (atomic_load(&rt->trace_on)) {
+    fprintf(stderr, "augur: trace %s: tracing is already on (into %s)\n", path, tr->path);
+    return AU_EINVAL;
+  }
+  uint64_t cap;
+  int rc = max_events(&cap);
+  if (rc) return rc;
+  if ((rc = dir_writable(path))) return rc;
+  char *p = strdup(path);
+  if (!p) return AU_ENOMEM;
+  free(tr->path);
+  tr->path = p;
+  tr->cap = cap;
+  tr->granted = 0;
+  tr->t0 = au_now_ns();
+  /* release: a thread that reads 1 with acquire (trace_record) sees the set-up above */
+  atomic_store_explicit(&rt->trace_on, 1, memory_order_release);
+  return 0;
+}
+
+int au_trace_enabled(const au_runtime_t *rt)
+{
+  /* relaxed: a hint for callers that prepare expensive arguments; no data depends on it */
+  return rt && atomic_load_explicit(&((au_runtime_t *)rt)->trace_on, memory_order_relaxed);
+}
+
+/* --- the JSON ------------------------------------------------------------------------ */
+
+typedef struct writer {
+  FILE *f;
+  int first; /* no element written yet: no comma before the next */
+  int pid;
+  uint64_t t0;
+} writer_t;
+
+static void put_string(FILE *f, const char *s)
+{
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(f, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(f, "\\u%04x", ch);
+    else
+      fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
+/* Microseconds with three decimals: ns resolution, as Chrome's "ts" and "dur" want. */
+static void put_us(FILE *f, uint64_t ns)
+{
+  fprintf(f, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+}
+
+static void begin_element(writer_t *w)
+{
+  fputs(w->first ? "\n" : ",\n", w->f);
+  w->first = 0;
+}
+
+static void put_meta(writer_t *w, int tid, const char *what, const char *name, int sort)
+{
+  begin_element(w);
+  fprintf(w->f, "{\"name\":\"%s_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":", what,
+          w->pid, tid);
+  put_string(w->f, name);
+  fputs("}}", w->f);
+  begin_element(w);
+  fprintf(w->f,
+          "{\"name\":\"%s_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+          "\"args\":{\"sort_index\":%d}}",
+          what, w->pid, tid, sort);
+}
+
+static void put_event(writer_t *w, int tid, const trace_event_t *e, const trace_event_t *next)
+{
+  FILE *f = w->f;
+  int kind = (int)(e->tk & 0xff);
+  uint64_t ts = w->t0 + (e->tk >> 8);
+  uint64_t next_ts = next ? w->t0 + (next->tk >> 8) : UINT64_MAX;
+  const char *name = kinds[kind].name;
+  int reloc = kind == TRACE_RELOC_START || kind == TRACE_RELOC_END;
+  uint64_t dur = 0;
+  int complete = 0;
+  if (reloc) {
+    /* A slice, so that the flow arrow has something to attach to; never overlapping the
+     * thread's next event, so that slices on a thread nest. */
+    complete = 1;
+    dur = next_ts - ts < MARK_NS ? next_ts - ts : MARK_NS;
+  } else if (kind == TRACE_PARK && next && (int)(next->tk & 0xff) == TRACE_UNPARK) {
+    complete = 1; /* from park to unpark: the next event of a parked thread is its wake-up */
+    dur = next_ts - ts;
+  }
+  begin_element(w);
+  fprintf(f, "{\"name\":\"%s\",\"cat\":\"augur\",\"ph\":\"%s\",\"ts\":", name,
+          complete ? "X" : "i");
+  put_us(f, ts);
+  if (complete) {
+    fputs(",\"dur\":", f);
+    put_us(f, dur);
+  } else {
+    fputs(",\"s\":\"t\"", f);
+  }
+  fprintf(f, ",\"pid\":%d,\"tid\":%d,\"args\":{", w->pid, tid);
+  for (int i = 0, n = 0; i < 4; i++) {
+    const char *arg = kinds[kind].arg[i];
+    if (!arg) continue;
+    if (strcmp(arg, "flow") == 0)
+      fprintf(f, "%s\"flow\":\"%" PRIx64 "\"", n++ ? "," : "", e->arg[i]);
+    else
+      fprintf(f, "%s\"%s\":%" PRIu64, n++ ? "," : "", arg, e->arg[i]);
+  }
+  fputs("}}", f);
+  uint64_t flow = e->arg[3];
+  if (reloc && flow) {
+    begin_element(w);
+    fprintf(f, "{\"name\":\"relocation\",\"cat\":\"augur.flow\",\"ph\":\"%s\",\"id\":\"%" PRIx64
+               "\",\"ts\":",
+            kind == TRACE_RELOC_START ? "s" : "f\",\"bp\":\"e", flow);
+    put_us(f, ts);
+    fprintf(f, ",\"pid\":%d,\"tid\":%d}", w->pid, tid);
+  }
+}
+
+/* Walks one buffer's events in order. */
+typedef struct cursor {
+  const chunk_t *c;
+  size_t i;
+} cursor_t;
+
+static const trace_event_t *cursor_next(cursor_t *it)
+{
+  while (it->c && it->i >= it->c->n) {
+    it->c = it->c->next;
+    it->i = 0;
+  }
+  return it->c ? &it->c->ev[it->i++] : NULL;
+}
+
+static int write_json(au_runtime_t *rt, struct trace *tr, uint64_t stop_ns)
+{
+  int rank = au_runtime_rank(rt), nodes = au_runtime_nodes(rt);
+  size_t len = strlen(tr->path) + 16;
+  char *path = malloc(len);
+  if (!path) return AU_ENOMEM;
+  if (nodes > 1)
+    snprintf(path, len, "%s.%d", tr->path, rank);
+  else
+    snprintf(path, len, "%s", tr->path);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "augur: trace: cannot create %s: %s\n", path, strerror(errno));
+    free(path);
+    return AU_EINVAL;
+  }
+  setvbuf(f, NULL, _IOFBF, 1 << 20);
+
+  uint64_t events = 0, dropped = 0;
+  for (int i = 0; i < tr->nbufs; i++) {
+    tbuf_t *b = &tr->bufs[i];
+    if (b->tail) b->tail->n = (size_t)(b->pos - b->tail->ev);
+    for (chunk_t *c = b->head; c; c = c->next) events += c->n;
+    dropped += b->dropped;
+  }
+
+  writer_t w = {.f = f, .first = 1, .pid = rank + 1, .t0 = tr->t0};
+  fputs("{\"traceEvents\":[", f);
+  char name[32];
+  snprintf(name, sizeof(name), "node %d", rank);
+  put_meta(&w, w.pid * TID_STRIDE, "process", name, rank);
+  for (int i = 0; i < tr->nbufs; i++) {
+    if (i < rt->nthreads)
+      snprintf(name, sizeof(name), "sched-%d", i);
+    else
+      snprintf(name, sizeof(name), "%s", i == rt->nthreads ? "io" : "main");
+    put_meta(&w, w.pid * TID_STRIDE + i, "thread", name, i);
+  }
+  for (int i = 0; i < tr->nbufs; i++) {
+    cursor_t it = {tr->bufs[i].head, 0};
+    const trace_event_t *e = cursor_next(&it);
+    while (e) {
+      const trace_event_t *next = cursor_next(&it);
+      put_event(&w, w.pid * TID_STRIDE + i, e, next);
+      e = next;
+    }
+  }
+  char host[256] = "";
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  fputs("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":", f);
+  put_string(f, "augur " AUGUR_TRACE_VERSION);
+  fputs(",\"host\":", f);
+  put_string(f, host);
+  fprintf(f,
+          ",\"clock\":\"CLOCK_MONOTONIC\",\"rank\":%d,\"nodes\":%d,\"threads\":%d,"
+          "\"events\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"max_events\":%" PRIu64
+          ",\"start_ns\":%" PRIu64 ",\"stop_ns\":%" PRIu64 "}}\n",
+          rank, nodes, rt->nthreads, events, dropped, tr->cap, tr->t0, stop_ns);
+  int err = ferror(f);
+  if (fclose(f) != 0) err = 1;
+  if (err) {
+    fprintf(stderr, "augur: trace: writing %s failed: %s\n", path, strerror(errno));
+    free(path);
+    return AU_EINVAL;
+  }
+  free(path);
+  return 0;
+}
+
+int au_trace_stop(au_runtime_t *rt)
+{
+  if (!rt) return AU_EINVAL;
+  struct trace *tr = rt->trace;
+  /* seq_cst: the threads of a run are joined before `running` is cleared */
+  if (atomic_load(&rt->running)) return AU_EBUSY;
+  if (!atomic_exchange(&rt->trace_on, 0)) return AU_EINVAL;
+  uint64_t stop_ns = au_now_ns();
+  /* The I/O thread: see trace_record. Its appends take nanoseconds. */
+  while (atomic_load(&tr->io_busy)) sched_yield();
+  /* Other threads: one that holds the mutex now finishes its append; any later one sees
+   * the flag cleared. */
+  pthread_mutex_lock(&tr->shared_mu);
+  pthread_mutex_unlock(&tr->shared_mu);
+  int rc = write_json(rt, tr, stop_ns);
+  reset(tr);
+  return rc;
+}
