@@ -1,0 +1,132 @@
+/* policy.c — clock rates, action timing and placement decisions (see policy.h). */
+#include "actors/policy.h"
+
+#include <string.h>
+
+#define EWMA_ALPHA   0.25
+#define PAUSE_FACTOR 10.0 /* a tick this many times slower than usual was a pause */
+
+void clock_rate_tick(clock_rate_t *r, au_clock_t clock, uint64_t now_ns)
+{
+  if (r->seen && clock > r->last_clock && now_ns > r->last_ns) {
+    double sample = (double)(now_ns - r->last_ns) / (double)(clock - r->last_clock);
+    if (r->ns_per_tick == 0)
+      r->ns_per_tick = sample;
+    else if (sample < PAUSE_FACTOR * r->ns_per_tick)
+      r->ns_per_tick += EWMA_ALPHA * (sample - r->ns_per_tick);
+  }
+  r->last_clock = clock;
+  r->last_ns = now_ns;
+  r->seen = 1;
+}
+
+uint64_t clock_rate_eta(const clock_rate_t *r, au_clock_t clock, au_clock_t target)
+{
+  if (target <= clock || r->ns_per_tick <= 0) return 0;
+  return (uint64_t)((double)(target - clock) * r->ns_per_tick);
+}
+
+void action_latency_init(action_latency_t *l, uint64_t guess_ns)
+{
+  l->ns = (double)guess_ns;
+  l->samples = 0;
+}
+
+void action_latency_observe(action_latency_t *l, uint64_t took_ns)
+{
+  if (l->samples++ == 0)
+    l->ns = (double)took_ns;
+  else
+    l->ns += EWMA_ALPHA * ((double)took_ns - l->ns);
+}
+
+uint64_t action_delay(const action_latency_t *l, uint64_t eta_ns)
+{
+  uint64_t margin = (uint64_t)(2.0 * l->ns);
+  return eta_ns > margin ? eta_ns - margin : 0;
+}
+
+static const char *const mode_names[] = {"classic", "replicate", "relocate", "hot", "adaptive"};
+
+int place_mode_parse(const char *name, place_mode_t *out)
+{
+  for (int m = 0; m < (int)(sizeof(mode_names) / sizeof(mode_names[0])); m++)
+    if (name && strcmp(name, mode_names[m]) == 0) {
+      *out = (place_mode_t)m;
+      return 0;
+    }
+  return AU_EINVAL;
+}
+
+const char *place_mode_name(place_mode_t mode)
+{
+  return (unsigned)mode < sizeof(mode_names) / sizeof(mode_names[0]) ? mode_names[mode] : "?";
+}
+
+/* The active claim that starts first, or NULL. */
+static const claim_t *first_claim(const claim_t *c, int n, uint64_t now)
+{
+  const claim_t *first = NULL;
+  for (int i = 0; i < n; i++)
+    if (c[i].until_ns > now && (!first || c[i].from_ns < first->from_ns)) first = &c[i];
+  return first;
+}
+
+/* Nodes (bits) with an active claim, optionally only those overlapping [from, until). */
+static uint64_t claimants(const claim_t *c, int n, uint64_t now, const claim_t *within)
+{
+  uint64_t nodes = 0;
+  for (int i = 0; i < n; i++) {
+    if (c[i].until_ns <= now || c[i].node < 0 || c[i].node >= 64) continue;
+    if (within && (c[i].from_ns >= within->until_ns || c[i].until_ns <= within->from_ns)) continue;
+    nodes |= 1ull << c[i].node;
+  }
+  return nodes;
+}
+
+static place_action_t move_to_first(int owner, const claim_t *c, int n, uint64_t now)
+{
+  const claim_t *first = first_claim(c, n, now);
+  if (!first || first->node == owner) return (place_action_t){.kind = PLACE_LEAVE};
+  return (place_action_t){.kind = PLACE_MOVE, .node = first->node};
+}
+
+static place_action_t replicate_to(int owner, uint64_t nodes)
+{
+  if (owner >= 0 && owner < 64) nodes &= ~(1ull << owner);
+  return nodes ? (place_action_t){.kind = PLACE_REPLICAS, .nodes = nodes}
+               : (place_action_t){.kind = PLACE_LEAVE};
+}
+
+place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims, int n, int hot,
+                            int has_replicas, uint64_t now_ns)
+{
+  switch (mode) {
+  case PLACE_CLASSIC:
+    return (place_action_t){.kind = PLACE_LEAVE};
+  case PLACE_REPLICATE:
+    /* every node keeps what it touched, for the whole run: never drop */
+    return replicate_to(owner, claimants(claims, n, now_ns, NULL));
+  case PLACE_RELOCATE:
+    return move_to_first(owner, claims, n, now_ns);
+  case PLACE_HOT:
+    return hot ? replicate_to(owner, claimants(claims, n, now_ns, NULL))
+               : move_to_first(owner, claims, n, now_ns);
+  case PLACE_ADAPTIVE: {
+    const claim_t *first = first_claim(claims, n, now_ns);
+    if (!first)
+      return has_replicas ? (place_action_t){.kind = PLACE_DROP}
+                          : (place_action_t){.kind = PLACE_LEAVE};
+    /* who needs it while the first claimant does: one node -> move it there; several
+     * at once -> a replica for each, the owner keeps it */
+    uint64_t together = claimants(claims, n, now_ns, first);
+    if ((together & (together - 1)) == 0) {
+      if (first->node != owner) return (place_action_t){.kind = PLACE_MOVE, .node = first->node};
+      return has_replicas ? (place_action_t){.kind = PLACE_DROP}
+                          : (place_action_t){.kind = PLACE_LEAVE};
+    }
+    return replicate_to(owner, together);
+  }
+  }
+  return (place_action_t){.kind = PLACE_LEAVE};
+}

@@ -1,0 +1,89 @@
+/* policy.h — the placement policy and its inputs: how fast each worker's clock runs,
+ * when an intent must be acted on to be in time, and what to do with a parameter actor
+ * given who intends it. Pure functions of their arguments (no clock read, no I/O), so
+ * every decision can be tested and traced.
+ *
+ * The invariant: the static techniques are the same machinery with a fixed answer, so
+ * one run can compare them: classic never moves, replicate copies to every claimant,
+ * relocate moves to the claimant that needs it first, hot replicates the hot actors and
+ * relocates the rest, adaptive decides from the claims alone.
+ */
+#ifndef AUGUR_ACTORS_POLICY_H
+#define AUGUR_ACTORS_POLICY_H
+
+#include <stdint.h>
+
+#include "augur.h"
+
+/* --- clock rates ------------------------------------------------------------------- */
+
+/* A worker's clock speed, as an exponentially weighted mean of nanoseconds per tick.
+ * Gaps far longer than the mean (a pause between runs) are not samples. */
+typedef struct clock_rate {
+  double ns_per_tick; /* 0 until the first sample */
+  uint64_t last_ns;
+  au_clock_t last_clock;
+  int seen;
+} clock_rate_t;
+
+/* Records that the clock reads `clock` at time now_ns. */
+void clock_rate_tick(clock_rate_t *r, au_clock_t clock, uint64_t now_ns);
+/* Estimated nanoseconds from now until the clock reaches `target` (0 if it already
+ * has, or if no rate is known yet: act at once rather than late). */
+uint64_t clock_rate_eta(const clock_rate_t *r, au_clock_t clock, au_clock_t target);
+
+/* --- action timing ------------------------------------------------------------------- */
+
+/* How long actions take (relocation, replica set-up), as a running estimate; starts at
+ * a guess and learns from every completed action. */
+typedef struct action_latency {
+  double ns; /* current estimate */
+  int samples;
+} action_latency_t;
+
+void action_latency_init(action_latency_t *l, uint64_t guess_ns);
+void action_latency_observe(action_latency_t *l, uint64_t took_ns);
+/* When to act on an intent that starts in eta_ns: now, or later (ns from now), with a
+ * margin of twice the estimated latency so that the rows are there in time. */
+uint64_t action_delay(const action_latency_t *l, uint64_t eta_ns);
+
+/* --- decisions ------------------------------------------------------------------------ */
+
+typedef enum place_mode {
+  PLACE_CLASSIC = 0,
+  PLACE_REPLICATE,
+  PLACE_RELOCATE,
+  PLACE_HOT,
+  PLACE_ADAPTIVE,
+} place_mode_t;
+
+/* "classic", "replicate", "relocate", "hot", "adaptive" -> mode; 0 or AU_EINVAL. */
+int place_mode_parse(const char *name, place_mode_t *out);
+const char *place_mode_name(place_mode_t mode);
+
+/* One node's need for a parameter actor: from..until in the deciding node's clock. */
+typedef struct claim {
+  int node;
+  uint64_t from_ns, until_ns;
+} claim_t;
+
+typedef enum place_kind {
+  PLACE_LEAVE = 0, /* nothing to do */
+  PLACE_MOVE,      /* relocate ownership to `node` */
+  PLACE_REPLICAS,  /* make sure each node in `nodes` holds a replica */
+  PLACE_DROP,      /* no one needs the replicas any more: drop them */
+} place_kind_t;
+
+typedef struct place_action {
+  place_kind_t kind;
+  int node;       /* PLACE_MOVE */
+  uint64_t nodes; /* PLACE_REPLICAS: bit r = node r (clusters of up to 64 nodes) */
+} place_action_t;
+
+/* Decides for one parameter actor owned by `owner` at time now_ns. claims may overlap
+ * and come in any order; expired ones (until_ns <= now_ns) count as absent. hot: the
+ * actor is among the hot ones (PLACE_HOT only). has_replicas: some node holds one. */
+place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims, int n, int hot,
+                            int has_replicas, uint64_t now_ns);
+
+#endif

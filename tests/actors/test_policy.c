@@ -1,0 +1,130 @@
+/* test_policy.c — placement decisions for every mode, clock-rate estimates that ignore
+ * pauses, and action timing that leaves a margin. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "actors/policy.h"
+
+#define MS 1000000ull
+
+static place_action_t decide(place_mode_t m, int owner, const claim_t *c, int n, int hot,
+                             int replicas)
+{
+  return place_decide(m, owner, c, n, hot, replicas, 100 * MS);
+}
+
+static void test_modes(void **state)
+{
+  (void)state;
+  /* owner 0; node 1 needs it now, node 2 at the same time, node 3 later */
+  claim_t both[] = {{1, 90 * MS, 200 * MS}, {2, 150 * MS, 300 * MS}, {3, 400 * MS, 500 * MS}};
+  place_action_t a = decide(PLACE_CLASSIC, 0, both, 3, 0, 0);
+  assert_int_equal(a.kind, PLACE_LEAVE);
+
+  a = decide(PLACE_REPLICATE, 0, both, 3, 0, 0);
+  assert_int_equal(a.kind, PLACE_REPLICAS);
+  assert_int_equal(a.nodes, (1u << 1) | (1u << 2) | (1u << 3));
+
+  a = decide(PLACE_RELOCATE, 0, both, 3, 0, 0);
+  assert_int_equal(a.kind, PLACE_MOVE);
+  assert_int_equal(a.node, 1); /* the one that needs it first */
+
+  a = decide(PLACE_HOT, 0, both, 3, 1, 0);
+  assert_int_equal(a.kind, PLACE_REPLICAS);
+  a = decide(PLACE_HOT, 0, both, 3, 0, 0);
+  assert_int_equal(a.kind, PLACE_MOVE);
+
+  /* adaptive: nodes 1 and 2 overlap -> replicas for both, not for node 3 (later) */
+  a = decide(PLACE_ADAPTIVE, 0, both, 3, 0, 0);
+  assert_int_equal(a.kind, PLACE_REPLICAS);
+  assert_int_equal(a.nodes, (1u << 1) | (1u << 2));
+
+  /* adaptive: one node -> move there, whatever its window */
+  claim_t one[] = {{2, 150 * MS, 300 * MS}, {2, 400 * MS, 500 * MS}};
+  a = decide(PLACE_ADAPTIVE, 0, one, 2, 0, 0);
+  assert_int_equal(a.kind, PLACE_MOVE);
+  assert_int_equal(a.node, 2);
+
+  /* adaptive: back to back, no overlap -> move to the first, not replicate */
+  claim_t seq[] = {{3, 300 * MS, 400 * MS}, {1, 100 * MS, 200 * MS}};
+  a = decide(PLACE_ADAPTIVE, 0, seq, 2, 0, 0);
+  assert_int_equal(a.kind, PLACE_MOVE);
+  assert_int_equal(a.node, 1);
+
+  /* the owner needs it with someone else: the other gets a replica, the owner keeps it */
+  claim_t mine[] = {{0, 90 * MS, 200 * MS}, {2, 100 * MS, 200 * MS}};
+  a = decide(PLACE_ADAPTIVE, 0, mine, 2, 0, 0);
+  assert_int_equal(a.kind, PLACE_REPLICAS);
+  assert_int_equal(a.nodes, 1u << 2);
+
+  /* only the owner, or nobody: leave, or drop replicas no one needs */
+  a = decide(PLACE_ADAPTIVE, 0, mine, 1, 0, 1);
+  assert_int_equal(a.kind, PLACE_DROP);
+  a = decide(PLACE_ADAPTIVE, 0, NULL, 0, 0, 0);
+  assert_int_equal(a.kind, PLACE_LEAVE);
+  a = decide(PLACE_ADAPTIVE, 0, NULL, 0, 0, 1);
+  assert_int_equal(a.kind, PLACE_DROP);
+
+  /* expired claims are absent */
+  claim_t old[] = {{1, 10 * MS, 50 * MS}};
+  a = decide(PLACE_ADAPTIVE, 0, old, 1, 0, 1);
+  assert_int_equal(a.kind, PLACE_DROP);
+  a = decide(PLACE_RELOCATE, 0, old, 1, 0, 0);
+  assert_int_equal(a.kind, PLACE_LEAVE);
+}
+
+static void test_mode_names(void **state)
+{
+  (void)state;
+  const char *names[] = {"classic", "replicate", "relocate", "hot", "adaptive"};
+  for (int i = 0; i < 5; i++) {
+    place_mode_t m;
+    assert_int_equal(place_mode_parse(names[i], &m), 0);
+    assert_string_equal(place_mode_name(m), names[i]);
+  }
+  place_mode_t m;
+  assert_int_equal(place_mode_parse("sometimes", &m), AU_EINVAL);
+  assert_int_equal(place_mode_parse(NULL, &m), AU_EINVAL);
+}
+
+static void test_clock_rate_and_timing(void **state)
+{
+  (void)state;
+  clock_rate_t r = {0};
+  assert_int_equal(clock_rate_eta(&r, 0, 10), 0); /* nothing known: act at once */
+  uint64_t t = 1000 * MS;
+  for (au_clock_t c = 0; c < 50; c++, t += 2 * MS) clock_rate_tick(&r, c, t);
+  assert_true(r.ns_per_tick > 1.99 * MS && r.ns_per_tick < 2.01 * MS);
+  /* a pause between runs is not a sample */
+  clock_rate_tick(&r, 50, t + 5000 * MS);
+  assert_true(r.ns_per_tick < 2.01 * MS);
+  /* the clock slows down: the estimate follows */
+  t += 5000 * MS;
+  for (au_clock_t c = 51; c < 100; c++) clock_rate_tick(&r, c, t += 4 * MS);
+  assert_true(r.ns_per_tick > 3.9 * MS && r.ns_per_tick < 4.1 * MS);
+  uint64_t eta = clock_rate_eta(&r, 100, 110);
+  assert_true(eta > 39 * MS && eta < 41 * MS);
+  assert_int_equal(clock_rate_eta(&r, 110, 100), 0);
+
+  action_latency_t l;
+  action_latency_init(&l, 1 * MS);
+  assert_int_equal(action_delay(&l, 10 * MS), 8 * MS); /* margin: twice the latency */
+  action_latency_observe(&l, 3 * MS);                  /* first sample replaces the guess */
+  assert_int_equal(action_delay(&l, 10 * MS), 4 * MS);
+  assert_int_equal(action_delay(&l, 5 * MS), 0); /* too close: act now */
+  for (int i = 0; i < 40; i++) action_latency_observe(&l, 1 * MS);
+  assert_true(l.ns < 1.01 * MS);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_modes),
+      cmocka_unit_test(test_mode_names),
+      cmocka_unit_test(test_clock_rate_and_timing),
+  };
+  return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
+}
