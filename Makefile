@@ -37,7 +37,7 @@ tsan: deps
 	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUGUR_SANITIZE=thread
 	$(CMAKE) --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	  $(CTEST) --output-on-failure -j $(JOBS) -L unit
+	  $(CTEST) --output-on-failure -j $(JOBS) -L 'unit|threads' 
 
 asan: deps
 	$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUGUR_SANITIZE=address
