@@ -30,8 +30,9 @@ enum pa_state {
 typedef struct param_actor {
   void *values;          /* group * dim values, or NULL when not held here */
   _Atomic uint8_t state; /* enum pa_state */
-  uint8_t pad[3];
-  uint32_t owner; /* node rank of the owner */
+  uint8_t pad;
+  uint16_t version; /* moves so far (wraps): orders ownership news at the home node */
+  uint32_t owner;   /* node rank of the owner, as far as this node knows */
 } param_actor_t;
 
 typedef void (*kernel_fn_t)(void *row, const void *delta, uint32_t dim, void *arg);
@@ -50,6 +51,8 @@ struct au_table {
   void *storage; /* the values of all actors owned here, one allocation */
   kernel_fn_t kernel;
   void *kernel_arg;
+  int place;      /* au_place_t */
+  uint64_t slots; /* home-owned actors packed in storage (id / nodes) */
   struct au_table *next;
 };
 
@@ -75,6 +78,10 @@ struct au_worker {
   int views;            /* views held in the running step: must be 0 when it returns */
   rows_chunk_t *rows;   /* views' row pointers, reset after every step */
   wremote_t remote;     /* rows fetched from other nodes, pushes to them */
+  int wants;            /* asked the placer for actors to move here; it kicks back */
+  /* odd while a step runs: a node handing off an actor waits until every worker that
+   * was in a step has left it (placement.c) */
+  atomic_ullong epoch;
   /* written by the worker's actor only (runtime/counter.h), read by au_node_stats */
   atomic_ullong steps, rows_local, rows_remote, intents, intent_keys;
 };
@@ -87,7 +94,8 @@ struct au_node {
   int ntables;
   void *servers; /* server_t[nservers] (remote.c) */
   int nservers;
-  atomic_int active; /* workers ready, running or waiting in this run */
+  struct placer *placer; /* moves parameter actors (placement.c) */
+  atomic_int active;     /* workers ready, running or waiting in this run */
   au_worker_t **workers;
   int nworkers, cap_workers;
   /* barrier: workers that arrived in the current generation */
@@ -100,6 +108,11 @@ struct au_node {
 
 /* table.c */
 void table_free(au_table_t *t);
+/* Storage for an actor's values arriving here: its packed slot on its home node, else
+ * a fresh zeroed block. NULL when out of memory. */
+void *table_values_alloc(au_table_t *t, uint64_t actor);
+/* Gives back what table_values_alloc returned (a home slot stays with the table). */
+void table_values_free(au_table_t *t, uint64_t actor, void *values);
 
 /* Row address of key k, or NULL if its actor's values are not on this node. */
 static inline void *table_row(au_table_t *t, au_key_t k)

@@ -13,7 +13,7 @@
 #include "runtime/net.h"
 #include "runtime/rt.h"
 
-#define HDR 8 /* u32 table, u32 n */
+#define HDR 16 /* u32 table, u32 n, u32 reply node, u32 reply port (requests) */
 
 /* --- output buffers ----------------------------------------------------------------- */
 
@@ -76,6 +76,8 @@ static obuf_t *buf_for(au_worker_t *w, obuf_t **which, int node, const au_table_
     uint8_t hdr[HDR];
     set_u32(hdr, (uint32_t)t->id);
     set_u32(hdr + 4, 0);
+    set_u32(hdr + 8, (uint32_t)n->rank); /* answers come back to this worker */
+    set_u32(hdr + 12, PS_WORKER_PORT(w->id));
     if (obuf_put(b, hdr, HDR) != 0) return NULL;
   }
   return b;
@@ -185,11 +187,12 @@ int remote_send_requests(au_worker_t *w)
     obuf_t *b = &r->req[i];
     if (b->len == 0) continue;
     int node = i / n->ntables;
+    uint32_t keys = get_u32(b->p + 4);
     int rc =
         au_send_to(rt, (uint32_t)node, PS_SERVER_PORT(w->id % n->nservers), PS_REQ, b->p, b->len);
     b->len = 0;
     if (rc != 0) return rc;
-    r->pending++;
+    r->pending += (int)keys; /* answers may come in parts, from where the actors went */
     sent++;
   }
   return sent ? AU_EAGAIN : 0;
@@ -229,12 +232,12 @@ void remote_step_done(au_worker_t *w, int waiting)
 int remote_on_reply(au_worker_t *w, const au_msg_t *m)
 {
   wremote_t *r = &w->remote;
-  if (r->pending > 0) r->pending--;
   if (m->type == PS_ERR) {
     fprintf(stderr, "augur: worker %d: node %u answered: %.*s\n", w->id, m->from_node, (int)m->len,
             (const char *)m->data);
     r->failed = AU_EPROTO;
-    return r->pending == 0;
+    r->pending = 0; /* the step fails; what else comes for it is ignored */
+    return 1;
   }
   au_node_t *n = w->node;
   uint32_t tid = m->len >= HDR ? get_u32(m->data) : UINT32_MAX;
@@ -243,8 +246,10 @@ int remote_on_reply(au_worker_t *w, const au_msg_t *m)
   if (!t || m->len != HDR + (size_t)cnt * (sizeof(uint64_t) + t->row_bytes)) {
     fprintf(stderr, "augur: worker %d: malformed rows from node %u\n", w->id, m->from_node);
     r->failed = AU_EPROTO;
-    return r->pending == 0;
+    r->pending = 0;
+    return 1;
   }
+  r->pending = r->pending > (int)cnt ? r->pending - (int)cnt : 0;
   const uint8_t *keys = m->data + HDR, *rows = keys + (size_t)cnt * sizeof(uint64_t);
   for (uint32_t i = 0; i < cnt; i++) {
     uint64_t k;
@@ -272,24 +277,36 @@ void remote_free(au_worker_t *w)
 
 typedef struct server {
   au_node_t *node;
-  obuf_t delta; /* an aligned copy of one pushed delta */
+  obuf_t delta;        /* an aligned copy of one pushed delta */
+  obuf_t local, other; /* a message split into the keys here and the others */
+  atomic_ullong epoch; /* odd while a message is handled (hand-offs wait for it) */
 } server_t;
 
-/* Logs a bad request and tells the worker, whose step then fails with AU_EPROTO. */
-static void server_error(server_t *s, const au_msg_t *m, const char *why)
+/* Where a request's answer goes: the worker that asked, wherever the request was sent
+ * on from. */
+static void reply_to(const uint8_t *p, uint32_t *node, au_port_t *port)
 {
-  fprintf(stderr, "augur[rank %d]: request from node %u: %s\n", s->node->rank, m->from_node, why);
-  au_send_to(s->node->rt, m->from_node, m->from_port, PS_ERR, why, strlen(why));
+  *node = get_u32(p + 8);
+  *port = (au_port_t)get_u32(p + 12);
 }
 
-/* Checks a request or push: its table, count and length; every key here. */
-static au_table_t *server_check(server_t *s, const au_msg_t *m, size_t per_key, uint32_t *cnt)
+/* Logs a bad request and tells the worker, whose step then fails with AU_EPROTO. */
+static void bad_request(au_node_t *n, const au_msg_t *m, int is_req, const char *why)
 {
-  au_node_t *n = s->node;
+  fprintf(stderr, "augur[rank %d]: request from node %u: %s\n", n->rank, m->from_node, why);
+  uint32_t node = m->from_node;
+  au_port_t port = m->from_port;
+  if (is_req && m->len >= HDR) reply_to(m->data, &node, &port);
+  au_send_to(n->rt, node, port, PS_ERR, why, strlen(why));
+}
+
+/* Checks a request or push: its table, count and length. */
+static au_table_t *check(au_node_t *n, const au_msg_t *m, int is_push, uint32_t *cnt)
+{
   char why[128];
   if (m->len < HDR) {
     snprintf(why, sizeof(why), "a message of %u bytes is too short", m->len);
-    server_error(s, m, why);
+    bad_request(n, m, !is_push, why);
     return NULL;
   }
   uint32_t tid = get_u32(m->data);
@@ -297,96 +314,178 @@ static au_table_t *server_check(server_t *s, const au_msg_t *m, size_t per_key, 
   au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
   if (!t) {
     snprintf(why, sizeof(why), "no table %u (this node has %d)", tid, n->ntables);
-    server_error(s, m, why);
+    bad_request(n, m, !is_push, why);
     return NULL;
   }
-  size_t each = sizeof(uint64_t) + (per_key ? t->row_bytes : 0);
+  size_t each = sizeof(uint64_t) + (is_push ? t->row_bytes : 0);
   if (m->len != HDR + (size_t)*cnt * each) {
     snprintf(why, sizeof(why), "%u bytes do not hold %u keys of table %u", m->len, *cnt, tid);
-    server_error(s, m, why);
+    bad_request(n, m, !is_push, why);
     return NULL;
+  }
+  for (uint32_t i = 0; i < *cnt; i++) {
+    uint64_t k;
+    memcpy(&k, m->data + HDR + (size_t)i * each, sizeof(k));
+    if (k >= t->keys) {
+      snprintf(why, sizeof(why), "key %llu is outside table %u", (unsigned long long)k, tid);
+      bad_request(n, m, !is_push, why);
+      return NULL;
+    }
   }
   return t;
 }
 
-static void serve_request(server_t *s, const au_msg_t *m)
+/* Answers a request whose keys are all here, into the outgoing frame. */
+static void answer(au_node_t *n, au_table_t *t, const uint8_t *p, size_t len)
 {
-  uint32_t cnt;
-  au_table_t *t = server_check(s, m, 0, &cnt);
-  if (!t) return;
-  /* every key must be held here before the reply is built in place */
-  for (uint32_t i = 0; i < cnt; i++) {
-    uint64_t k;
-    memcpy(&k, m->data + HDR + (size_t)i * sizeof(k), sizeof(k));
-    if (k >= t->keys || !table_row(t, k)) {
-      char why[128];
-      snprintf(why, sizeof(why), "key %llu of table %d is not held here", (unsigned long long)k,
-               t->id);
-      server_error(s, m, why);
-      return;
-    }
-  }
-  /* the reply is written straight into the outgoing frame: table, count, keys, rows */
+  uint32_t cnt = get_u32(p + 4), node;
+  au_port_t port;
+  reply_to(p, &node, &port);
   au_outbuf_t ob;
-  uint8_t *p = au_send_to_start(s->node->rt, m->from_node, m->from_port, PS_ROWS,
-                                m->len + (size_t)cnt * t->row_bytes, &ob);
-  if (!p) {
-    fprintf(stderr, "augur[rank %d]: cannot answer node %u: %s\n", s->node->rank, m->from_node,
+  uint8_t *out =
+      au_send_to_start(n->rt, node, port, PS_ROWS, len + (size_t)cnt * t->row_bytes, &ob);
+  if (!out) {
+    fprintf(stderr, "augur[rank %d]: cannot answer node %u: %s\n", n->rank, node,
             au_strerror(ob.rc));
     return;
   }
-  memcpy(p, m->data, m->len);
-  uint8_t *rows = p + m->len;
+  memcpy(out, p, len);
+  uint8_t *rows = out + len;
   for (uint32_t i = 0; i < cnt; i++) {
     uint64_t k;
-    memcpy(&k, m->data + HDR + (size_t)i * sizeof(k), sizeof(k));
+    memcpy(&k, p + HDR + (size_t)i * sizeof(k), sizeof(k));
     kernel_copy_row(rows + (size_t)i * t->row_bytes, table_row(t, k), t->dim);
   }
   au_send_to_finish(&ob);
 }
 
-static void serve_push(server_t *s, const au_msg_t *m)
+/* Applies a push whose keys are all here. */
+static void apply(au_table_t *t, const uint8_t *p, obuf_t *delta)
 {
-  uint32_t cnt;
-  au_table_t *t = server_check(s, m, 1, &cnt);
-  if (!t) return;
-  s->delta.len = 0;
-  if (obuf_reserve(&s->delta, t->row_bytes) != 0) {
-    server_error(s, m, "out of memory applying a push");
+  uint32_t cnt = get_u32(p + 4);
+  delta->len = 0;
+  if (obuf_reserve(delta, t->row_bytes) != 0) {
+    fprintf(stderr, "augur: out of memory applying a push; %u rows lost\n", cnt);
     return;
   }
-  const uint8_t *p = m->data + HDR;
+  p += HDR;
   for (uint32_t i = 0; i < cnt; i++, p += sizeof(uint64_t) + t->row_bytes) {
     uint64_t k;
     memcpy(&k, p, sizeof(k));
-    void *row = k < t->keys ? table_row(t, k) : NULL;
-    if (!row) {
-      char why[128];
-      snprintf(why, sizeof(why), "pushed key %llu of table %d is not held here",
-               (unsigned long long)k, t->id);
-      server_error(s, m, why);
-      return;
-    }
     /* the delta follows its key unaligned: the kernel gets an aligned copy */
-    memcpy(s->delta.p, p + sizeof(k), t->row_bytes);
-    t->kernel(row, s->delta.p, t->dim, t->kernel_arg);
+    memcpy(delta->p, p + sizeof(k), t->row_bytes);
+    t->kernel(table_row(t, k), delta->p, t->dim, t->kernel_arg);
   }
+}
+
+void remote_serve_local(au_node_t *n, uint32_t type, const uint8_t *p, size_t len, obuf_t *scratch)
+{
+  au_table_t *t = n->table_by_id[get_u32(p)];
+  if (type == PS_REQ)
+    answer(n, t, p, len);
+  else
+    apply(t, p, scratch);
+}
+
+/* Splits a request or push into the keys held here and the others, headers copied. */
+static void split(au_table_t *t, const au_msg_t *m, size_t each, obuf_t *here, obuf_t *other)
+{
+  here->len = other->len = 0;
+  obuf_put(here, m->data, HDR);
+  obuf_put(other, m->data, HDR);
+  uint32_t cnt = get_u32(m->data + 4), nh = 0, no = 0;
+  for (uint32_t i = 0; i < cnt; i++) {
+    const uint8_t *kp = m->data + HDR + (size_t)i * each;
+    uint64_t k;
+    memcpy(&k, kp, sizeof(k));
+    if (table_row(t, k))
+      obuf_put(here, kp, each), nh++;
+    else
+      obuf_put(other, kp, each), no++;
+  }
+  set_u32(here->p + 4, nh);
+  set_u32(other->p + 4, no);
+}
+
+static void serve(server_t *s, const au_msg_t *m, int is_push)
+{
+  au_node_t *n = s->node;
+  uint32_t cnt;
+  au_table_t *t = check(n, m, is_push, &cnt);
+  if (!t) return;
+  size_t each = sizeof(uint64_t) + (is_push ? t->row_bytes : 0);
+  uint32_t here = 0;
+  for (uint32_t i = 0; i < cnt; i++) {
+    uint64_t k;
+    memcpy(&k, m->data + HDR + (size_t)i * each, sizeof(k));
+    here += table_row(t, k) != NULL;
+  }
+  if (here == cnt) { /* the common case: serve in place */
+    if (is_push)
+      apply(t, m->data, &s->delta);
+    else
+      answer(n, t, m->data, m->len);
+    return;
+  }
+  if (t->place == AU_PLACE_CLASSIC) {
+    bad_request(n, m, !is_push, "a key of a classic table is not held by its home node");
+    return;
+  }
+  /* some keys' actors moved (or are moving): serve the rest, the placer routes these */
+  if (obuf_reserve(&s->local, m->len) != 0 || obuf_reserve(&s->other, m->len) != 0) {
+    bad_request(n, m, !is_push, "out of memory splitting a request");
+    return;
+  }
+  split(t, m, each, &s->local, &s->other);
+  if (here) {
+    if (is_push)
+      apply(t, s->local.p, &s->delta);
+    else
+      answer(n, t, s->local.p, s->local.len);
+  }
+  au_send_to(n->rt, (uint32_t)n->rank, PS_PLACER_PORT, is_push ? PS_FWD_PUSH : PS_FWD_REQ,
+             s->other.p, s->other.len);
+}
+
+void remote_split(au_node_t *n, const au_msg_t *m, uint32_t type, remote_one_fn fn, void *arg)
+{
+  int is_push = type == PS_PUSH;
+  uint32_t cnt;
+  au_table_t *t = check(n, m, is_push, &cnt);
+  if (!t) return;
+  size_t each = sizeof(uint64_t) + (is_push ? t->row_bytes : 0);
+  uint8_t one[HDR + sizeof(uint64_t) + 4096];
+  uint8_t *buf = HDR + each <= sizeof(one) ? one : malloc(HDR + each);
+  if (!buf) return;
+  memcpy(buf, m->data, HDR);
+  set_u32(buf + 4, 1);
+  for (uint32_t i = 0; i < cnt; i++) {
+    const uint8_t *kp = m->data + HDR + (size_t)i * each;
+    uint64_t k;
+    memcpy(&k, kp, sizeof(k));
+    memcpy(buf + HDR, kp, each);
+    fn(arg, t, k >> t->group_shift, m, type, buf, (uint32_t)(HDR + each));
+  }
+  if (buf != one) free(buf);
 }
 
 static void server_behaviour(au_actor_t *self, void *state, au_msg_t *m)
 {
   (void)self;
   server_t *s = *(server_t **)state;
+  /* seq_cst: a hand-off reads this after marking its actor (placement.c) */
+  atomic_fetch_add(&s->epoch, 1);
   switch (m->type) {
   case PS_REQ:
-    serve_request(s, m);
+    serve(s, m, 0);
     break;
   case PS_PUSH:
-    serve_push(s, m);
+    serve(s, m, 1);
     break;
   default:
     break;
   }
+  atomic_fetch_add(&s->epoch, 1);
 }
 
 int remote_start_servers(au_node_t *n)
@@ -398,6 +497,7 @@ int remote_start_servers(au_node_t *n)
   for (int i = 0; i < count; i++) {
     server_t *s = &((server_t *)n->servers)[i];
     s->node = n;
+    atomic_init(&s->epoch, 0);
     au_actor_t *a;
     int rc = au_actor_spawn(n->rt, &a, server_behaviour, sizeof(server_t *));
     if (rc == 0) rc = au_port_register(n->rt, PS_SERVER_PORT(i), a);
@@ -408,10 +508,16 @@ int remote_start_servers(au_node_t *n)
   return 0;
 }
 
+uint64_t remote_server_epoch(const au_node_t *n, int i)
+{
+  return atomic_load(&((server_t *)n->servers)[i].epoch);
+}
+
 void remote_free_servers(au_node_t *n)
 {
   server_t *s = n->servers;
-  for (int i = 0; s && i < n->nservers; i++) free(s[i].delta.p);
+  for (int i = 0; s && i < n->nservers; i++)
+    free(s[i].delta.p), free(s[i].local.p), free(s[i].other.p);
   free(s);
   n->servers = NULL;
 }

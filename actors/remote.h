@@ -13,16 +13,26 @@
 
 #include "augur.h"
 
-/* Message types between workers and servers. */
+/* Message types between workers, servers and placers. Requests, rows and pushes start
+ * with a 16-byte header: u32 table, u32 n, u32 reply node, u32 reply port (the worker
+ * that asked, so that a request sent on after its actor moved is answered directly). */
 enum {
-  PS_REQ = 0x50530001, /* worker -> server: u32 table, u32 n, u64 keys[n] */
-  PS_ROWS,             /* server -> worker: u32 table, u32 n, u64 keys[n], rows */
-  PS_PUSH,             /* worker -> server: u32 table, u32 n, n x (u64 key, delta) */
+  PS_REQ = 0x50530001, /* worker -> server: header, u64 keys[n] */
+  PS_ROWS,             /* server -> worker: the request's header and keys, then rows */
+  PS_PUSH,             /* worker -> server: header, n x (u64 key, delta) */
   PS_ERR,              /* server -> worker: a reason, as text */
+  PS_WANT,             /* worker -> its placer: u32 table, u32 n, u64 actors[n] */
+  PS_ARRIVED,          /* placer -> worker: an actor it wanted is here */
+  PS_MOVE_REQ,         /* placer -> placer: u32 table, u32 to, u64 actor, u32 hops */
+  PS_MOVE_DATA,        /* placer -> placer: u32 table, u32 version, u64 actor, values */
+  PS_OWNER,            /* placer -> home placer: u32 table, u32 owner, u64 actor, u32 version */
+  PS_FWD_REQ,          /* server -> its placer: a request's keys whose actors are not here */
+  PS_FWD_PUSH,         /* server -> its placer: the same for a push */
 };
 
 #define PS_SERVER_PORT(i) ((au_port_t)(AU_PORT_RESERVED + (i)))
 #define PS_WORKER_PORT(i) ((au_port_t)(AU_PORT_RESERVED + 0x1000 + (i)))
+#define PS_PLACER_PORT    ((au_port_t)(AU_PORT_RESERVED + 0x2000))
 #define PS_MAX_SERVERS    0x1000
 #define PS_MAX_WORKERS    0x1000
 
@@ -70,5 +80,21 @@ void remote_free(struct au_worker *w);
 /* Server actors (one per scheduler thread) answer requests and apply pushes. */
 int remote_start_servers(au_node_t *node);
 void remote_free_servers(au_node_t *node);
+/* A server's step epoch (odd while it handles a message), for hand-off grace periods. */
+uint64_t remote_server_epoch(const au_node_t *node, int server);
+/* Serves a request or push (PS_REQ / PS_PUSH payload) whose keys are all here; scratch
+ * holds an aligned copy of a delta. */
+void remote_serve_local(au_node_t *node, uint32_t type, const uint8_t *payload, size_t len,
+                        obuf_t *scratch);
+/* Calls fn for each key of a PS_FWD_* message, as a one-key message of `type`. */
+typedef void (*remote_one_fn)(void *arg, struct au_table *t, uint64_t actor, const au_msg_t *m,
+                              uint32_t type, const uint8_t *one, uint32_t len);
+void remote_split(au_node_t *node, const au_msg_t *m, uint32_t type, remote_one_fn fn, void *arg);
+
+/* placement.c: the node's placer actor (relocation of parameter actors) */
+int placement_start(au_node_t *node);
+void placement_free(au_node_t *node);
+/* Adds the placer's counters (moves, forwards) to st. */
+void placement_stats(const au_node_t *node, au_node_stats_t *st);
 
 #endif

@@ -68,6 +68,7 @@ static int check_opts(const au_table_opts_t *o)
           : (o->kernel != AU_KERNEL_ADD && o->kernel != AU_KERNEL_HOGWILD))
     return AU_EINVAL;
   if (o->group & (o->group - 1)) return AU_EINVAL; /* not a power of two */
+  if (o->place != AU_PLACE_CLASSIC && o->place != AU_PLACE_RELOCATE) return AU_EINVAL;
   return 0;
 }
 
@@ -103,6 +104,8 @@ int au_table_create(au_node_t *node, au_table_t **out, const au_table_opts_t *op
    * values; the others know where it is. Home actors are packed: slot = id / nodes. */
   uint64_t nodes = (uint64_t)node->nodes, rank = (uint64_t)node->rank;
   uint64_t owned = t->nactors / nodes + (rank < t->nactors % nodes ? 1 : 0);
+  t->slots = owned;
+  t->place = opts->place;
   size_t group_bytes = (size_t)t->group * t->row_bytes;
   au_table_t **by_id = realloc(node->table_by_id, (size_t)(node->ntables + 1) * sizeof(*by_id));
   if (by_id) node->table_by_id = by_id;
@@ -137,8 +140,29 @@ int au_table_create(au_node_t *node, au_table_t **out, const au_table_opts_t *op
   return 0;
 }
 
+static int is_home_slot(const au_table_t *t, uint64_t actor)
+{
+  return actor % (uint64_t)t->node->nodes == (uint64_t)t->node->rank;
+}
+
+void *table_values_alloc(au_table_t *t, uint64_t actor)
+{
+  size_t bytes = (size_t)t->group * t->row_bytes;
+  if (is_home_slot(t, actor))
+    return (char *)t->storage + (actor / (uint64_t)t->node->nodes) * bytes;
+  return calloc(1, bytes);
+}
+
+void table_values_free(au_table_t *t, uint64_t actor, void *values)
+{
+  if (!is_home_slot(t, actor)) free(values);
+}
+
 void table_free(au_table_t *t)
 {
+  /* values of actors that moved here from elsewhere are blocks of their own */
+  for (uint64_t a = 0; t->actors && a < t->nactors; a++)
+    if (t->actors[a].values && !is_home_slot(t, a)) free(t->actors[a].values);
   free(t->storage);
   free(t->actors);
   free(t);
@@ -161,9 +185,10 @@ uint32_t au_table_group(const au_table_t *t)
 
 size_t au_table_memory(const au_table_t *t)
 {
-  size_t held = 0;
+  /* the home slots are allocated whether used or not; blocks that moved in come on top */
+  size_t group_bytes = (size_t)t->group * t->row_bytes, held = t->slots * group_bytes;
   for (uint64_t a = 0; a < t->nactors; a++)
-    if (t->actors[a].values) held += (size_t)t->group * t->row_bytes;
+    if (t->actors[a].values && !is_home_slot(t, a)) held += group_bytes;
   return sizeof(*t) + t->nactors * sizeof(param_actor_t) + held;
 }
 

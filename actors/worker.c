@@ -99,9 +99,14 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
   (void)self;
   au_worker_t *w = state;
   if (w->state == W_DONE) return;
-  if (m->type == PS_ROWS || m->type == PS_ERR) {
-    /* the last reply of a waiting step re-runs it */
-    if (remote_on_reply(w, m) && w->state == W_WAITING && !w->remote.link_wait) worker_kick(w);
+  if (m->type == PS_ROWS || m->type == PS_ERR || m->type == PS_ARRIVED) {
+    /* what a waiting step waited for: re-run it once nothing else is outstanding */
+    if (m->type == PS_ARRIVED)
+      w->wants = 0;
+    else
+      remote_on_reply(w, m);
+    if (w->state == W_WAITING && !w->remote.pending && !w->wants && !w->remote.link_wait)
+      worker_kick(w);
     return;
   }
   if (m->type != MSG_STEP) return;
@@ -112,7 +117,10 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     w->state = W_RUNNING;
     w->remote.link_wait = 0;
     counter_add(&w->steps, 1);
+    /* seq_cst: a hand-off that marked an actor reads this next (placement.c) */
+    atomic_fetch_add(&w->epoch, 1);
     rc = w->step(w, w->arg);
+    atomic_fetch_add(&w->epoch, 1);
     rows_reset(w);
     if (w->views != 0) {
       fprintf(stderr, "augur: worker %d: step returned holding %d view(s) without au_release\n",
@@ -122,7 +130,8 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     }
     if (w->remote.failed && rc >= 0) rc = w->remote.failed;
     remote_step_done(w, rc == AU_WAIT);
-    if (rc == AU_WAIT && !w->remote.pending && !w->remote.link_wait && !w->barrier_gen) {
+    if (rc == AU_WAIT && !w->remote.pending && !w->remote.link_wait && !w->barrier_gen &&
+        !w->wants) {
       fprintf(stderr,
               "augur: worker %d: step returned AU_WAIT, but it waits for nothing (no call "
               "said AU_EAGAIN)\n",
@@ -182,6 +191,7 @@ int au_worker_spawn(au_node_t *n, au_worker_t **out, const au_worker_opts_t *opt
   w->step = opts->step;
   w->arg = opts->arg;
   w->state = W_READY;
+  atomic_init(&w->epoch, 0);
   n->workers[n->nworkers++] = w;
   atomic_fetch_add(&n->live, 1);
   if (out) *out = w;
@@ -247,17 +257,70 @@ static int fetch_missing(au_worker_t *w)
   return rc == 0 ? AU_EAGAIN : rc; /* requests in flight (or already): wait */
 }
 
-/* Row of key k for this step: local, fetched earlier in the step, or NULL (requested).
- * *remote says which. */
-static void *step_row(au_worker_t *w, au_table_t *t, au_key_t k, int *remote)
+/* Actors of a relocating table that this step lacks: one PS_WANT per step and table. */
+typedef struct wants {
+  au_table_t *t;
+  uint8_t *buf; /* u32 table, u32 n, u64 actors[n] */
+  uint32_t n, cap;
+  uint64_t last;
+} wants_t;
+
+static int want(wants_t *ws, au_table_t *t, au_key_t k)
+{
+  uint64_t actor = k >> t->group_shift;
+  if (ws->n && ws->last == actor) return 0; /* runs of one actor are common */
+  if (ws->n == ws->cap) {
+    uint32_t cap = ws->cap ? 2 * ws->cap : 64;
+    uint8_t *b = realloc(ws->buf, 8 + (size_t)cap * 8);
+    if (!b) return AU_ENOMEM;
+    ws->buf = b;
+    ws->cap = cap;
+  }
+  memcpy(ws->buf + 8 + (size_t)ws->n * 8, &actor, 8);
+  ws->n++;
+  ws->last = actor;
+  return 0;
+}
+
+/* Sends the step's wants to the placer; the worker waits for PS_ARRIVED. */
+static int send_wants(au_worker_t *w, wants_t *ws)
+{
+  uint32_t tid = (uint32_t)ws->t->id;
+  memcpy(ws->buf, &tid, 4);
+  memcpy(ws->buf + 4, &ws->n, 4);
+  au_node_t *n = w->node;
+  int rc =
+      au_send_to(n->rt, (uint32_t)n->rank, PS_PLACER_PORT, PS_WANT, ws->buf, 8 + (size_t)ws->n * 8);
+  free(ws->buf);
+  if (rc != 0) return rc;
+  w->wants = 1;
+  return AU_EAGAIN;
+}
+
+/* Row of key k for this step: local, fetched earlier in the step, or NULL (requested,
+ * or wanted here for a relocating table). *remote says which. */
+static void *step_row(au_worker_t *w, au_table_t *t, au_key_t k, int *remote, wants_t *ws)
 {
   void *row = table_row(t, k);
   *remote = 0;
   if (row || w->node->nodes == 1) return row;
+  if (t->place == AU_PLACE_RELOCATE) {
+    ws->t = t;
+    if (want(ws, t, k) != 0) w->remote.failed = AU_ENOMEM;
+    return NULL;
+  }
   int requested;
   row = remote_row(w, t, k, &requested);
   *remote = row != NULL;
   return row;
+}
+
+/* The step lacks rows: ask for them, the way the table places them. */
+static int lacking(au_worker_t *w, wants_t *ws)
+{
+  if (w->node->nodes == 1) return AU_EAGAIN;
+  if (ws->n) return send_wants(w, ws);
+  return fetch_missing(w);
 }
 
 int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_view_t *v)
@@ -282,11 +345,18 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
     if (st != PA_OWNER && st != PA_REPLICA) break;
     rows[i] = (char *)pa->values + (size_t)(k & mask) * row_bytes;
   }
+  wants_t ws = {0};
   for (; i < n; i++) {
-    if (keys[i] >= t->keys) return AU_ERANGE;
+    if (keys[i] >= t->keys) {
+      free(ws.buf);
+      return AU_ERANGE;
+    }
     int is_remote;
-    rows[i] = step_row(w, t, keys[i], &is_remote);
-    if (w->remote.failed) return w->remote.failed;
+    rows[i] = step_row(w, t, keys[i], &is_remote, &ws);
+    if (w->remote.failed) {
+      free(ws.buf);
+      return w->remote.failed;
+    }
     if (!rows[i]) {
       missing++;
       continue;
@@ -301,7 +371,7 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
       nremote++;
     }
   }
-  if (missing) return w->node->nodes == 1 ? AU_EAGAIN : fetch_missing(w);
+  if (missing) return lacking(w, &ws);
   *v = (au_view_t){.rows = rows,
                    .n = n,
                    .dim = t->dim,
@@ -340,10 +410,14 @@ int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void 
   int rc = check_keys(t, keys, n);
   if (rc != 0) return rc;
   size_t missing = 0, nremote = 0;
+  wants_t ws = {0};
   for (size_t i = 0; i < n; i++) {
     int is_remote;
-    void *row = step_row(w, t, keys[i], &is_remote);
-    if (w->remote.failed) return w->remote.failed;
+    void *row = step_row(w, t, keys[i], &is_remote, &ws);
+    if (w->remote.failed) {
+      free(ws.buf);
+      return w->remote.failed;
+    }
     if (!row) {
       missing++;
       continue;
@@ -351,7 +425,7 @@ int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void 
     nremote += (size_t)is_remote;
     if (!missing) kernel_copy_row((char *)out + i * t->row_bytes, row, t->dim);
   }
-  if (missing) return w->node->nodes == 1 ? AU_EAGAIN : fetch_missing(w);
+  if (missing) return lacking(w, &ws);
   counter_add(&w->rows_local, n - nremote);
   if (nremote) counter_add(&w->rows_remote, nremote);
   return 0;
@@ -412,4 +486,5 @@ void au_node_stats(const au_node_t *n, au_node_stats_t *out)
     out->intents += counter_get(&w->intents);
     out->intent_keys += counter_get(&w->intent_keys);
   }
+  placement_stats(n, out);
 }

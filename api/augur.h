@@ -198,6 +198,27 @@ int au_link_wait(au_actor_t *self, uint32_t node, uint32_t type);
  * element-wise sum of v[0..n-1] over all nodes, left in v on every node. */
 int au_allreduce_sum(au_runtime_t *rt, double *v, int n);
 
+/* --- tracing ---------------------------------------------------------------------------
+ * Placement and scheduler events (relocations, replicas, remote accesses, forwards,
+ * steals, parks) recorded per thread, cheap enough to leave on, and written as Chrome
+ * trace-event JSON that Perfetto (ui.perfetto.dev) and chrome://tracing open; `augur trace
+ * summary FILE...` prints counts and latencies. See docs/tracing.md. For a node, pass
+ * au_node_runtime(node). */
+
+/* Starts recording in memory; au_trace_stop writes the file. Any time, also during a run.
+ * In a cluster each node writes path.RANK (decided when it stops). AU_TRACE_MAX_EVENTS
+ * caps the events kept (default 4194304, 40 bytes each); events past it are counted as
+ * dropped. 0, AU_EINVAL (already on, no path, a directory that cannot be written or a bad
+ * AU_TRACE_MAX_EVENTS: prints why), AU_ENOMEM. */
+int au_trace_start(au_runtime_t *rt, const char *path);
+/* Stops recording and writes the JSON file. Not during a run: between au_runtime_run or
+ * au_node_run calls, or before au_runtime_destroy (which stops and writes a trace still
+ * on). 0, AU_EBUSY (a run is in progress; still recording), AU_EINVAL (not recording, or
+ * the file could not be written: prints why). */
+int au_trace_stop(au_runtime_t *rt);
+/* 1 while recording. */
+int au_trace_enabled(const au_runtime_t *rt);
+
 /* ======================================================================================
  * The parameter server: nodes, tables, worker actors.
  *
@@ -259,6 +280,13 @@ typedef enum au_kernel {
  * lost updates, as the built-in kernels do. */
 typedef void (*au_kernel_fn)(void *row, const void *delta, uint32_t dim, void *arg);
 
+/* Where a table's parameter actors live across nodes (docs/cluster.md, "Placement").
+ * Every node of a cluster must give a table the same placement. */
+typedef enum au_place {
+  AU_PLACE_CLASSIC = 0, /* each stays on its home node; others fetch and push rows */
+  AU_PLACE_RELOCATE = 2, /* ownership moves to the node that needs the rows */
+} au_place_t;
+
 typedef struct au_table_opts {
   uint64_t keys;  /* key space 0..keys-1 */
   uint32_t dim;   /* values per key (a row) */
@@ -270,6 +298,7 @@ typedef struct au_table_opts {
   au_kernel_fn kernel_fn; /* for AU_KERNEL_CUSTOM */
   void *kernel_arg;
   uint32_t group;   /* keys per parameter actor, a power of two; 0 = about 4 KiB of values */
+  au_place_t place; /* AU_PLACE_CLASSIC (default) or AU_PLACE_RELOCATE */
   const char *name; /* for messages and traces; copied */
 } au_table_opts_t;
 
@@ -389,6 +418,9 @@ typedef struct au_node_stats {
   uint64_t rows_remote; /* rows that had to come from, or go to, another node */
   uint64_t intents;     /* au_intent calls */
   uint64_t intent_keys; /* keys named in them */
+  uint64_t moves_in;    /* parameter actors that moved to this node */
+  uint64_t moves_out;   /* parameter actors that moved away */
+  uint64_t forwards;    /* rows re-sent toward an actor that had moved */
 } au_node_stats_t;
 void au_node_stats(const au_node_t *node, au_node_stats_t *out);
 

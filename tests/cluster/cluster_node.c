@@ -165,38 +165,54 @@ static int exchange(au_runtime_t *rt, uint64_t msgs, size_t bytes)
 typedef struct pusher {
   au_table_t *t;
   uint64_t keys, rounds, done, seed;
-  int rank;
+  int rank, nodes;
 } pusher_t;
 
-/* the delta worker (rank, w) pushes in round i: a pure function, so every node can
- * compute every key's exact total */
-static void delta_of(int rank, uint64_t seed, uint64_t i, uint64_t keys, au_key_t *k, int32_t d[2])
+enum { PUSH_BATCH = 64, WINDOW = 32, WINDOW_ROUNDS = 640 };
+
+/* The delta worker (rank, w) adds in round i: a pure function, so every node can compute
+ * every key's exact total. Most keys come from a window of WINDOW keys that walks over
+ * the key space, starting at a different place on each node (so relocation has
+ * something to gain); every eighth is anywhere, and goes by au_push. */
+static int delta_of(int rank, int nodes, uint64_t seed, uint64_t i, uint64_t keys, au_key_t *k,
+                    int32_t d[2])
 {
   uint64_t x = mix(seed * 7919 + (uint64_t)rank * 104729 + i);
-  *k = x % keys;
+  int anywhere = i % 8 == 7;
+  uint64_t base = (uint64_t)rank * (keys / (uint64_t)nodes) + i / WINDOW_ROUNDS * WINDOW;
+  *k = anywhere ? x % keys : (base + x % WINDOW) % keys;
   d[0] = (int32_t)(x >> 40 & 0xff) - 100;
   d[1] = 1;
+  return anywhere;
 }
 
-enum { PUSH_BATCH = 64 };
 
 static int push_step(au_worker_t *w, void *arg)
 {
   pusher_t *p = arg;
   if (p->done == p->rounds) return AU_DONE;
-  au_key_t keys[PUSH_BATCH];
-  int32_t d[PUSH_BATCH][2];
-  uint64_t n = 0;
-  for (; n < PUSH_BATCH && p->done + n < p->rounds; n++)
-    delta_of(p->rank, p->seed, p->done + n, p->keys, &keys[n], d[n]);
-  /* read some of the keys too: exercises requests and replies while pushes fly */
+  au_key_t keys[PUSH_BATCH], far[PUSH_BATCH];
+  int32_t d[PUSH_BATCH][2], fd[PUSH_BATCH][2];
+  uint64_t n = 0, nf = 0;
+  for (uint64_t i = 0; i < PUSH_BATCH && p->done + i < p->rounds; i++) {
+    au_key_t k;
+    int32_t x[2];
+    if (delta_of(p->rank, p->nodes, p->seed, p->done + i, p->keys, &k, x)) {
+      far[nf] = k, fd[nf][0] = x[0], fd[nf][1] = x[1], nf++;
+    } else {
+      keys[n] = k, d[n][0] = x[0], d[n][1] = x[1], n++;
+    }
+  }
+  /* the window's keys through a view (fetched, or moved here), the others pushed to
+   * wherever their actors are: pushes race with relocations */
   au_view_t v;
   int rc = au_acquire(w, p->t, keys, n, &v);
   if (rc == AU_EAGAIN) return AU_WAIT;
   if (rc != 0) return rc;
   for (uint64_t i = 0; i < n; i++) au_view_update(&v, i, d[i]);
   au_release(w, &v);
-  p->done += n;
+  if ((rc = au_push(w, p->t, far, nf, fd)) != 0) return rc;
+  p->done += n + nf;
   au_clock_advance(w);
   return AU_CONTINUE;
 }
@@ -208,16 +224,21 @@ static int conserve(uint64_t keys, uint64_t rounds)
   if (rc != 0) return 1;
   int rank = au_node_rank(node), nodes = au_node_nodes(node), workers = 3;
   au_table_t *t;
+  /* CLUSTER_PLACE=relocate: the same storm with parameter actors moving to the workers */
+  const char *place = getenv("CLUSTER_PLACE");
+  au_place_t pl = place && !strcmp(place, "relocate") ? AU_PLACE_RELOCATE : AU_PLACE_CLASSIC;
   au_table_create(node, &t,
                   &(au_table_opts_t){.keys = keys,
                                      .dim = 2,
                                      .type = AU_I32,
                                      .group = 4,
                                      .kernel = AU_KERNEL_ADD,
+                                     .place = pl,
                                      .name = "counts"});
   pusher_t ps[3];
   for (int i = 0; i < workers; i++) {
-    ps[i] = (pusher_t){.t = t, .keys = keys, .rounds = rounds, .seed = (uint64_t)i, .rank = rank};
+    ps[i] = (pusher_t){
+        .t = t, .keys = keys, .rounds = rounds, .seed = (uint64_t)i, .rank = rank, .nodes = nodes};
     au_worker_spawn(node, NULL, &(au_worker_opts_t){push_step, &ps[i]});
   }
   rc = au_node_run(node);
@@ -228,7 +249,7 @@ static int conserve(uint64_t keys, uint64_t rounds)
       for (uint64_t j = 0; j < rounds; j++) {
         au_key_t k;
         int32_t d[2];
-        delta_of(r, (uint64_t)i, j, keys, &k, d);
+        delta_of(r, nodes, (uint64_t)i, j, keys, &k, d);
         want[k][0] += d[0];
         want[k][1] += d[1];
       }
@@ -241,13 +262,17 @@ static int conserve(uint64_t keys, uint64_t rounds)
   }
   au_node_stats_t st;
   au_node_stats(node, &st);
-  double v[3] = {(double)checked, (double)wrong, (double)st.rows_remote};
-  int rr = rc == 0 ? au_allreduce_sum(au_node_runtime(node), v, 3) : rc;
-  int ok = rc == 0 && rr == 0 && wrong == 0 && v[0] == (double)keys && v[1] == 0 && v[2] > 0;
+  double v[6] = {(double)checked,     (double)wrong,        (double)st.rows_remote,
+                 (double)st.moves_in, (double)st.moves_out, (double)st.forwards};
+  int rr = rc == 0 ? au_allreduce_sum(au_node_runtime(node), v, 6) : rc;
+  /* every key held exactly once somewhere, exact everywhere; rows travelled (classic) or
+   * actors moved (relocate), and every move in is a move out */
+  int travelled = pl == AU_PLACE_RELOCATE ? v[3] > 0 && v[3] == v[4] : v[2] > 0;
+  int ok = rc == 0 && rr == 0 && wrong == 0 && v[0] == (double)keys && v[1] == 0 && travelled;
   printf("rank=%d run=%d checked=%llu wrong=%llu cluster_checked=%.0f of %llu "
-         "cluster_wrong=%.0f remote_rows=%.0f %s\n",
+         "cluster_wrong=%.0f remote_rows=%.0f moves_in=%.0f moves_out=%.0f forwards=%.0f %s\n",
          rank, rc, (unsigned long long)checked, (unsigned long long)wrong, v[0],
-         (unsigned long long)keys, v[1], v[2], ok ? "ok" : "FAILED");
+         (unsigned long long)keys, v[1], v[2], v[3], v[4], v[5], ok ? "ok" : "FAILED");
   free(want);
   au_node_stop(node);
   return ok ? 0 : 1;

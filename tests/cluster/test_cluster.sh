@@ -55,6 +55,23 @@ conserve)
   check "conserve: all 2000 keys checked, none wrong" \
     grep -q 'cluster_checked=2000 of 2000 cluster_wrong=0' "$tmp/out"
   ;;
+relocate)
+  # the same storm with parameter actors moving to the nodes that use them, while pushes
+  # from everywhere chase them: every value exact, every key held once, moves balanced
+  for n in 2 3 4; do
+    CLUSTER_PLACE=relocate timeout 120 "$augur" run -n $n "$node" conserve 2000 20000 \
+      >"$tmp/out$n" 2>&1
+    rc=$?
+    cat "$tmp/out$n"
+    check "relocate on $n nodes exits 0" test $rc -eq 0
+    check "relocate on $n nodes: every node ok" test "$(grep -c ' ok$' "$tmp/out$n")" -eq $n
+    check "relocate on $n nodes: all keys exact" \
+      grep -q 'cluster_checked=2000 of 2000 cluster_wrong=0' "$tmp/out$n"
+    check "relocate on $n nodes: actors moved" grep -q 'moves_in=[1-9]' "$tmp/out$n"
+    check "relocate on $n nodes: pushes were forwarded to moved actors" \
+      grep -q 'forwards=[1-9]' "$tmp/out$n"
+  done
+  ;;
 refuse)
   # a 2-node cluster with a secret; bad peers knock on rank 0's door meanwhile
   AU_SECRET=s3cret timeout 60 "$augur" run -n 2 "$node" serve 6 >"$tmp/out" 2>"$tmp/err" &

@@ -1,0 +1,550 @@
+/* placement.c — moving parameter actors between nodes (relocation). One placer actor per
+ * node does all of it, so the bookkeeping of an actor in motion needs no lock.
+ *
+ * A worker that lacks rows of a relocating table tells its placer which actors it wants
+ * (PS_WANT) and waits. The placer asks the actor's owner to move it here (PS_MOVE_REQ,
+ * forwarded through the home node when it went elsewhere). The owner marks it
+ * handing-off, waits until every local worker that might hold a view of it has finished
+ * its step (a grace period over the workers' step epochs), ships the values (PS_MOVE_DATA)
+ * and tells the home node (PS_OWNER). Rows requested or pushed meanwhile are queued and
+ * sent on after the values, on the same connection, so they arrive after them.
+ *
+ * The invariants: exactly one node holds an actor as owner or is handing it off; no
+ * update is lost (a push reaches the values wherever they are, once); a node keeps an
+ * actor that arrived for at least HOLD_NS before it lets it go again, so that the workers
+ * that waited for it get to use it (no ping-pong without progress).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/ps.h"
+#include "runtime/u64map.h"
+
+#define HOLD_NS (1000 * 1000ull) /* a moved actor stays at least this long */
+
+/* A message waiting for an actor to arrive or to finish leaving. */
+typedef struct held {
+  struct held *next;
+  uint32_t type, from_node, len;
+  au_port_t from_port;
+  uint8_t data[];
+} held_t;
+
+/* An actor this placer is busy with. */
+typedef struct rec {
+  au_table_t *t;
+  uint64_t actor;
+  int requested;       /* a move here is under way */
+  int handing_off;     /* leaving: waiting for the grace period */
+  int to;              /* where it goes */
+  uint64_t arrived_ns; /* when it last arrived (HOLD_NS) */
+  uint64_t *snap;      /* workers' epochs when the hand-off began */
+  int nwaiters, capwaiters;
+  int *waiters; /* local workers that want it */
+  held_t *held, **held_tail;
+} rec_t;
+
+struct placer {
+  au_node_t *node;
+  au_actor_t *actor;
+  u64map_t recs;  /* (table, actor) -> rec_t */
+  obuf_t scratch; /* for pushes it applies itself */
+  int timer_armed;
+  atomic_ullong moves_in, moves_out, forwards;
+};
+
+enum { PL_GRACE = 0x50534c01, PL_TICK };
+
+static uint64_t rec_key(int table, uint64_t actor)
+{
+  return ((uint64_t)table << 48 | actor) + 1; /* nonzero, for the map */
+}
+
+static rec_t *rec_get(struct placer *p, au_table_t *t, uint64_t actor)
+{
+  uint64_t k = rec_key(t->id, actor);
+  rec_t *r = u64map_get(&p->recs, k);
+  if (r) return r;
+  r = calloc(1, sizeof(*r));
+  if (!r || u64map_put(&p->recs, k, r) != 0) {
+    free(r);
+    return NULL;
+  }
+  r->t = t;
+  r->actor = actor;
+  r->to = -1;
+  r->held_tail = &r->held;
+  return r;
+}
+
+static param_actor_t *pa_of(const rec_t *r)
+{
+  return &r->t->actors[r->actor];
+}
+
+static int home_of(const au_node_t *n, uint64_t actor)
+{
+  return (int)(actor % (uint64_t)n->nodes);
+}
+
+static void hold(rec_t *r, const au_msg_t *m, uint32_t type, const void *data, uint32_t len)
+{
+  held_t *h = malloc(sizeof(*h) + len);
+  if (!h) {
+    fprintf(stderr, "augur: out of memory holding a message for a moving actor\n");
+    return;
+  }
+  h->next = NULL;
+  h->type = type;
+  h->from_node = m ? m->from_node : 0;
+  h->from_port = m ? m->from_port : AU_NO_PORT;
+  h->len = len;
+  memcpy(h->data, data, len);
+  *r->held_tail = h;
+  r->held_tail = &h->next;
+}
+
+/* --- one key of a forwarded request or push --------------------------------------- */
+
+/* Payloads of PS_REQ / PS_PUSH with one key (remote.h has the layout). */
+static void forward_one(struct placer *p, uint32_t type, const uint8_t *one, uint32_t len, int to)
+{
+  counter_add(&p->forwards, 1);
+  au_send_to(p->node->rt, (uint32_t)to, PS_SERVER_PORT(0), type, one, len);
+}
+
+/* A one-key request or push for an actor that is here now: serve it as a server would. */
+static void serve_one(struct placer *p, uint32_t type, const uint8_t *one, uint32_t len)
+{
+  remote_serve_local(p->node, type, one, len, &p->scratch);
+}
+
+/* Where a message for an actor that is not here should go next. */
+static int next_hop(const au_node_t *n, const rec_t *r)
+{
+  int home = home_of(n, r->actor);
+  return n->rank == home ? (int)pa_of(r)->owner : home;
+}
+
+static void route_one(struct placer *p, rec_t *r, const au_msg_t *m, uint32_t type,
+                      const uint8_t *one, uint32_t len)
+{
+  uint8_t st = atomic_load_explicit(&pa_of(r)->state, memory_order_acquire);
+  if (st == PA_OWNER)
+    serve_one(p, type, one, len);
+  else if (st == PA_HANDING_OFF || r->requested)
+    hold(r, m, type, one, len);
+  else
+    forward_one(p, type, one, len, next_hop(p->node, r));
+}
+
+/* --- moves -------------------------------------------------------------------------- */
+
+static void ask_to_move_here(struct placer *p, rec_t *r, uint32_t hops)
+{
+  au_node_t *n = p->node;
+  r->requested = 1;
+  uint8_t msg[24];
+  uint32_t tid = (uint32_t)r->t->id, me = (uint32_t)n->rank;
+  memcpy(msg, &tid, 4);
+  memcpy(msg + 4, &me, 4);
+  memcpy(msg + 8, &r->actor, 8);
+  memcpy(msg + 16, &hops, 4);
+  memset(msg + 20, 0, 4);
+  au_send_to(n->rt, (uint32_t)next_hop(n, r), PS_PLACER_PORT, PS_MOVE_REQ, msg, sizeof(msg));
+}
+
+static void notify_waiters(struct placer *p, rec_t *r)
+{
+  for (int i = 0; i < r->nwaiters; i++)
+    au_send(p->node->workers[r->waiters[i]]->actor, PS_ARRIVED, NULL, 0);
+  r->nwaiters = 0;
+}
+
+static void begin_handoff(struct placer *p, rec_t *r, int to)
+{
+  au_node_t *n = p->node;
+  r->handing_off = 1;
+  r->to = to;
+  /* seq_cst: ordered before the epoch reads below; a worker's step start (a seq_cst
+   * increment) is followed by its state load, so either it sees HANDING_OFF or this
+   * sees it inside its step */
+  atomic_store(&pa_of(r)->state, PA_HANDING_OFF);
+  /* everyone who may touch the values without asking: workers (views, pushes) and
+   * servers (answers, pushes from other nodes) */
+  free(r->snap);
+  r->snap = malloc(((size_t)n->nworkers + (size_t)n->nservers + 1) * sizeof(uint64_t));
+  if (!r->snap) {
+    fprintf(stderr, "augur: out of memory handing off an actor\n");
+    atomic_store(&pa_of(r)->state, PA_OWNER);
+    r->handing_off = 0;
+    return;
+  }
+  for (int i = 0; i < n->nworkers; i++) r->snap[i] = atomic_load(&n->workers[i]->epoch);
+  for (int i = 0; i < n->nservers; i++) r->snap[n->nworkers + i] = remote_server_epoch(n, i);
+  uint64_t k = rec_key(r->t->id, r->actor);
+  au_send(p->actor, PL_GRACE, &k, sizeof(k));
+}
+
+static int grace_over(struct placer *p, rec_t *r)
+{
+  au_node_t *n = p->node;
+  for (int i = 0; i < n->nworkers; i++)
+    if ((r->snap[i] & 1) && atomic_load(&n->workers[i]->epoch) == r->snap[i]) return 0;
+  for (int i = 0; i < n->nservers; i++) {
+    uint64_t s = r->snap[n->nworkers + i];
+    if ((s & 1) && remote_server_epoch(n, i) == s) return 0;
+  }
+  return 1;
+}
+
+static void ship(struct placer *p, rec_t *r)
+{
+  au_node_t *n = p->node;
+  au_table_t *t = r->t;
+  param_actor_t *pa = pa_of(r);
+  size_t bytes = (size_t)t->group * t->row_bytes;
+  uint16_t version = (uint16_t)(pa->version + 1);
+  au_outbuf_t ob;
+  uint8_t *out =
+      au_send_to_start(n->rt, (uint32_t)r->to, PS_PLACER_PORT, PS_MOVE_DATA, 16 + bytes, &ob);
+  if (!out) {
+    fprintf(stderr, "augur[rank %d]: cannot ship actor %llu: %s\n", n->rank,
+            (unsigned long long)r->actor, au_strerror(ob.rc));
+    return;
+  }
+  uint32_t tid = (uint32_t)t->id, ver = version;
+  memcpy(out, &tid, 4);
+  memcpy(out + 4, &ver, 4);
+  memcpy(out + 8, &r->actor, 8);
+  memcpy(out + 16, pa->values, bytes);
+  au_send_to_finish(&ob);
+  table_values_free(t, r->actor, pa->values);
+  pa->values = NULL;
+  pa->owner = (uint32_t)r->to;
+  pa->version = version;
+  atomic_store(&pa->state, PA_REMOTE);
+  counter_add(&p->moves_out, 1);
+  r->handing_off = 0;
+  int home = home_of(n, r->actor);
+  if (home != n->rank && home != r->to) {
+    uint8_t msg[20];
+    uint32_t owner = (uint32_t)r->to;
+    memcpy(msg, &tid, 4);
+    memcpy(msg + 4, &owner, 4);
+    memcpy(msg + 8, &r->actor, 8);
+    memcpy(msg + 16, &ver, 4);
+    au_send_to(n->rt, (uint32_t)home, PS_PLACER_PORT, PS_OWNER, msg, sizeof(msg));
+  }
+  /* what waited for the move goes on to the new owner, after the values */
+  held_t *h = r->held;
+  r->held = NULL;
+  r->held_tail = &r->held;
+  while (h) {
+    held_t *next = h->next;
+    if (h->type == PS_MOVE_REQ)
+      au_send_to(n->rt, (uint32_t)r->to, PS_PLACER_PORT, h->type, h->data, h->len);
+    else
+      forward_one(p, h->type, h->data, h->len, r->to);
+    free(h);
+    h = next;
+  }
+  /* local workers want it back: ask (the new owner holds it a while first) */
+  if (r->nwaiters) ask_to_move_here(p, r, 0);
+}
+
+static void on_move_req(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  uint32_t tid, requester, hops;
+  uint64_t actor;
+  if (m->len != 24) return;
+  memcpy(&tid, m->data, 4);
+  memcpy(&requester, m->data + 4, 4);
+  memcpy(&actor, m->data + 8, 8);
+  memcpy(&hops, m->data + 16, 4);
+  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
+  if (!t || actor >= t->nactors || requester >= (uint32_t)n->nodes) return;
+  rec_t *r = rec_get(p, t, actor);
+  if (!r) return;
+  param_actor_t *pa = pa_of(r);
+  uint8_t st = atomic_load(&pa->state);
+  if (st == PA_OWNER) {
+    if ((int)requester == n->rank) return; /* already here */
+    if (au_now_ns() - r->arrived_ns < HOLD_NS) {
+      hold(r, m, PS_MOVE_REQ, m->data, m->len); /* PL_TICK lets it go later */
+      if (!p->timer_armed) {
+        au_timer_id_t id;
+        p->timer_armed = au_timer_start(n->rt, p->actor, PL_TICK, 1, 0, &id) == 0;
+      }
+      return;
+    }
+    begin_handoff(p, r, (int)requester);
+  } else if (st == PA_HANDING_OFF || r->requested) {
+    hold(r, m, PS_MOVE_REQ, m->data, m->len);
+  } else {
+    /* not here: toward the home node, which knows the owner */
+    hops++;
+    if (hops > 4u * (uint32_t)n->nodes)
+      fprintf(stderr,
+              "augur[rank %d]: move request for actor %llu still chasing it after %u hops\n",
+              n->rank, (unsigned long long)actor, hops);
+    uint8_t fwd[24];
+    memcpy(fwd, m->data, 24);
+    memcpy(fwd + 16, &hops, 4);
+    counter_add(&p->forwards, 1);
+    au_send_to(n->rt, (uint32_t)next_hop(n, r), PS_PLACER_PORT, PS_MOVE_REQ, fwd, sizeof(fwd));
+  }
+}
+
+static void on_move_data(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  uint32_t tid, ver;
+  uint64_t actor;
+  if (m->len < 16) return;
+  memcpy(&tid, m->data, 4);
+  memcpy(&ver, m->data + 4, 4);
+  memcpy(&actor, m->data + 8, 8);
+  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
+  size_t bytes = t ? (size_t)t->group * t->row_bytes : 0;
+  if (!t || actor >= t->nactors || m->len != 16 + bytes) {
+    fprintf(stderr, "augur[rank %d]: malformed actor data from node %u\n", n->rank, m->from_node);
+    return;
+  }
+  rec_t *r = rec_get(p, t, actor);
+  param_actor_t *pa = &t->actors[actor];
+  void *values = table_values_alloc(t, actor);
+  if (!r || !values) {
+    fprintf(stderr, "augur[rank %d]: out of memory receiving actor %llu\n", n->rank,
+            (unsigned long long)actor);
+    return;
+  }
+  memcpy(values, m->data + 16, bytes);
+  pa->values = values;
+  pa->owner = (uint32_t)n->rank;
+  pa->version = (uint16_t)ver;
+  atomic_store_explicit(&pa->state, PA_OWNER, memory_order_release);
+  counter_add(&p->moves_in, 1);
+  r->requested = 0;
+  r->arrived_ns = au_now_ns();
+  notify_waiters(p, r);
+  /* requests and pushes that waited for it: serve them now; move requests wait out the
+   * hold */
+  held_t *h = r->held;
+  r->held = NULL;
+  r->held_tail = &r->held;
+  while (h) {
+    held_t *next = h->next;
+    au_msg_t fake = {.from_node = h->from_node, .from_port = h->from_port};
+    if (h->type == PS_MOVE_REQ)
+      hold(r, &fake, h->type, h->data, h->len);
+    else
+      serve_one(p, h->type, h->data, h->len);
+    free(h);
+    h = next;
+  }
+  if (r->held && !p->timer_armed) {
+    au_timer_id_t id;
+    p->timer_armed = au_timer_start(n->rt, p->actor, PL_TICK, 1, 0, &id) == 0;
+  }
+}
+
+static void on_owner(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  uint32_t tid, owner, ver;
+  uint64_t actor;
+  if (m->len != 20) return;
+  memcpy(&tid, m->data, 4);
+  memcpy(&owner, m->data + 4, 4);
+  memcpy(&actor, m->data + 8, 8);
+  memcpy(&ver, m->data + 16, 4);
+  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
+  if (!t || actor >= t->nactors || owner >= (uint32_t)n->nodes) return;
+  param_actor_t *pa = &t->actors[actor];
+  /* newer news only (serial-number order: the version wraps) */
+  if ((int16_t)((uint16_t)ver - pa->version) <= 0) return;
+  if (atomic_load(&pa->state) != PA_REMOTE) return; /* it is here: this node knows best */
+  pa->owner = owner;
+  pa->version = (uint16_t)ver;
+}
+
+/* A local worker wants these actors here. */
+static void on_want(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  uint32_t tid, cnt;
+  if (m->len < 8) return;
+  memcpy(&tid, m->data, 4);
+  memcpy(&cnt, m->data + 4, 4);
+  int wid = (int)m->from_port - (int)PS_WORKER_PORT(0);
+  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
+  if (!t || wid < 0 || wid >= n->nworkers || m->len != 8 + (size_t)cnt * 8) return;
+  int arrived = 0;
+  for (uint32_t i = 0; i < cnt; i++) {
+    uint64_t actor;
+    memcpy(&actor, m->data + 8 + (size_t)i * 8, 8);
+    if (actor >= t->nactors) continue;
+    if (atomic_load(&t->actors[actor].state) == PA_OWNER) {
+      arrived = 1; /* came in while the worker asked */
+      continue;
+    }
+    rec_t *r = rec_get(p, t, actor);
+    if (!r) continue;
+    int known = 0;
+    for (int j = 0; j < r->nwaiters; j++) known |= r->waiters[j] == wid;
+    if (!known) {
+      if (r->nwaiters == r->capwaiters) {
+        int cap = r->capwaiters ? 2 * r->capwaiters : 4;
+        int *w = realloc(r->waiters, (size_t)cap * sizeof(int));
+        if (!w) continue;
+        r->waiters = w;
+        r->capwaiters = cap;
+      }
+      r->waiters[r->nwaiters++] = wid;
+    }
+    if (!r->requested && !r->handing_off) ask_to_move_here(p, r, 0);
+  }
+  if (arrived) au_send(n->workers[wid]->actor, PS_ARRIVED, NULL, 0);
+}
+
+static void route_one_cb(void *arg, au_table_t *t, uint64_t actor, const au_msg_t *m, uint32_t type,
+                         const uint8_t *one, uint32_t len)
+{
+  struct placer *p = arg;
+  rec_t *r = rec_get(p, t, actor);
+  if (r) route_one(p, r, m, type, one, len);
+}
+
+/* Requests and pushes a server found for actors not here. */
+static void on_forward(struct placer *p, const au_msg_t *m)
+{
+  remote_split(p->node, m, m->type == PS_FWD_REQ ? PS_REQ : PS_PUSH, route_one_cb, p);
+}
+
+static void on_tick(struct placer *p)
+{
+  p->timer_armed = 0;
+  int again = 0;
+  u64map_t *map = &p->recs;
+  for (size_t i = 0; i <= map->mask; i++) {
+    rec_t *r = map->slot[i].key ? map->slot[i].val : NULL;
+    if (!r || !r->held) continue;
+    uint8_t st = atomic_load(&pa_of(r)->state);
+    if (st != PA_OWNER || r->handing_off) continue;
+    if (au_now_ns() - r->arrived_ns < HOLD_NS) {
+      again = 1;
+      continue;
+    }
+    /* the hold is over: the first move request wins, the others follow it */
+    held_t *h = r->held;
+    while (h && h->type != PS_MOVE_REQ) h = h->next;
+    if (!h) continue;
+    uint32_t requester;
+    memcpy(&requester, h->data + 4, 4);
+    held_t **pp = &r->held;
+    while (*pp != h) pp = &(*pp)->next;
+    *pp = h->next;
+    if (r->held_tail == &h->next) r->held_tail = pp;
+    free(h);
+    begin_handoff(p, r, (int)requester);
+  }
+  if (again) {
+    au_timer_id_t id;
+    p->timer_armed = au_timer_start(p->node->rt, p->actor, PL_TICK, 1, 0, &id) == 0;
+  }
+}
+
+static void placer_behaviour(au_actor_t *self, void *state, au_msg_t *m)
+{
+  (void)self;
+  struct placer *p = *(struct placer **)state;
+  switch (m->type) {
+  case PS_WANT:
+    on_want(p, m);
+    break;
+  case PS_MOVE_REQ:
+    on_move_req(p, m);
+    break;
+  case PS_MOVE_DATA:
+    on_move_data(p, m);
+    break;
+  case PS_OWNER:
+    on_owner(p, m);
+    break;
+  case PS_FWD_REQ:
+  case PS_FWD_PUSH:
+    on_forward(p, m);
+    break;
+  case PL_TICK:
+    on_tick(p);
+    break;
+  case PL_GRACE: {
+    uint64_t k;
+    if (m->len != sizeof(k)) break;
+    memcpy(&k, m->data, sizeof(k));
+    rec_t *r = u64map_get(&p->recs, k);
+    if (!r || !r->handing_off) break;
+    if (grace_over(p, r))
+      ship(p, r);
+    else
+      au_send(p->actor, PL_GRACE, &k, sizeof(k)); /* look again after the others */
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+int placement_start(au_node_t *n)
+{
+  struct placer *p = calloc(1, sizeof(*p));
+  if (!p || u64map_init(&p->recs, 6) != 0) {
+    free(p);
+    return AU_ENOMEM;
+  }
+  p->node = n;
+  int rc = au_actor_spawn(n->rt, &p->actor, placer_behaviour, sizeof(p));
+  if (rc == 0) rc = au_port_register(n->rt, PS_PLACER_PORT, p->actor);
+  if (rc != 0) {
+    u64map_destroy(&p->recs);
+    free(p);
+    return rc;
+  }
+  *(struct placer **)au_actor_state(p->actor) = p;
+  n->placer = p;
+  return 0;
+}
+
+void placement_stats(const au_node_t *n, au_node_stats_t *st)
+{
+  struct placer *p = n->placer;
+  if (!p) return;
+  st->moves_in += counter_get(&p->moves_in);
+  st->moves_out += counter_get(&p->moves_out);
+  st->forwards += counter_get(&p->forwards);
+}
+
+void placement_free(au_node_t *n)
+{
+  struct placer *p = n->placer;
+  if (!p) return;
+  for (size_t i = 0; i <= p->recs.mask; i++) {
+    rec_t *r = p->recs.slot[i].key ? p->recs.slot[i].val : NULL;
+    if (!r) continue;
+    while (r->held) {
+      held_t *h = r->held;
+      r->held = h->next;
+      free(h);
+    }
+    free(r->snap);
+    free(r->waiters);
+    free(r);
+  }
+  u64map_destroy(&p->recs);
+  free(p->scratch.p);
+  free(p);
+  n->placer = NULL;
+}
