@@ -315,11 +315,15 @@ static void *step_row(au_worker_t *w, au_table_t *t, au_key_t k, int *remote, wa
   return row;
 }
 
-/* The step lacks rows: ask for them, the way the table places them. */
-static int lacking(au_worker_t *w, wants_t *ws)
+/* The step lacks `missing` rows: ask for them, the way the table places them. A row that
+ * has to move here counts as a remote access (a fetched one counts when it is used). */
+static int lacking(au_worker_t *w, wants_t *ws, size_t missing)
 {
   if (w->node->nodes == 1) return AU_EAGAIN;
-  if (ws->n) return send_wants(w, ws);
+  if (ws->n) {
+    counter_add(&w->rows_remote, missing);
+    return send_wants(w, ws);
+  }
   return fetch_missing(w);
 }
 
@@ -371,7 +375,7 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
       nremote++;
     }
   }
-  if (missing) return lacking(w, &ws);
+  if (missing) return lacking(w, &ws, missing);
   *v = (au_view_t){.rows = rows,
                    .n = n,
                    .dim = t->dim,
@@ -425,7 +429,7 @@ int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void 
     nremote += (size_t)is_remote;
     if (!missing) kernel_copy_row((char *)out + i * t->row_bytes, row, t->dim);
   }
-  if (missing) return lacking(w, &ws);
+  if (missing) return lacking(w, &ws, missing);
   counter_add(&w->rows_local, n - nremote);
   if (nremote) counter_add(&w->rows_remote, nremote);
   return 0;

@@ -159,7 +159,12 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->mf.seed = a->gen.seed = u;
     } else if (!strcmp(f, "--mode")) {
       const char *v = VALUE();
-      if (!v || strcmp(v, "classic") != 0) rc = fail_flag(f, v ? v : "", "classic");
+      if (v && !strcmp(v, "classic"))
+        a->mf.place = AU_PLACE_CLASSIC;
+      else if (v && !strcmp(v, "relocate"))
+        a->mf.place = AU_PLACE_RELOCATE;
+      else
+        rc = fail_flag(f, v ? v : "", "classic or relocate");
     } else if (!strcmp(f, "--format")) {
       const char *v = VALUE();
       if (!v || mf_format_parse(v, &a->format) != 0)
@@ -305,10 +310,11 @@ int main(int argc, char **argv)
   }
   int threads = au_runtime_threads(au_node_runtime(node));
   if (talk) {
-    printf("model rank=%u biases=%d nodes=%d threads=%d workers=%d kernel=%s mode=classic "
+    printf("model rank=%u biases=%d nodes=%d threads=%d workers=%d kernel=%s mode=%s "
            "lr=%g reg=%g\n",
            a.mf.rank, a.mf.biases, nodes, threads, a.mf.workers ? a.mf.workers : threads,
-           a.mf.kernel == AU_KERNEL_ADD ? "exact" : "hogwild", a.mf.lr, a.mf.reg);
+           a.mf.kernel == AU_KERNEL_ADD ? "exact" : "hogwild",
+           a.mf.place == AU_PLACE_RELOCATE ? "relocate" : "classic", a.mf.lr, a.mf.reg);
     fflush(stdout);
   }
 
@@ -323,8 +329,9 @@ int main(int argc, char **argv)
     if (!talk) continue;
     printf("epoch=%d train_rmse=%.4f", e + 1, st.train_rmse);
     if (d.test.n) printf(" test_rmse=%.4f", st.test_rmse);
-    printf(" seconds=%.3f updates_per_s=%.3g local=%.3f intents=%llu\n", st.seconds,
-           st.updates_per_s, st.local, (unsigned long long)st.intents);
+    printf(" seconds=%.3f updates_per_s=%.3g local=%.3f intents=%llu moves=%llu\n", st.seconds,
+           st.updates_per_s, st.local, (unsigned long long)st.intents,
+           (unsigned long long)st.moves);
     fflush(stdout);
   }
   if (status == 0 && a.save) {

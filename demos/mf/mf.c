@@ -272,6 +272,7 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
                                           .init_b = o->init_sd,
                                           .seed = o->seed,
                                           .kernel = o->kernel,
+                                          .place = o->place,
                                           .name = "columns"});
   if (rc != 0) {
     snprintf(err, errlen, "creating the column table: %s", au_strerror(rc));
@@ -314,8 +315,8 @@ nomem:
 }
 
 /* One collective run of every worker, training or evaluating; sums over the cluster
- * into v: sse, ratings, local rows, remote rows, intents. */
-static int run_phase(mf_t *m, int eval, float lr, double v[5], double *seconds)
+ * into v: sse, ratings, local rows, remote rows, intents, moves in. */
+static int run_phase(mf_t *m, int eval, float lr, double v[6], double *seconds)
 {
   for (int w = 0; w < m->nshards; w++) {
     m->shards[w].eval = eval;
@@ -338,12 +339,13 @@ static int run_phase(mf_t *m, int eval, float lr, double v[5], double *seconds)
   v[2] = (double)(after.rows_local - before.rows_local);
   v[3] = (double)(after.rows_remote - before.rows_remote);
   v[4] = (double)(after.intents - before.intents);
-  return au_allreduce_sum(au_node_runtime(m->node), v, 5);
+  v[5] = (double)(after.moves_in - before.moves_in);
+  return au_allreduce_sum(au_node_runtime(m->node), v, 6);
 }
 
 int mf_evaluate(mf_t *m, double *rmse)
 {
-  double v[5], seconds;
+  double v[6], seconds;
   int rc = run_phase(m, 1, 0, v, &seconds);
   if (rc == 0) *rmse = v[1] > 0 ? sqrt(v[0] / v[1]) : NAN;
   return rc;
@@ -351,7 +353,7 @@ int mf_evaluate(mf_t *m, double *rmse)
 
 int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
 {
-  double v[5];
+  double v[6];
   int rc = run_phase(m, 0, m->o.lr / (1.0f + m->o.decay * (float)e), v, &out->seconds);
   if (rc != 0) return rc;
   out->updates = (uint64_t)v[1];
@@ -359,6 +361,7 @@ int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
   out->train_rmse = v[1] > 0 ? sqrt(v[0] / v[1]) : 0;
   out->local = v[2] + v[3] > 0 ? v[2] / (v[2] + v[3]) : 1.0;
   out->intents = (uint64_t)v[4];
+  out->moves = (uint64_t)v[5];
   return mf_evaluate(m, &out->test_rmse);
 }
 

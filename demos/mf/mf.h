@@ -25,6 +25,7 @@ typedef struct mf_opts {
   uint32_t batch;     /* ratings per step */
   int lookahead;      /* intents name the batch this many steps ahead */
   au_kernel_t kernel; /* AU_KERNEL_HOGWILD (default) or AU_KERNEL_ADD (exact) */
+  au_place_t place;   /* AU_PLACE_CLASSIC (default) or AU_PLACE_RELOCATE */
   uint64_t seed;
 } mf_opts_t;
 
@@ -38,6 +39,7 @@ typedef struct mf_epoch {
   double local; /* share of column rows that were local when acquired */
   uint64_t updates;
   uint64_t intents;
+  uint64_t moves; /* parameter actors that moved between nodes */
 } mf_epoch_t;
 
 typedef struct mf mf_t;
