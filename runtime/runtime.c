@@ -7,6 +7,7 @@
 
 #include "runtime/net.h"
 #include "runtime/rt.h"
+#include "runtime/trace.h"
 
 #define DEFAULT_BATCH 64
 
@@ -32,10 +33,13 @@ int au_runtime_create(au_runtime_t **out, const au_runtime_opts_t *opts)
   if (!rt->lists) goto fail_pool;
   for (int i = 0; i < rt->nthreads + 2; i++) pthread_mutex_init(&rt->lists[i].mu, NULL);
   if ((rc = sched_init(rt)) != 0) goto fail_lists;
-  if ((rc = io_start(rt)) != 0) goto fail_sched;
+  if ((rc = trace_init(rt)) != 0) goto fail_sched;
+  if ((rc = io_start(rt)) != 0) goto fail_trace;
   *out = rt;
   return 0;
 
+fail_trace:
+  trace_free(rt);
 fail_sched:
   sched_destroy(rt);
 fail_lists:
@@ -61,6 +65,7 @@ void au_runtime_destroy(au_runtime_t *rt)
   if (!rt) return;
   net_leave(rt); /* BYE to every peer, while the I/O thread still runs */
   io_stop(rt);
+  trace_free(rt); /* writes a trace still on: every thread of the runtime has stopped */
   net_free(rt);
   free(rt->ports);
   actor_free_all(rt);

@@ -21,6 +21,7 @@
 
 #include "runtime/counter.h"
 #include "runtime/rt.h"
+#include "runtime/trace.h"
 
 #define SPIN_NS         50000 /* look for work this long before parking */
 #define INJECT_INTERVAL 61    /* check the inject queue every this many turns */
@@ -142,6 +143,7 @@ static au_actor_t *steal_round(sched_thread_t *t)
       if (x == DEQUE_ABORT) continue;
       if (x) {
         counter_add(&t->steals, 1);
+        trace_emit(rt, TRACE_STEAL, (uint64_t)v->index, 0, 0, 0);
         return x;
       }
       break;
@@ -231,10 +233,12 @@ static int park(sched_thread_t *t)
     rc = PARK_EXIT;
   } else {
     counter_add(&t->parks, 1);
+    trace_emit(rt, TRACE_PARK, (uint64_t)asleep, 0, 0, 0);
     rt->waiting++;
     while (!rt->tokens && !atomic_load(&rt->stop) && !atomic_load(&rt->quiescent))
       pthread_cond_wait(&rt->idle_cv, &rt->idle_mu);
     rt->waiting--;
+    trace_emit(rt, TRACE_UNPARK, 0, rt->tokens > 0, 0, 0);
     if (rt->tokens) rt->tokens--;
     if (atomic_load(&rt->stop) || atomic_load(&rt->quiescent)) rc = PARK_EXIT;
   }

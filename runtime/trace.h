@@ -14,10 +14,10 @@
 
 #include "runtime/rt.h"
 
-/* Event kinds. The numbers are stable; the JSON names them (trace_kind_name). What the
+/* Event kinds. The numbers are stable; the JSON calls them by name (see trace.c). What the
  * four arguments a, b, c, d mean depends on the kind, as listed (the JSON "args" use
- * these names; "-" is not written). `table` is the table's index on the node, `actor`
- * the parameter actor's index in its table, nodes are ranks. */
+ * these names; "-" is not written). `table` is the table's id (creation order, the same
+ * on every node), `actor` the parameter actor's index in its table, nodes are ranks. */
 typedef enum trace_kind {
   TRACE_INTENT = 1,         /* table, actor, node (of the worker), worker: intent registered */
   TRACE_RELOC_START = 2,    /* table, actor, to (new owner), flow: the old owner lets it go */
@@ -34,13 +34,10 @@ typedef enum trace_kind {
   TRACE_NKINDS
 } trace_kind_t;
 
-/* "intent", "relocation_start", ...; NULL for a number that is not a kind. */
-const char *trace_kind_name(int kind);
-
 /* A flow id for a relocation: both ends must pass the same one so that the JSON draws an
  * arrow from the old owner's relocation_start to the new owner's relocation_end. Built
- * from what both know: the table, the actor and how many times the actor has moved (which
- * travels with it). Never 0; 0 as an argument means "no arrow". */
+ * from what both know: the table id, the actor and its move count (param_actor_t's
+ * version, which travels with it). Never 0; 0 as an argument means "no arrow". */
 static inline uint64_t trace_flow_id(uint64_t table, uint64_t actor, uint64_t move)
 {
   uint64_t x = (table + 1) * 0x9e3779b97f4a7c15ull;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tools/run.h"
+#include "tools/trace.h"
 
 #ifndef AUGUR_VERSION
 #define AUGUR_VERSION "unknown"
@@ -21,6 +22,7 @@ typedef struct subcommand {
 
 static const subcommand_t subcommands[] = {
     {"run", "start N local processes that form one augur cluster", run_main, run_help},
+    {"trace", "summarize or merge trace files (au_trace_start)", trace_main, trace_help},
 };
 
 #define NSUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
