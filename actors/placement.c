@@ -18,50 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actors/ps.h"
-#include "runtime/u64map.h"
+#include "actors/placement.h"
 
 #define HOLD_NS (1000 * 1000ull) /* a moved actor stays at least this long */
-
-/* A message waiting for an actor to arrive or to finish leaving. */
-typedef struct held {
-  struct held *next;
-  uint32_t type, from_node, len;
-  au_port_t from_port;
-  uint8_t data[];
-} held_t;
-
-/* An actor this placer is busy with. */
-typedef struct rec {
-  au_table_t *t;
-  uint64_t actor;
-  int requested;       /* a move here is under way */
-  int handing_off;     /* leaving: waiting for the grace period */
-  int to;              /* where it goes */
-  uint64_t arrived_ns; /* when it last arrived (HOLD_NS) */
-  uint64_t *snap;      /* workers' epochs when the hand-off began */
-  int nwaiters, capwaiters;
-  int *waiters; /* local workers that want it */
-  held_t *held, **held_tail;
-} rec_t;
-
-struct placer {
-  au_node_t *node;
-  au_actor_t *actor;
-  u64map_t recs;  /* (table, actor) -> rec_t */
-  obuf_t scratch; /* for pushes it applies itself */
-  int timer_armed;
-  atomic_ullong moves_in, moves_out, forwards;
-};
-
-enum { PL_GRACE = 0x50534c01, PL_TICK };
 
 static uint64_t rec_key(int table, uint64_t actor)
 {
   return ((uint64_t)table << 48 | actor) + 1; /* nonzero, for the map */
 }
 
-static rec_t *rec_get(struct placer *p, au_table_t *t, uint64_t actor)
+rec_t *rec_get(struct placer *p, au_table_t *t, uint64_t actor)
 {
   uint64_t k = rec_key(t->id, actor);
   rec_t *r = u64map_get(&p->recs, k);
@@ -155,7 +121,7 @@ static void ask_to_move_here(struct placer *p, rec_t *r, uint32_t hops)
   au_send_to(n->rt, (uint32_t)next_hop(n, r), PS_PLACER_PORT, PS_MOVE_REQ, msg, sizeof(msg));
 }
 
-static void notify_waiters(struct placer *p, rec_t *r)
+void notify_waiters(struct placer *p, rec_t *r)
 {
   for (int i = 0; i < r->nwaiters; i++)
     au_send(p->node->workers[r->waiters[i]]->actor, PS_ARRIVED, NULL, 0);
@@ -371,6 +337,21 @@ static void on_owner(struct placer *p, const au_msg_t *m)
   pa->version = (uint16_t)ver;
 }
 
+int add_waiter(rec_t *r, int worker)
+{
+  for (int j = 0; j < r->nwaiters; j++)
+    if (r->waiters[j] == worker) return 0;
+  if (r->nwaiters == r->capwaiters) {
+    int cap = r->capwaiters ? 2 * r->capwaiters : 4;
+    int *w = realloc(r->waiters, (size_t)cap * sizeof(int));
+    if (!w) return AU_ENOMEM;
+    r->waiters = w;
+    r->capwaiters = cap;
+  }
+  r->waiters[r->nwaiters++] = worker;
+  return 0;
+}
+
 /* A local worker wants these actors here. */
 static void on_want(struct placer *p, const au_msg_t *m)
 {
@@ -387,25 +368,18 @@ static void on_want(struct placer *p, const au_msg_t *m)
     uint64_t actor;
     memcpy(&actor, m->data + 8 + (size_t)i * 8, 8);
     if (actor >= t->nactors) continue;
-    if (atomic_load(&t->actors[actor].state) == PA_OWNER) {
+    uint8_t st = atomic_load(&t->actors[actor].state);
+    if (st == PA_OWNER || st == PA_REPLICA) {
       arrived = 1; /* came in while the worker asked */
       continue;
     }
     rec_t *r = rec_get(p, t, actor);
     if (!r) continue;
-    int known = 0;
-    for (int j = 0; j < r->nwaiters; j++) known |= r->waiters[j] == wid;
-    if (!known) {
-      if (r->nwaiters == r->capwaiters) {
-        int cap = r->capwaiters ? 2 * r->capwaiters : 4;
-        int *w = realloc(r->waiters, (size_t)cap * sizeof(int));
-        if (!w) continue;
-        r->waiters = w;
-        r->capwaiters = cap;
-      }
-      r->waiters[r->nwaiters++] = wid;
-    }
-    if (!r->requested && !r->handing_off) ask_to_move_here(p, r, 0);
+    if (add_waiter(r, wid) != 0) continue;
+    if (t->place == AU_PLACE_REPLICATE)
+      replica_want(p, r);
+    else if (!r->requested && !r->handing_off)
+      ask_to_move_here(p, r, 0);
   }
   if (arrived) au_send(n->workers[wid]->actor, PS_ARRIVED, NULL, 0);
 }
@@ -481,6 +455,13 @@ static void placer_behaviour(au_actor_t *self, void *state, au_msg_t *m)
   case PL_TICK:
     on_tick(p);
     break;
+  case PS_REP_REQ:
+  case PS_REP_DATA:
+  case PS_SYNC:
+  case PS_FRESH:
+  case PL_SYNC:
+    replica_handle(p, m);
+    break;
   case PL_GRACE: {
     uint64_t k;
     if (m->len != sizeof(k)) break;
@@ -525,6 +506,7 @@ void placement_stats(const au_node_t *n, au_node_stats_t *st)
   st->moves_in += counter_get(&p->moves_in);
   st->moves_out += counter_get(&p->moves_out);
   st->forwards += counter_get(&p->forwards);
+  st->syncs += counter_get(&p->syncs);
 }
 
 void placement_free(au_node_t *n)
@@ -541,6 +523,7 @@ void placement_free(au_node_t *n)
     }
     free(r->snap);
     free(r->waiters);
+    replica_free(r);
     free(r);
   }
   u64map_destroy(&p->recs);

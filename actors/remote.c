@@ -17,26 +17,6 @@
 
 /* --- output buffers ----------------------------------------------------------------- */
 
-static int obuf_reserve(obuf_t *b, size_t more)
-{
-  if (b->len + more <= b->cap) return 0;
-  size_t cap = b->cap ? b->cap : 4096;
-  while (cap < b->len + more) cap *= 2;
-  uint8_t *p = realloc(b->p, cap);
-  if (!p) return AU_ENOMEM;
-  b->p = p;
-  b->cap = cap;
-  return 0;
-}
-
-static int obuf_put(obuf_t *b, const void *data, size_t n)
-{
-  if (obuf_reserve(b, n) != 0) return AU_ENOMEM;
-  memcpy(b->p + b->len, data, n);
-  b->len += n;
-  return 0;
-}
-
 static uint32_t get_u32(const uint8_t *p)
 {
   uint32_t v;
@@ -362,6 +342,7 @@ static void answer(au_node_t *n, au_table_t *t, const uint8_t *p, size_t len)
 /* Applies a push whose keys are all here. */
 static void apply(au_table_t *t, const uint8_t *p, obuf_t *delta)
 {
+  if (t->place == AU_PLACE_REPLICATE) placement_touched(t->node); /* replicas must hear */
   uint32_t cnt = get_u32(p + 4);
   delta->len = 0;
   if (obuf_reserve(delta, t->row_bytes) != 0) {

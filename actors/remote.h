@@ -10,6 +10,8 @@
 #define AUGUR_ACTORS_REMOTE_H
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "augur.h"
 
@@ -28,6 +30,10 @@ enum {
   PS_OWNER,            /* placer -> home placer: u32 table, u32 owner, u64 actor, u32 version */
   PS_FWD_REQ,          /* server -> its placer: a request's keys whose actors are not here */
   PS_FWD_PUSH,         /* server -> its placer: the same for a push */
+  PS_REP_REQ,          /* placer -> owner's placer: u32 table, u32 to, u64 actor */
+  PS_REP_DATA,         /* owner's placer -> placer: u32 table, u32 0, u64 actor, values */
+  PS_SYNC,  /* replica -> owner: u32 n, u32 0, n x (u32 table, u32 0, u64 actor, delta) */
+  PS_FRESH, /* owner -> replica: the same layout, the owner's values */
 };
 
 #define PS_SERVER_PORT(i) ((au_port_t)(AU_PORT_RESERVED + (i)))
@@ -40,6 +46,27 @@ typedef struct obuf {
   uint8_t *p;
   size_t len, cap;
 } obuf_t;
+
+/* Room for `more` bytes after len. 0 or AU_ENOMEM. */
+static inline int obuf_reserve(obuf_t *b, size_t more)
+{
+  if (b->len + more <= b->cap) return 0;
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap < b->len + more) cap *= 2;
+  uint8_t *p = (uint8_t *)realloc(b->p, cap);
+  if (!p) return AU_ENOMEM;
+  b->p = p;
+  b->cap = cap;
+  return 0;
+}
+
+static inline int obuf_put(obuf_t *b, const void *data, size_t n)
+{
+  if (obuf_reserve(b, n) != 0) return AU_ENOMEM;
+  memcpy(b->p + b->len, data, n);
+  b->len += n;
+  return 0;
+}
 
 /* A worker's remote state: the rows fetched for the running step and what it sends. */
 typedef struct wremote {
@@ -94,7 +121,12 @@ void remote_split(au_node_t *node, const au_msg_t *m, uint32_t type, remote_one_
 /* placement.c: the node's placer actor (relocation of parameter actors) */
 int placement_start(au_node_t *node);
 void placement_free(au_node_t *node);
-/* Adds the placer's counters (moves, forwards) to st. */
+/* A server or the placer changed values of a replicated actor owned here: the placer
+ * must send them on before the node may count as idle (replica.c). */
+void placement_touched(au_node_t *node);
+/* The placer has replica syncs to finish: the node is not idle (replica.c). */
+int placer_busy(const au_node_t *node);
+/* Adds the placer's counters (moves, forwards, syncs) to st. */
 void placement_stats(const au_node_t *node, au_node_stats_t *st);
 
 #endif

@@ -68,7 +68,9 @@ static int check_opts(const au_table_opts_t *o)
           : (o->kernel != AU_KERNEL_ADD && o->kernel != AU_KERNEL_HOGWILD))
     return AU_EINVAL;
   if (o->group & (o->group - 1)) return AU_EINVAL; /* not a power of two */
-  if (o->place != AU_PLACE_CLASSIC && o->place != AU_PLACE_RELOCATE) return AU_EINVAL;
+  if (o->place != AU_PLACE_CLASSIC && o->place != AU_PLACE_RELOCATE &&
+      o->place != AU_PLACE_REPLICATE)
+    return AU_EINVAL;
   return 0;
 }
 

@@ -91,7 +91,8 @@ void worker_release_memory(au_worker_t *w)
 static void leave_run(au_worker_t *w)
 {
   au_node_t *n = w->node;
-  if (atomic_fetch_sub(&n->active, 1) == 1) net_set_idle(n->rt, 1);
+  /* a placer still syncing replicas says idle itself when it is done */
+  if (atomic_fetch_sub(&n->active, 1) == 1 && !placer_busy(n)) net_set_idle(n->rt, 1);
 }
 
 static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
@@ -304,7 +305,7 @@ static void *step_row(au_worker_t *w, au_table_t *t, au_key_t k, int *remote, wa
   void *row = table_row(t, k);
   *remote = 0;
   if (row || w->node->nodes == 1) return row;
-  if (t->place == AU_PLACE_RELOCATE) {
+  if (t->place != AU_PLACE_CLASSIC) { /* moved or copied here, then used locally */
     ws->t = t;
     if (want(ws, t, k) != 0) w->remote.failed = AU_ENOMEM;
     return NULL;

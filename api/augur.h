@@ -284,6 +284,7 @@ typedef void (*au_kernel_fn)(void *row, const void *delta, uint32_t dim, void *a
  * Every node of a cluster must give a table the same placement. */
 typedef enum au_place {
   AU_PLACE_CLASSIC = 0, /* each stays on its home node; others fetch and push rows */
+  AU_PLACE_REPLICATE = 1, /* every node that needs rows keeps a replica for the run */
   AU_PLACE_RELOCATE = 2, /* ownership moves to the node that needs the rows */
 } au_place_t;
 
@@ -298,7 +299,7 @@ typedef struct au_table_opts {
   au_kernel_fn kernel_fn; /* for AU_KERNEL_CUSTOM */
   void *kernel_arg;
   uint32_t group;   /* keys per parameter actor, a power of two; 0 = about 4 KiB of values */
-  au_place_t place; /* AU_PLACE_CLASSIC (default) or AU_PLACE_RELOCATE */
+  au_place_t place; /* AU_PLACE_CLASSIC (default), _REPLICATE or _RELOCATE */
   const char *name; /* for messages and traces; copied */
 } au_table_opts_t;
 
@@ -421,6 +422,7 @@ typedef struct au_node_stats {
   uint64_t moves_in;    /* parameter actors that moved to this node */
   uint64_t moves_out;   /* parameter actors that moved away */
   uint64_t forwards;    /* rows re-sent toward an actor that had moved */
+  uint64_t syncs;       /* replica deltas shipped to owners */
 } au_node_stats_t;
 void au_node_stats(const au_node_t *node, au_node_stats_t *out);
 

@@ -186,7 +186,6 @@ static int delta_of(int rank, int nodes, uint64_t seed, uint64_t i, uint64_t key
   return anywhere;
 }
 
-
 static int push_step(au_worker_t *w, void *arg)
 {
   pusher_t *p = arg;
@@ -226,7 +225,10 @@ static int conserve(uint64_t keys, uint64_t rounds)
   au_table_t *t;
   /* CLUSTER_PLACE=relocate: the same storm with parameter actors moving to the workers */
   const char *place = getenv("CLUSTER_PLACE");
-  au_place_t pl = place && !strcmp(place, "relocate") ? AU_PLACE_RELOCATE : AU_PLACE_CLASSIC;
+  au_place_t pl = !place                        ? AU_PLACE_CLASSIC
+                  : !strcmp(place, "relocate")  ? AU_PLACE_RELOCATE
+                  : !strcmp(place, "replicate") ? AU_PLACE_REPLICATE
+                                                : AU_PLACE_CLASSIC;
   au_table_create(node, &t,
                   &(au_table_opts_t){.keys = keys,
                                      .dim = 2,
@@ -262,17 +264,23 @@ static int conserve(uint64_t keys, uint64_t rounds)
   }
   au_node_stats_t st;
   au_node_stats(node, &st);
-  double v[6] = {(double)checked,     (double)wrong,        (double)st.rows_remote,
-                 (double)st.moves_in, (double)st.moves_out, (double)st.forwards};
-  int rr = rc == 0 ? au_allreduce_sum(au_node_runtime(node), v, 6) : rc;
-  /* every key held exactly once somewhere, exact everywhere; rows travelled (classic) or
-   * actors moved (relocate), and every move in is a move out */
-  int travelled = pl == AU_PLACE_RELOCATE ? v[3] > 0 && v[3] == v[4] : v[2] > 0;
-  int ok = rc == 0 && rr == 0 && wrong == 0 && v[0] == (double)keys && v[1] == 0 && travelled;
+  double v[7] = {(double)checked,     (double)wrong,        (double)st.rows_remote,
+                 (double)st.moves_in, (double)st.moves_out, (double)st.forwards,
+                 (double)st.syncs};
+  int rr = rc == 0 ? au_allreduce_sum(au_node_runtime(node), v, 7) : rc;
+  /* Every key exact wherever it is held (owners and replicas alike); each held exactly
+   * once without replicas; rows travelled (classic), actors moved and every move in is a
+   * move out (relocate), replicas synced (replicate). */
+  int travelled = pl == AU_PLACE_RELOCATE    ? v[3] > 0 && v[3] == v[4]
+                  : pl == AU_PLACE_REPLICATE ? v[6] > 0
+                                             : v[2] > 0;
+  int coverage = pl == AU_PLACE_REPLICATE ? v[0] >= (double)keys : v[0] == (double)keys;
+  int ok = rc == 0 && rr == 0 && wrong == 0 && coverage && v[1] == 0 && travelled;
   printf("rank=%d run=%d checked=%llu wrong=%llu cluster_checked=%.0f of %llu "
-         "cluster_wrong=%.0f remote_rows=%.0f moves_in=%.0f moves_out=%.0f forwards=%.0f %s\n",
+         "cluster_wrong=%.0f remote_rows=%.0f moves_in=%.0f moves_out=%.0f forwards=%.0f "
+         "syncs=%.0f %s\n",
          rank, rc, (unsigned long long)checked, (unsigned long long)wrong, v[0],
-         (unsigned long long)keys, v[1], v[2], v[3], v[4], v[5], ok ? "ok" : "FAILED");
+         (unsigned long long)keys, v[1], v[2], v[3], v[4], v[5], v[6], ok ? "ok" : "FAILED");
   free(want);
   au_node_stop(node);
   return ok ? 0 : 1;

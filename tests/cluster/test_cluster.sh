@@ -72,6 +72,21 @@ relocate)
       grep -q 'forwards=[1-9]' "$tmp/out$n"
   done
   ;;
+replicate)
+  # the storm again, with every node keeping replicas of what it touches, synced every
+  # 2 ms: after the run every replica equals its owner and every value the exact sum
+  for n in 2 3 4; do
+    CLUSTER_PLACE=replicate timeout 120 "$augur" run -n $n "$node" conserve 2000 20000 \
+      >"$tmp/out$n" 2>&1
+    rc=$?
+    cat "$tmp/out$n"
+    check "replicate on $n nodes exits 0" test $rc -eq 0
+    check "replicate on $n nodes: every node ok" test "$(grep -c ' ok$' "$tmp/out$n")" -eq $n
+    check "replicate on $n nodes: owners and replicas all exact" \
+      grep -q 'cluster_wrong=0 ' "$tmp/out$n"
+    check "replicate on $n nodes: replicas were synced" grep -q 'syncs=[1-9]' "$tmp/out$n"
+  done
+  ;;
 refuse)
   # a 2-node cluster with a secret; bad peers knock on rank 0's door meanwhile
   AU_SECRET=s3cret timeout 60 "$augur" run -n 2 "$node" serve 6 >"$tmp/out" 2>"$tmp/err" &

@@ -1,0 +1,376 @@
+/* replica.c — replicas of parameter actors (AU_PLACE_REPLICATE), kept by the placer.
+ *
+ * A node that needs rows of a replicated table asks the owner for a copy (PS_REP_REQ /
+ * PS_REP_DATA) and keeps two: the values its workers read and update in place, and
+ * `base`, the owner's values as last synced. Every SYNC_MS the placer ships, per owner
+ * node in one message, delta = values - base for each replica that changed, and sets
+ * base = the values it read. The owner applies the deltas through the table's kernel and,
+ * at its next tick, sends its fresh values to every replica (PS_FRESH), which merges them
+ * as values += fresh - base, base = fresh: the updates made since are kept.
+ *
+ * The invariant that ends a run with every replica equal to its owner: a placer that has
+ * shipped or received something in its last tick counts as busy, so its node is not idle
+ * and the run cannot end; once workers are idle, deltas go out, the owners apply them
+ * and send fresh values back, and the ticks after that send nothing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/placement.h"
+#include "runtime/net.h"
+
+#define SYNC_MS 2  /* staleness bound of a replica, in milliseconds */
+#define ENTRY   16 /* u32 table, u32 0, u64 actor; then the group's values */
+
+static param_actor_t *pa_of(const rec_t *r)
+{
+  return &r->t->actors[r->actor];
+}
+
+static size_t group_bytes(const au_table_t *t)
+{
+  return (size_t)t->group * t->row_bytes;
+}
+
+static void arm(struct placer *p)
+{
+  if (p->sync_armed) return;
+  au_timer_id_t id;
+  p->sync_armed = au_timer_start(p->node->rt, p->actor, PL_SYNC, SYNC_MS, SYNC_MS, &id) == 0;
+}
+
+/* The node is not idle while the placer has syncs to finish. */
+static void set_busy(struct placer *p, int busy)
+{
+  if (atomic_exchange(&p->busy, busy) == busy) return;
+  if (busy)
+    net_set_idle(p->node->rt, 0);
+  else if (atomic_load(&p->node->active) == 0)
+    net_set_idle(p->node->rt, 1);
+}
+
+void placement_touched(au_node_t *n)
+{
+  struct placer *p = n->placer;
+  if (!p) return;
+  /* before the message that changed the values counts as processed: the termination
+   * poll then sees this node busy */
+  atomic_store(&p->touched, 1);
+  net_set_idle(n->rt, 0);
+}
+
+int placer_busy(const au_node_t *n)
+{
+  return n->placer && atomic_load(&n->placer->busy);
+}
+
+void replica_want(struct placer *p, rec_t *r)
+{
+  if (r->requested) return;
+  r->requested = 1;
+  au_node_t *n = p->node;
+  uint8_t msg[ENTRY];
+  uint32_t tid = (uint32_t)r->t->id, me = (uint32_t)n->rank;
+  memcpy(msg, &tid, 4);
+  memcpy(msg + 4, &me, 4);
+  memcpy(msg + 8, &r->actor, 8);
+  au_send_to(n->rt, pa_of(r)->owner, PS_PLACER_PORT, PS_REP_REQ, msg, sizeof(msg));
+}
+
+/* Reads an entry's head (table, actor), checked; NULL if malformed. */
+static rec_t *entry_head(struct placer *p, const uint8_t *e, size_t left)
+{
+  au_node_t *n = p->node;
+  uint32_t tid;
+  uint64_t actor;
+  if (left < ENTRY) return NULL;
+  memcpy(&tid, e, 4);
+  memcpy(&actor, e + 8, 8);
+  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
+  if (!t || actor >= t->nactors) return NULL;
+  return rec_get(p, t, actor);
+}
+
+/* The same, for an entry followed by its group's values. */
+static rec_t *entry_rec(struct placer *p, const uint8_t *e, size_t left)
+{
+  rec_t *r = entry_head(p, e, left);
+  return r && left >= ENTRY + group_bytes(r->t) ? r : NULL;
+}
+
+/* Copies the owner's values of an actor into out, a value at a time (the kernels may be
+ * writing them). */
+static void copy_values(const rec_t *r, uint8_t *out)
+{
+  const au_table_t *t = r->t;
+  for (uint32_t row = 0; row < t->group; row++)
+    kernel_copy_row(out + row * t->row_bytes,
+                    (const uint8_t *)pa_of(r)->values + row * t->row_bytes, t->dim);
+}
+
+static void on_rep_req(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  rec_t *r = m->len == ENTRY ? entry_head(p, m->data, m->len) : NULL;
+  uint32_t to;
+  memcpy(&to, m->data + 4, 4);
+  if (!r || to >= (uint32_t)n->nodes || to >= 64 || atomic_load(&pa_of(r)->state) != PA_OWNER) {
+    fprintf(stderr, "augur[rank %d]: bad replica request from node %u\n", n->rank, m->from_node);
+    return;
+  }
+  size_t bytes = group_bytes(r->t);
+  if (!r->replicas) {
+    /* the owner's base: its values as last sent to the replicas */
+    if (!(r->base = malloc(bytes))) {
+      fprintf(stderr, "augur[rank %d]: out of memory for a replica\n", n->rank);
+      return;
+    }
+    copy_values(r, r->base);
+    r->next_owned = p->owned;
+    p->owned = r;
+  }
+  r->replicas |= 1ull << to;
+  au_outbuf_t ob;
+  uint8_t *out = au_send_to_start(n->rt, to, PS_PLACER_PORT, PS_REP_DATA, ENTRY + bytes, &ob);
+  if (!out) return;
+  memcpy(out, m->data, ENTRY);
+  copy_values(r, out + ENTRY); /* newer than base, maybe: the next tick sends the rest */
+  au_send_to_finish(&ob);
+  arm(p);
+}
+
+static void on_rep_data(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  rec_t *r = entry_rec(p, m->data, m->len);
+  if (!r || m->len != ENTRY + group_bytes(r->t)) return;
+  param_actor_t *pa = pa_of(r);
+  size_t bytes = group_bytes(r->t);
+  void *values = table_values_alloc(r->t, r->actor);
+  r->base = malloc(bytes);
+  if (!values || !r->base) {
+    fprintf(stderr, "augur[rank %d]: out of memory for a replica\n", n->rank);
+    free(r->base);
+    r->base = NULL;
+    return;
+  }
+  memcpy(values, m->data + ENTRY, bytes);
+  memcpy(r->base, m->data + ENTRY, bytes);
+  pa->values = values;
+  atomic_store_explicit(&pa->state, PA_REPLICA, memory_order_release);
+  r->requested = 0;
+  r->next_replica = p->replicas;
+  p->replicas = r;
+  notify_waiters(p, r);
+  arm(p);
+}
+
+/* values += add, through the table's kernel, a row at a time. */
+static void apply_group(rec_t *r, const uint8_t *add, obuf_t *scratch)
+{
+  au_table_t *t = r->t;
+  scratch->len = 0;
+  if (!scratch->p || scratch->cap < t->row_bytes) {
+    uint8_t *b = realloc(scratch->p, t->row_bytes);
+    if (!b) return;
+    scratch->p = b;
+    scratch->cap = t->row_bytes;
+  }
+  for (uint32_t row = 0; row < t->group; row++) {
+    memcpy(scratch->p, add + row * t->row_bytes, t->row_bytes); /* aligned for the kernel */
+    t->kernel((uint8_t *)pa_of(r)->values + row * t->row_bytes, scratch->p, t->dim, t->kernel_arg);
+  }
+}
+
+/* out = a - b, value by value, in the table's type; returns whether anything differs. */
+static int diff(const au_table_t *t, const uint8_t *a, const uint8_t *b, uint8_t *out)
+{
+  size_t n = group_bytes(t) / 4;
+  int any = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x, y, d;
+    memcpy(&x, a + 4 * i, 4);
+    memcpy(&y, b + 4 * i, 4);
+    if (t->type == AU_F32) {
+      float fx, fy, fd;
+      memcpy(&fx, &x, 4);
+      memcpy(&fy, &y, 4);
+      fd = fx - fy;
+      memcpy(&d, &fd, 4);
+      any |= fd != 0.0f;
+    } else {
+      d = x - y;
+      any |= d != 0;
+    }
+    memcpy(out + 4 * i, &d, 4);
+  }
+  return any;
+}
+
+/* An owner applies replicas' deltas; a replica merges the owner's values. */
+static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
+{
+  au_node_t *n = p->node;
+  if (m->len < 8) return;
+  uint32_t count;
+  memcpy(&count, m->data, 4);
+  size_t off = 8;
+  uint8_t *tmp = NULL;
+  size_t tmp_cap = 0;
+  if (!fresh) placement_touched(n); /* fresh values for the replicas go out at the next tick */
+  for (uint32_t i = 0; i < count; i++) {
+    rec_t *r = entry_rec(p, m->data + off, m->len - off);
+    if (!r) {
+      fprintf(stderr, "augur[rank %d]: malformed sync from node %u\n", n->rank, m->from_node);
+      break;
+    }
+    const uint8_t *vals = m->data + off + ENTRY;
+    size_t bytes = group_bytes(r->t);
+    off += ENTRY + bytes;
+    uint8_t st = atomic_load(&pa_of(r)->state);
+    if (!fresh) {
+      if (st != PA_OWNER) continue;
+      apply_group(r, vals, &p->scratch);
+      continue;
+    }
+    if (st != PA_REPLICA) continue;
+    if (tmp_cap < bytes) {
+      uint8_t *b = realloc(tmp, bytes);
+      if (!b) break;
+      tmp = b;
+      tmp_cap = bytes;
+    }
+    /* keep what the workers added since the last sync: values += fresh - base */
+    if (diff(r->t, vals, r->base, tmp)) apply_group(r, tmp, &p->scratch);
+    memcpy(r->base, vals, bytes);
+  }
+  free(tmp);
+}
+
+/* Appends an entry to the batch for `node`, starting the batch when empty. */
+static uint8_t *entry_to(obuf_t *batch, const rec_t *r)
+{
+  size_t bytes = group_bytes(r->t);
+  if (batch->len == 0) {
+    uint8_t head[8] = {0};
+    if (obuf_put(batch, head, 8) != 0) return NULL;
+  }
+  if (obuf_reserve(batch, ENTRY + bytes) != 0) return NULL;
+  uint8_t *e = batch->p + batch->len;
+  uint32_t tid = (uint32_t)r->t->id, zero = 0, count;
+  memcpy(e, &tid, 4);
+  memcpy(e + 4, &zero, 4);
+  memcpy(e + 8, &r->actor, 8);
+  batch->len += ENTRY + bytes;
+  memcpy(&count, batch->p, 4);
+  count++;
+  memcpy(batch->p, &count, 4);
+  return e + ENTRY;
+}
+
+static void on_tick(struct placer *p)
+{
+  au_node_t *n = p->node;
+  obuf_t *syncs = calloc((size_t)n->nodes, sizeof(obuf_t));
+  obuf_t *fresh = calloc((size_t)n->nodes, sizeof(obuf_t));
+  if (!syncs || !fresh) {
+    free(syncs);
+    free(fresh);
+    return;
+  }
+  uint8_t *now = NULL;
+  size_t now_cap = 0;
+  int sent = 0;
+  /* replicas here: ship what the workers changed since the last sync */
+  for (rec_t *r = p->replicas; r; r = r->next_replica) {
+    size_t bytes = group_bytes(r->t);
+    if (now_cap < bytes) {
+      uint8_t *b = realloc(now, bytes);
+      if (!b) break;
+      now = b;
+      now_cap = bytes;
+    }
+    copy_values(r, now);
+    uint8_t *d = entry_to(&syncs[pa_of(r)->owner], r);
+    if (!d) break;
+    if (!diff(r->t, now, r->base, d)) {
+      /* unchanged: take the entry back */
+      obuf_t *b = &syncs[pa_of(r)->owner];
+      b->len -= ENTRY + bytes;
+      uint32_t count;
+      memcpy(&count, b->p, 4);
+      count--;
+      memcpy(b->p, &count, 4);
+      if (count == 0) b->len = 0;
+      continue;
+    }
+    memcpy(r->base, now, bytes); /* what was read is what was shipped */
+    counter_add(&p->syncs, 1);
+  }
+  /* owned actors whose values changed since last sent, whoever changed them (synced
+   * deltas, pushes, local workers): send them to every replica */
+  for (rec_t *r = p->owned; r; r = r->next_owned) {
+    size_t bytes = group_bytes(r->t);
+    if (now_cap < bytes) {
+      uint8_t *b = realloc(now, bytes);
+      if (!b) break;
+      now = b;
+      now_cap = bytes;
+    }
+    copy_values(r, now);
+    if (memcmp(now, r->base, bytes) == 0) continue;
+    memcpy(r->base, now, bytes);
+    for (int node = 0; node < n->nodes && node < 64; node++)
+      if (r->replicas >> node & 1) {
+        uint8_t *v = entry_to(&fresh[node], r);
+        if (v) memcpy(v, now, bytes);
+      }
+  }
+  for (int node = 0; node < n->nodes; node++) {
+    if (syncs[node].len) {
+      au_send_to(n->rt, (uint32_t)node, PS_PLACER_PORT, PS_SYNC, syncs[node].p, syncs[node].len);
+      sent = 1;
+    }
+    if (fresh[node].len) {
+      au_send_to(n->rt, (uint32_t)node, PS_PLACER_PORT, PS_FRESH, fresh[node].p, fresh[node].len);
+      sent = 1;
+    }
+    free(syncs[node].p);
+    free(fresh[node].p);
+  }
+  free(syncs);
+  free(fresh);
+  free(now);
+  /* something changed since the last tick (a push, a sync): busy for one more tick */
+  set_busy(p, sent | atomic_exchange(&p->touched, 0));
+}
+
+void replica_handle(struct placer *p, const au_msg_t *m)
+{
+  switch (m->type) {
+  case PS_REP_REQ:
+    on_rep_req(p, m);
+    break;
+  case PS_REP_DATA:
+    on_rep_data(p, m);
+    break;
+  case PS_SYNC:
+    on_entries(p, m, 0);
+    break;
+  case PS_FRESH:
+    on_entries(p, m, 1);
+    break;
+  case PL_SYNC:
+    on_tick(p);
+    break;
+  default:
+    break;
+  }
+}
+
+void replica_free(rec_t *r)
+{
+  free(r->base);
+  r->base = NULL;
+}
