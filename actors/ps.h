@@ -74,6 +74,7 @@ struct au_worker {
   int state; /* enum worker_state: touched only by the worker's actor and
                 by au_node_run while nothing runs */
   au_clock_t clock;
+  atomic_int kicked;    /* a step message is on its way (worker_kick) */
   uint64_t barrier_gen; /* generation of the barrier this worker waits at, or 0 */
   int views;            /* views held in the running step: must be 0 when it returns */
   rows_chunk_t *rows;   /* views' row pointers, reset after every step */

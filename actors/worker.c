@@ -11,12 +11,19 @@
 
 #include "actors/ps.h"
 #include "runtime/net.h"
+#include "runtime/rt.h"
+#include "runtime/trace.h"
 
 enum { MSG_STEP = 1 };
 
 int worker_kick(au_worker_t *w)
 {
-  return au_send(w->actor, MSG_STEP, NULL, 0);
+  /* one step message in flight at most: a worker woken twice (a row and an arrival, a
+   * barrier) must not run two steps for one wait, nor leave its run twice */
+  if (atomic_exchange(&w->kicked, 1)) return 0;
+  int rc = au_send(w->actor, MSG_STEP, NULL, 0);
+  if (rc != 0) atomic_store(&w->kicked, 0);
+  return rc;
 }
 
 /* With barrier_mu held: opens the barrier, re-running every worker that waits at it. */
@@ -111,6 +118,7 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     return;
   }
   if (m->type != MSG_STEP) return;
+  atomic_store(&w->kicked, 0);
   int rc;
   if (w->remote.failed) {
     rc = w->remote.failed;
@@ -193,6 +201,7 @@ int au_worker_spawn(au_node_t *n, au_worker_t **out, const au_worker_opts_t *opt
   w->arg = opts->arg;
   w->state = W_READY;
   atomic_init(&w->epoch, 0);
+  atomic_init(&w->kicked, 0);
   n->workers[n->nworkers++] = w;
   atomic_fetch_add(&n->live, 1);
   if (out) *out = w;
@@ -233,9 +242,12 @@ int au_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_
   if (!w || !t || start >= end) return AU_EINVAL;
   int rc = check_keys(t, keys, n);
   if (rc != 0) return rc;
-  /* Recorded (counted) now; acting on intents is the placement layer's job. */
+  /* Recorded (counted, traced) now; acting on intents is the placement layer's job. */
   counter_add(&w->intents, 1);
   counter_add(&w->intent_keys, n);
+  if (trace_on(w->node->rt) && n)
+    trace_emit(w->node->rt, TRACE_INTENT, (uint64_t)t->id, keys[0] >> t->group_shift,
+               (uint64_t)w->node->rank, (uint64_t)w->id);
   return 0;
 }
 
