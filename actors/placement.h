@@ -43,7 +43,7 @@ struct placer {
   atomic_ullong moves_in, moves_out, forwards;
   /* replication */
   rec_t *replicas, *owned; /* replicas held here; owned actors that have replicas */
-  int sync_armed;          /* the sync timer runs */
+  atomic_int sync_armed;   /* the sync timer runs (read by the servers) */
   atomic_int busy;         /* sent syncs in the last tick: the node is not idle */
   int said_idle;           /* told the cluster this node is idle since it last was busy */
   atomic_int touched;      /* a replicated actor owned here changed since the last tick */

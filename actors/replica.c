@@ -19,6 +19,8 @@
 
 #include "actors/placement.h"
 #include "runtime/net.h"
+#include "runtime/rt.h"
+#include "runtime/trace.h"
 
 #define SYNC_MS 2  /* staleness bound of a replica, in milliseconds */
 #define ENTRY   16 /* u32 table, u32 0, u64 actor; then the group's values */
@@ -35,9 +37,10 @@ static size_t group_bytes(const au_table_t *t)
 
 static void arm(struct placer *p)
 {
-  if (p->sync_armed) return;
+  if (atomic_load(&p->sync_armed)) return;
   au_timer_id_t id;
-  p->sync_armed = au_timer_start(p->node->rt, p->actor, PL_SYNC, SYNC_MS, SYNC_MS, &id) == 0;
+  atomic_store(&p->sync_armed,
+               au_timer_start(p->node->rt, p->actor, PL_SYNC, SYNC_MS, SYNC_MS, &id) == 0);
 }
 
 /* The node is not idle while the placer has syncs to finish. */
@@ -50,10 +53,18 @@ static void set_busy(struct placer *p, int busy)
     net_set_idle(p->node->rt, 1);
 }
 
+void placement_new_run(au_node_t *n)
+{
+  /* between runs nothing runs: the placer's own fields are safe to touch */
+  if (n->placer) n->placer->said_idle = 0;
+}
+
 void placement_touched(au_node_t *n)
 {
   struct placer *p = n->placer;
-  if (!p) return;
+  /* no replicas yet, no sync timer: nobody needs to hear (a replica asked for later
+   * copies the values as they are then) */
+  if (!p || !atomic_load(&p->sync_armed)) return;
   /* before the message that changed the values counts as processed: the termination
    * poll then sees this node busy */
   atomic_store(&p->touched, 1);
@@ -138,6 +149,8 @@ static void on_rep_req(struct placer *p, const au_msg_t *m)
   copy_values(r, out + ENTRY); /* newer than base, maybe: the next tick sends the rest */
   au_send_to_finish(&ob);
   arm(p);
+  /* busy until a tick has sent whatever changed after the copy */
+  placement_touched(n);
 }
 
 static void on_rep_data(struct placer *p, const au_msg_t *m)
@@ -159,6 +172,7 @@ static void on_rep_data(struct placer *p, const au_msg_t *m)
   memcpy(r->base, m->data + ENTRY, bytes);
   pa->values = values;
   atomic_store_explicit(&pa->state, PA_REPLICA, memory_order_release);
+  trace_emit(n->rt, TRACE_REPLICA_CREATE, (uint64_t)r->t->id, r->actor, pa->owner, bytes);
   r->requested = 0;
   r->next_replica = p->replicas;
   p->replicas = r;
@@ -208,6 +222,30 @@ static int diff(const au_table_t *t, const uint8_t *a, const uint8_t *b, uint8_t
   return any;
 }
 
+/* values = fresh + (values - base), a float at a time with CAS (workers may be adding).
+ * Where nothing was added since the last sync the result is fresh exactly: float
+ * additions do not round-trip, and residues would otherwise travel back and forth for
+ * ever. */
+static void merge_f32(rec_t *r, const uint8_t *fresh)
+{
+  _Atomic uint32_t *v = pa_of(r)->values;
+  const uint8_t *base = r->base;
+  size_t n = group_bytes(r->t) / 4;
+  for (size_t i = 0; i < n; i++) {
+    float f, b;
+    memcpy(&f, fresh + 4 * i, 4);
+    memcpy(&b, base + 4 * i, 4);
+    uint32_t old = atomic_load_explicit(&v[i], memory_order_relaxed), upd;
+    do {
+      float cur, next;
+      memcpy(&cur, &old, 4);
+      next = cur == b ? f : f + (cur - b);
+      memcpy(&upd, &next, 4);
+    } while (!atomic_compare_exchange_weak_explicit(&v[i], &old, upd, memory_order_relaxed,
+                                                    memory_order_relaxed));
+  }
+}
+
 /* An owner applies replicas' deltas; a replica merges the owner's values. */
 static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
 {
@@ -235,6 +273,7 @@ static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
       continue;
     }
     if (st != PA_REPLICA) continue;
+    trace_emit(n->rt, TRACE_REPLICA_SYNC, (uint64_t)r->t->id, r->actor, m->from_node, r->t->group);
     if (tmp_cap < bytes) {
       uint8_t *b = realloc(tmp, bytes);
       if (!b) break;
@@ -242,7 +281,10 @@ static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
       tmp_cap = bytes;
     }
     /* keep what the workers added since the last sync: values += fresh - base */
-    if (diff(r->t, vals, r->base, tmp)) apply_group(r, tmp, &p->scratch);
+    if (r->t->type == AU_F32)
+      merge_f32(r, vals);
+    else if (diff(r->t, vals, r->base, tmp))
+      apply_group(r, tmp, &p->scratch);
     memcpy(r->base, vals, bytes);
   }
   free(tmp);
