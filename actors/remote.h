@@ -124,6 +124,8 @@ void placement_free(au_node_t *node);
 /* A server or the placer changed values of a replicated actor owned here: the placer
  * must send them on before the node may count as idle (replica.c). */
 void placement_touched(au_node_t *node);
+/* A run begins: the placer will say idle again when it is (replica.c). */
+void placement_new_run(au_node_t *node);
 /* The placer has replica syncs to finish: the node is not idle (replica.c). */
 int placer_busy(const au_node_t *node);
 /* Adds the placer's counters (moves, forwards, syncs) to st. */

@@ -56,6 +56,12 @@ void trace_free(au_runtime_t *rt);
 /* The slow path of trace_emit: appends an event to the calling thread's buffer. */
 void trace_record(au_runtime_t *rt, int kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d);
 
+/* Whether recording is on (to skip preparing arguments that cost something). */
+static inline int trace_on(au_runtime_t *rt)
+{
+  return atomic_load_explicit(&rt->trace_on, memory_order_relaxed) != 0;
+}
+
 /* Records an event of `kind` (a TRACE_* value) with its four arguments, from any thread,
  * if tracing is on. Never blocks on other threads' recording and never overwrites: past
  * the cap (AU_TRACE_MAX_EVENTS) events are counted as dropped. Arguments are evaluated

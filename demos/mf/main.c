@@ -105,7 +105,7 @@ typedef struct args {
   mf_opts_t mf;
   mf_gen_opts_t gen;
   int epochs, threads;
-  const char *train, *test, *save;
+  const char *train, *test, *save, *trace;
   double test_ratio;
   int have_test_ratio;
   mf_format_t format;
@@ -118,7 +118,7 @@ static int parse_args(int argc, char **argv, args_t *a)
   mf_gen_opts_default(&a->gen);
   a->epochs = 10;
   a->threads = 0;
-  a->train = a->test = a->save = NULL;
+  a->train = a->test = a->save = a->trace = NULL;
   a->test_ratio = 0.1;
   a->have_test_ratio = 0;
   a->format = MF_FMT_AUTO;
@@ -161,10 +161,14 @@ static int parse_args(int argc, char **argv, args_t *a)
       const char *v = VALUE();
       if (v && !strcmp(v, "classic"))
         a->mf.place = AU_PLACE_CLASSIC;
+      else if (v && !strcmp(v, "replicate"))
+        a->mf.place = AU_PLACE_REPLICATE;
       else if (v && !strcmp(v, "relocate"))
         a->mf.place = AU_PLACE_RELOCATE;
       else
-        rc = fail_flag(f, v ? v : "", "classic or relocate");
+        rc = fail_flag(f, v ? v : "", "classic, replicate or relocate");
+    } else if (!strcmp(f, "--trace")) {
+      if (!(a->trace = VALUE())) rc = fail_flag(f, "", "a file name");
     } else if (!strcmp(f, "--format")) {
       const char *v = VALUE();
       if (!v || mf_format_parse(v, &a->format) != 0)
@@ -290,6 +294,12 @@ int main(int argc, char **argv)
     dataset_free(&d);
     return 1;
   }
+  if (a.trace && (rc = au_trace_start(au_node_runtime(node), a.trace)) != 0) {
+    fprintf(stderr, PROG ": --trace %s: %s\n", a.trace, au_strerror(rc));
+    au_node_stop(node);
+    dataset_free(&d);
+    return 2;
+  }
   /* every node computes the same lines; rank 0 prints them */
   int talk = au_node_rank(node) == 0, nodes = au_node_nodes(node);
   if (talk) {
@@ -314,7 +324,10 @@ int main(int argc, char **argv)
            "lr=%g reg=%g\n",
            a.mf.rank, a.mf.biases, nodes, threads, a.mf.workers ? a.mf.workers : threads,
            a.mf.kernel == AU_KERNEL_ADD ? "exact" : "hogwild",
-           a.mf.place == AU_PLACE_RELOCATE ? "relocate" : "classic", a.mf.lr, a.mf.reg);
+           a.mf.place == AU_PLACE_RELOCATE    ? "relocate"
+           : a.mf.place == AU_PLACE_REPLICATE ? "replicate"
+                                              : "classic",
+           a.mf.lr, a.mf.reg);
     fflush(stdout);
   }
 
@@ -348,9 +361,11 @@ int main(int argc, char **argv)
       printf("saved=%s%s\n", a.save, nodes > 1 ? ".<rank> (one file per node)" : "");
     }
   }
-  if (status != 0) {
-    /* a failed epoch leaves the cluster broken; leaving would only wait for peers */
-    fflush(stdout);
+  if (a.trace && (rc = au_trace_stop(au_node_runtime(node))) != 0) {
+    fprintf(stderr, PROG ": writing the trace %s: %s\n", a.trace, au_strerror(rc));
+    status = 1;
+  } else if (a.trace && talk) {
+    printf("trace=%s%s\n", a.trace, nodes > 1 ? ".<rank>" : "");
   }
   au_node_stop(node);
   mf_free(m);
