@@ -31,6 +31,7 @@ bench: build
 	build/bench/augur-bench-sched
 	build/bench/augur-bench-mf
 	build/bench/augur-bench-net
+	build/bench/augur-bench-lda
 
 # Sanitizer builds live in their own trees so they never mix with the normal build.
 tsan: deps

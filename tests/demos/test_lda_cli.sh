@@ -1,2 +1,133 @@
 #!/usr/bin/env bash
-exit 0
+# test_lda_cli.sh AUGUR_LDA [AUGUR] — augur-lda as a user meets it: --help, bad flags and
+# files give one clear line and exit status 2, malformed input names FILE:LINE; small UCI,
+# text and generated corpora train, print their topics and save; and, given the augur
+# launcher, a 3-node run keeps the count tables exact (--check) and saves one file per node.
+set -uo pipefail
+lda=$1
+augur=${2:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() { # check NAME CONDITION...
+  local name=$1
+  shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
+}
+
+out=$("$lda" --help); rc=$?
+check "--help exits 0" test $rc -eq 0
+for flag in --topics --alpha --beta --iterations --mh-steps --threads --workers --batch \
+            --lookahead --seed --mode --format --vocab --min-count --docs --vocab-size \
+            --doc-length --planted-topics --top-words --save; do
+  check "--help documents $flag" grep -q -- "$flag" <<<"$out"
+done
+check "--help keeps --check to the docs" bash -c "! grep -q -- --check <<<\"\$1\"" _ "$out"
+
+expect_error() { # expect_error NAME PATTERN ARGS...
+  local name=$1 pattern=$2
+  shift 2
+  local err rc
+  err=$("$lda" "$@" 2>&1 >/dev/null); rc=$?
+  check "$name: exit 2" test $rc -eq 2
+  check "$name: one line" test "$(printf '%s\n' "$err" | wc -l)" -eq 1
+  check "$name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
+}
+expect_error "unknown flag" "unknown flag '--bogus'" --bogus
+expect_error "tracing is not there yet" "unknown flag '--trace'" --trace t.json
+expect_error "bad number" "--topics: expected" --topics abc
+expect_error "too many topics" "--topics: expected a whole number in \[1, 65535\]" --topics 70000
+expect_error "negative number" "--iterations: expected" --iterations -3
+expect_error "missing value" "--alpha: expected" --alpha
+expect_error "bad format" "--format: expected uci or text" --format xml
+expect_error "other modes later" "--mode: expected classic" --mode adaptive
+expect_error "missing file" "$tmp/nope.txt" "$tmp/nope.txt"
+expect_error "vocab without a file" "need a FILE" --vocab "$tmp/v.txt"
+expect_error "impossible generator" "planted topics x vocabulary size must be at most" \
+  --planted-topics 1000 --vocab-size 100000
+
+# a small UCI corpus: two clear topics (words 1-4 and 5-8), with its vocabulary
+{
+  echo 40; echo 8; echo 160
+  for d in $(seq 1 40); do
+    base=$(( d % 2 ? 0 : 4 ))
+    for w in 1 2 3 4; do echo "$d $((base + w)) $(( (d + w) % 3 + 2 ))"; done
+  done
+} >"$tmp/docword.small.txt"
+printf 'apple\nbanana\ncherry\ndate\nengine\nfuel\ngear\nhorn\n' >"$tmp/vocab.small.txt"
+
+printf '3\n8\n2\n1 1 1\n1 9 1\n' >"$tmp/docword.bad.txt"
+expect_error "malformed uci" "$tmp/docword.bad.txt:5: expected 'docID wordID count' with" \
+  "$tmp/docword.bad.txt"
+printf 'apple\nbanana\n' >"$tmp/vocab.short.txt"
+expect_error "short vocabulary" "$tmp/vocab.short.txt:2: expected 8 words" \
+  "$tmp/docword.small.txt" --vocab "$tmp/vocab.short.txt"
+expect_error "min-count is for text" "--min-count goes with text" "$tmp/docword.small.txt" \
+  --min-count 3
+printf 'some words here\nbroken \0 line\n' >"$tmp/nul.txt"
+expect_error "NUL in text" "$tmp/nul.txt:2: expected text without NUL bytes" "$tmp/nul.txt" \
+  --format text
+printf 'cats purr\n' >"$tmp/plain.txt"
+expect_error "vocab is for uci" "--vocab goes with uci" "$tmp/plain.txt" --vocab "$tmp/vocab.small.txt"
+printf 'the of and\n' >"$tmp/stop.txt"
+expect_error "nothing left" "no tokens" "$tmp/stop.txt" --min-count 1
+
+out=$("$lda" "$tmp/docword.small.txt" --vocab "$tmp/vocab.small.txt" --topics 2 --iterations 20 \
+  --top-words 4 --threads 2 --save "$tmp/model" 2>&1); rc=$?
+echo "$out"
+check "uci run: exit 0" test $rc -eq 0
+check "uci run: data line" grep -q '^data=.*docword.small.txt docs=40 vocab=8 tokens=' <<<"$out"
+check "uci run: 20 iteration lines" test "$(grep -c '^iteration=' <<<"$out")" -eq 20
+check "uci run: iteration keys" grep -q \
+  '^iteration=20 llh_per_token=-[0-9.]* seconds=[0-9.]* tokens_per_s=[0-9.e+]* moved=[0-9.]* local=1.000' \
+  <<<"$out"
+check "uci run: topics in words" grep -q '^topic=1 tokens=[0-9]* words=[a-z]*,[a-z]*,' <<<"$out"
+# the two planted groups come out as the two topics
+fruit=$(grep -c '^topic=[01] .*words=\(apple\|banana\|cherry\|date\),\(apple\|banana\|cherry\|date\),\(apple\|banana\|cherry\|date\),\(apple\|banana\|cherry\|date\)$' <<<"$out")
+check "uci run: one topic is the fruit" test "$fruit" -eq 1
+check "uci run: counts saved" test -s "$tmp/model/word_topic.txt"
+check "uci run: saved rows name their words" grep -q '^4 engine ' "$tmp/model/word_topic.txt"
+check "uci run: vocabulary saved" test "$(wc -l <"$tmp/model/vocab.txt")" -eq 8
+check "uci run: totals saved" test "$(grep -vc '^#' "$tmp/model/totals.txt")" -eq 2
+
+printf 'Cats purr; cats sleep.\nEngines roar, engines burn fuel!\n\ncats purr and sleep\nfuel burns in engines\n' \
+  >"$tmp/text.txt"
+out=$("$lda" "$tmp/text.txt" --format text --min-count 1 --topics 2 --iterations 3 --top-words 2 2>&1)
+rc=$?
+check "text run: exit 0" test $rc -eq 0
+# cats purr sleep engines roar burn fuel burns: "and", "in" are stop words
+check "text run: stop words gone" grep -q '^data=.* docs=5 vocab=8 tokens=15 ' <<<"$out"
+check "text run: topic words" grep -q '^topic=0 tokens=[0-9]* words=[a-z]*,[a-z]*$' <<<"$out"
+
+out=$("$lda" --docs 400 --vocab-size 300 --doc-length 30 --planted-topics 5 --topics 5 \
+  --iterations 8 --top-words 3 --check 2>&1); rc=$?
+check "generated run: exit 0" test $rc -eq 0
+check "generated run: check ok" grep -q '^check=ok negative=0 row_sums=0 totals=0 recount=0 ' <<<"$out"
+check "generated run: words shown as ids" grep -q '^topic=4 tokens=[0-9]* words=w[0-9]*,w[0-9]*,w' <<<"$out"
+first=$(grep -o '^init llh_per_token=[-0-9.]*' <<<"$out" | cut -d= -f2)
+last=$(grep '^iteration=8 ' <<<"$out" | grep -o 'llh_per_token=[-0-9.]*' | cut -d= -f2)
+check "generated run: llh rises ($first -> $last)" awk -v a="$first" -v b="$last" 'BEGIN { exit !(b > a + 0.5) }'
+
+if [ -n "$augur" ]; then
+  args=(--docs 900 --vocab-size 600 --doc-length 40 --topics 12 --iterations 4 --threads 2
+        --batch 3000 --top-words 2 --check)
+  out=$(timeout 120 "$augur" run -n 3 "$lda" "${args[@]}" --save "$tmp/three" 2>&1); rc=$?
+  echo "$out" | grep -v '^\[0\] topic='
+  check "3 nodes: exit 0" test $rc -eq 0
+  check "3 nodes: rank 0 prints" test "$(grep -c '^\[0\] iteration=' <<<"$out")" -eq 4
+  check "3 nodes: others stay quiet" test "$(grep -c '^\[[12]\] iteration=' <<<"$out")" -eq 0
+  check "3 nodes: counts exact" grep -q '^\[0\] check=ok negative=0 row_sums=0 totals=0 recount=0 ' \
+    <<<"$out"
+  check "3 nodes: rows fetched remotely" grep -q '^\[0\] iteration=4 .*local=0\.[0-9]' <<<"$out"
+  check "3 nodes: one file per node" test -s "$tmp/three/word_topic.txt.0" -a \
+    -s "$tmp/three/word_topic.txt.1" -a -s "$tmp/three/word_topic.txt.2"
+  tokens=$(grep -o '^\[0\] data=.* tokens=[0-9]*' <<<"$out" | grep -o '[0-9]*$')
+  saved=$(cat "$tmp"/three/word_topic.txt.* | grep -v '^#' | tr ' ' '\n' | grep ':' | cut -d: -f2 |
+    awk '{ s += $1 } END { print s }')
+  check "3 nodes: saved counts add up to the tokens ($saved of $tokens)" test "$saved" = "$tokens"
+  rows=$(cat "$tmp"/three/word_topic.txt.* | grep -vc '^#')
+  check "3 nodes: every word row saved once" test "$rows" -eq 600
+fi
+
+if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo "all checks passed"

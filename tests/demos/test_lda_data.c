@@ -1,1 +1,405 @@
-int main(void) { return 0; }
+/* test_lda_data.c — ldadata: the UCI bag-of-words, vocabulary and plain-text loaders on
+ * small files in a temp dir (exact contents, then malformed inputs whose messages must
+ * name the file and line), the stop-word list, and the generator (determinism, shapes,
+ * planted topics). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "corpus.h"
+
+static char dir[64];
+
+static int make_dir(void **state)
+{
+  (void)state;
+  strcpy(dir, "/tmp/test_lda_data.XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int remove_dir(void **state)
+{
+  (void)state;
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  struct dirent *e;
+  char path[512];
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    unlink(path);
+  }
+  closedir(d);
+  return rmdir(dir);
+}
+
+/* Writes len bytes to dir/name; returns the path (static: use before the next call). */
+static const char *write_bytes(const char *name, const char *content, size_t len)
+{
+  static char path[512];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(content, 1, len, f), len);
+  assert_int_equal(fclose(f), 0);
+  return path;
+}
+
+static const char *write_file(const char *name, const char *content)
+{
+  return write_bytes(name, content, strlen(content));
+}
+
+/* The words of document d, sorted, as a string "1 1 4" (for exact comparisons). */
+static const char *doc_words(const lda_corpus_t *c, uint32_t d)
+{
+  static char buf[1024];
+  uint32_t w[256];
+  size_t n = c->doc_start[d + 1] - c->doc_start[d], at = 0;
+  assert_true(n <= 256);
+  memcpy(w, &c->words[c->doc_start[d]], n * sizeof(uint32_t));
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && w[j - 1] > w[j]; j--) {
+      uint32_t t = w[j];
+      w[j] = w[j - 1];
+      w[j - 1] = t;
+    }
+  buf[0] = '\0';
+  for (size_t i = 0; i < n; i++)
+    at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%u", i ? " " : "", w[i]);
+  return buf;
+}
+
+/* ---- stop words ---------------------------------------------------------------------- */
+
+static void test_stop_words(void **state)
+{
+  (void)state;
+  size_t n = lda_stop_word_count();
+  assert_true(n >= 100 && n <= 200);
+  /* sorted and unique (bsearch relies on it), lower case, and each one found */
+  for (size_t i = 0; i < n; i++) {
+    const char *w = lda_stop_word_at(i);
+    if (i > 0 && strcmp(lda_stop_word_at(i - 1), w) >= 0)
+      fail_msg("stop words out of order: '%s' then '%s'", lda_stop_word_at(i - 1), w);
+    for (const char *c = w; *c; c++) assert_true(*c >= 'a' && *c <= 'z');
+    assert_true(strlen(w) >= 2);
+    assert_true(lda_is_stop_word(w, strlen(w)));
+  }
+  assert_null(lda_stop_word_at(n));
+  assert_true(lda_is_stop_word("the", 3));
+  assert_true(lda_is_stop_word("yourselves", 10));
+  assert_true(lda_is_stop_word("about", 5));
+  assert_false(lda_is_stop_word("topic", 5));
+  assert_false(lda_is_stop_word("th", 2));    /* a prefix of "the" */
+  assert_false(lda_is_stop_word("thee", 4));  /* "the" is a prefix of it */
+  assert_false(lda_is_stop_word("zzzzz", 5)); /* after the last */
+  assert_false(lda_is_stop_word("aaaaa", 5)); /* before the first */
+}
+
+/* ---- UCI ------------------------------------------------------------------------------ */
+
+static void test_uci_reads_documents(void **state)
+{
+  (void)state;
+  /* entries out of document order, a blank line, document 2 without entries */
+  const char *p = write_file("docword.ok.txt", "3\n5\n4\n"
+                                               "3 5 1\n"
+                                               "1 1 2\n"
+                                               "\n"
+                                               "1 4 1\n"
+                                               "3 2 3\n");
+  lda_corpus_t c;
+  char err[256];
+  assert_int_equal(lda_load_uci(p, &c, err, sizeof(err)), 0);
+  assert_int_equal(c.ndocs, 3);
+  assert_int_equal(c.nwords, 5);
+  assert_int_equal(c.ntokens, 7);
+  assert_string_equal(doc_words(&c, 0), "0 0 3");
+  assert_string_equal(doc_words(&c, 1), "");
+  assert_string_equal(doc_words(&c, 2), "1 1 1 4");
+  assert_null(c.vocab);
+  uint64_t counts[5];
+  lda_corpus_word_counts(&c, counts);
+  assert_int_equal(counts[0], 2);
+  assert_int_equal(counts[1], 3);
+  assert_int_equal(counts[2], 0);
+  char buf[32];
+  assert_string_equal(lda_corpus_word(&c, 4, buf, sizeof(buf)), "w4");
+
+  /* and its vocabulary */
+  const char *v = write_file("vocab.ok.txt", "apple\nbanana\n cherry \ndate\nelder\n");
+  assert_int_equal(lda_load_vocab(v, &c, err, sizeof(err)), 0);
+  assert_string_equal(lda_corpus_word(&c, 0, buf, sizeof(buf)), "apple");
+  assert_string_equal(lda_corpus_word(&c, 2, buf, sizeof(buf)), "cherry");
+  assert_string_equal(lda_corpus_word(&c, 4, buf, sizeof(buf)), "elder");
+  lda_corpus_free(&c);
+  assert_null(c.words);
+}
+
+/* The loader fails with rc and a message that contains every string of want. */
+static void expect_uci_error(const char *name, const char *content, int rc, const char *want1,
+                             const char *want2)
+{
+  const char *p = write_file(name, content);
+  lda_corpus_t c;
+  char err[512] = "";
+  assert_int_equal(lda_load_uci(p, &c, err, sizeof(err)), rc);
+  if (!strstr(err, want1) || (want2 && !strstr(err, want2)))
+    fail_msg("%s: message '%s' lacks '%s' / '%s'", name, err, want1, want2 ? want2 : "");
+  assert_null(c.words);
+  assert_null(c.doc_start);
+}
+
+static void test_uci_malformed(void **state)
+{
+  (void)state;
+  char want[600];
+  snprintf(want, sizeof(want), "%s/bad1.txt:1: expected the number of documents D", dir);
+  expect_uci_error("bad1.txt", "three\n5\n1\n1 1 1\n", LDA_EPARSE, want, "got 'three'");
+  snprintf(want, sizeof(want), "%s/bad2.txt:2: expected the vocabulary size W", dir);
+  expect_uci_error("bad2.txt", "2\n5 5\n1\n1 1 1\n", LDA_EPARSE, want, "got '5 5'");
+  snprintf(want, sizeof(want), "%s/bad3.txt:3: expected the number of entries NNZ", dir);
+  expect_uci_error("bad3.txt", "2\n5\n", LDA_EPARSE, want, "end of the file");
+  snprintf(want, sizeof(want), "%s/bad4.txt:5: expected 'docID wordID count'", dir);
+  expect_uci_error("bad4.txt", "2\n5\n2\n1 1 1\n2 x 1\n", LDA_EPARSE, want, "got '2 x 1'");
+  snprintf(want, sizeof(want), "%s/bad5.txt:4: expected 'docID wordID count' with docID in 1..2",
+           dir);
+  expect_uci_error("bad5.txt", "2\n5\n1\n3 1 1\n", LDA_EPARSE, want, "got '3 1 1'");
+  snprintf(want, sizeof(want), "%s/bad6.txt:4:", dir);
+  expect_uci_error("bad6.txt", "2\n5\n1\n1 0 1\n", LDA_EPARSE, want, "wordID in 1..5");
+  snprintf(want, sizeof(want), "%s/bad7.txt:4:", dir);
+  expect_uci_error("bad7.txt", "2\n5\n1\n1 2 0\n", LDA_EPARSE, want, "count >= 1");
+  snprintf(want, sizeof(want), "%s/bad8.txt:5: expected at most 1 entries (NNZ on line 3)", dir);
+  expect_uci_error("bad8.txt", "2\n5\n1\n1 1 1\n1 2 1\n", LDA_EPARSE, want, "got '1 2 1'");
+  snprintf(want, sizeof(want), "%s/bad9.txt:4: expected 3 entries (NNZ on line 3), got 1", dir);
+  expect_uci_error("bad9.txt", "2\n5\n3\n1 1 1\n", LDA_EPARSE, want, NULL);
+  snprintf(want, sizeof(want), "%s/bad10.txt:4: expected 'docID wordID count'", dir);
+  expect_uci_error("bad10.txt", "2\n5\n1\n1 1 1 1\n", LDA_EPARSE, want, NULL);
+  snprintf(want, sizeof(want), "%s/bad11.txt:5: more than 4294967295 tokens", dir);
+  expect_uci_error("bad11.txt", "2\n5\n2\n1 1 4000000000\n2 1 400000000\n", LDA_ERANGE, want, NULL);
+
+  /* a missing file: the path and the system's reason */
+  lda_corpus_t c;
+  char err[512], path[512];
+  snprintf(path, sizeof(path), "%s/missing.txt", dir);
+  assert_int_equal(lda_load_uci(path, &c, err, sizeof(err)), LDA_EIO);
+  assert_non_null(strstr(err, path));
+  assert_non_null(strstr(err, "No such file"));
+}
+
+static void test_vocab_malformed(void **state)
+{
+  (void)state;
+  const char *p = write_file("docword.v.txt", "1\n3\n1\n1 1 1\n");
+  lda_corpus_t c;
+  char err[512], want[600];
+  assert_int_equal(lda_load_uci(p, &c, err, sizeof(err)), 0);
+
+  const char *v = write_file("vocab.short.txt", "a\nb\n");
+  assert_int_equal(lda_load_vocab(v, &c, err, sizeof(err)), LDA_EPARSE);
+  snprintf(want, sizeof(want), "%s:2: expected 3 words", v);
+  assert_non_null(strstr(err, want));
+  assert_non_null(strstr(err, "got 2"));
+
+  v = write_file("vocab.long.txt", "a\nb\nc\nd\n");
+  assert_int_equal(lda_load_vocab(v, &c, err, sizeof(err)), LDA_EPARSE);
+  snprintf(want, sizeof(want), "%s:4: expected at most 3 words", v);
+  assert_non_null(strstr(err, want));
+  assert_non_null(strstr(err, "got 'd'"));
+
+  v = write_file("vocab.blank.txt", "a\n\nc\n");
+  assert_int_equal(lda_load_vocab(v, &c, err, sizeof(err)), LDA_EPARSE);
+  snprintf(want, sizeof(want), "%s:2: expected a word", v);
+  assert_non_null(strstr(err, want));
+  assert_null(c.vocab); /* a failed load leaves the corpus as it was */
+  lda_corpus_free(&c);
+}
+
+/* ---- text ----------------------------------------------------------------------------- */
+
+static void test_text_reads_documents(void **state)
+{
+  (void)state;
+  /* case, punctuation and digits split words; stop words ("The", "of", "and") and one-letter
+   * words ("a", "x") go; the empty line is an empty document; UTF-8 stays whole */
+  const char *p = write_file("text.ok.txt", "The Cat-sat on a mat, x 42 times!\n"
+                                            "\n"
+                                            "cat and MAT of caf\xc3\xa9\r\n"
+                                            "caf\xc3\xa9 cat");
+  lda_corpus_t c;
+  char err[256], buf[32];
+  assert_int_equal(lda_load_text(p, 1, &c, err, sizeof(err)), 0);
+  assert_int_equal(c.ndocs, 4);
+  /* first appearance: cat sat mat times café */
+  assert_int_equal(c.nwords, 5);
+  assert_string_equal(lda_corpus_word(&c, 0, buf, sizeof(buf)), "cat");
+  assert_string_equal(lda_corpus_word(&c, 1, buf, sizeof(buf)), "sat");
+  assert_string_equal(lda_corpus_word(&c, 2, buf, sizeof(buf)), "mat");
+  assert_string_equal(lda_corpus_word(&c, 3, buf, sizeof(buf)), "times");
+  assert_string_equal(lda_corpus_word(&c, 4, buf, sizeof(buf)), "caf\xc3\xa9");
+  assert_string_equal(doc_words(&c, 0), "0 1 2 3");
+  assert_string_equal(doc_words(&c, 1), "");
+  assert_string_equal(doc_words(&c, 2), "0 2 4");
+  assert_string_equal(doc_words(&c, 3), "0 4");
+  lda_corpus_free(&c);
+
+  /* --min-count 2: sat and times (once each) go, ids renumbered in the same order */
+  assert_int_equal(lda_load_text(p, 2, &c, err, sizeof(err)), 0);
+  assert_int_equal(c.nwords, 3);
+  assert_string_equal(lda_corpus_word(&c, 1, buf, sizeof(buf)), "mat");
+  assert_string_equal(lda_corpus_word(&c, 2, buf, sizeof(buf)), "caf\xc3\xa9");
+  assert_string_equal(doc_words(&c, 0), "0 1");
+  assert_int_equal(c.ntokens, 7);
+  lda_corpus_free(&c);
+
+  /* everything dropped: no tokens, but the documents are there */
+  p = write_file("text.stop.txt", "the of and\nto be\n");
+  assert_int_equal(lda_load_text(p, 1, &c, err, sizeof(err)), 0);
+  assert_int_equal(c.ndocs, 2);
+  assert_int_equal(c.ntokens, 0);
+  assert_int_equal(c.nwords, 0);
+  lda_corpus_free(&c);
+}
+
+static void test_text_malformed(void **state)
+{
+  (void)state;
+  const char bytes[] = "fine words here\nbroken \0 line\n";
+  const char *p = write_bytes("text.nul.txt", bytes, sizeof(bytes) - 1);
+  lda_corpus_t c;
+  char err[512], want[600];
+  assert_int_equal(lda_load_text(p, 1, &c, err, sizeof(err)), LDA_EPARSE);
+  snprintf(want, sizeof(want), "%s:2: expected text without NUL bytes, got 'broken ? line'", p);
+  assert_string_equal(err, want);
+  assert_null(c.words);
+
+  snprintf(want, sizeof(want), "%s/none.txt", dir);
+  assert_int_equal(lda_load_text(want, 1, &c, err, sizeof(err)), LDA_EIO);
+  assert_non_null(strstr(err, want));
+}
+
+/* ---- generator ------------------------------------------------------------------------ */
+
+static void test_generator_shapes_and_determinism(void **state)
+{
+  (void)state;
+  lda_gen_opts_t o;
+  lda_gen_opts_default(&o);
+  o.docs = 500;
+  o.vocab = 300;
+  o.doc_length = 40;
+  o.topics = 6;
+  o.seed = 9;
+  lda_corpus_t a, b;
+  float *phi;
+  assert_int_equal(lda_generate(&o, &a, &phi), 0);
+  assert_int_equal(a.ndocs, 500);
+  assert_int_equal(a.nwords, 300);
+  size_t total = 0;
+  for (uint32_t d = 0; d < a.ndocs; d++) {
+    size_t len = a.doc_start[d + 1] - a.doc_start[d];
+    assert_true(len >= 20 && len <= 60);
+    total += len;
+  }
+  assert_int_equal(total, a.ntokens);
+  assert_true(a.ntokens > 500 * 35 && a.ntokens < 500 * 45); /* mean 40 */
+  for (size_t i = 0; i < a.ntokens; i++) assert_true(a.words[i] < 300);
+  for (uint32_t k = 0; k < o.topics; k++) {
+    double sum = 0;
+    for (uint32_t v = 0; v < o.vocab; v++) sum += phi[(size_t)k * o.vocab + v];
+    assert_true(fabs(sum - 1) < 1e-4);
+  }
+
+  /* same options, same corpus; another seed, another one */
+  assert_int_equal(lda_generate(&o, &b, NULL), 0);
+  assert_int_equal(b.ntokens, a.ntokens);
+  assert_memory_equal(a.words, b.words, a.ntokens * sizeof(uint32_t));
+  lda_corpus_free(&b);
+  o.seed = 10;
+  assert_int_equal(lda_generate(&o, &b, NULL), 0);
+  assert_true(b.ntokens != a.ntokens ||
+              memcmp(a.words, b.words, a.ntokens * sizeof(uint32_t)) != 0);
+  lda_corpus_free(&b);
+
+  /* beta 0.01 plants sparse topics: each one's 10 likeliest words carry most of its mass,
+   * and two topics share few of them */
+  uint32_t top[6][10];
+  float *row = malloc(o.vocab * sizeof(float));
+  assert_non_null(row);
+  for (uint32_t k = 0; k < o.topics; k++) {
+    memcpy(row, &phi[(size_t)k * o.vocab], o.vocab * sizeof(float));
+    double mass = 0;
+    for (int r = 0; r < 10; r++) {
+      uint32_t best = 0;
+      for (uint32_t v = 1; v < o.vocab; v++)
+        if (row[v] > row[best]) best = v;
+      mass += row[best];
+      row[best] = -1; /* taken */
+      top[k][r] = best;
+    }
+    assert_true(mass > 0.5);
+  }
+  for (uint32_t k = 0; k < o.topics; k++)
+    for (uint32_t k2 = k + 1; k2 < o.topics; k2++) {
+      int shared = 0;
+      for (int r = 0; r < 10; r++)
+        for (int r2 = 0; r2 < 10; r2++) shared += top[k][r] == top[k2][r2];
+      assert_true(shared <= 2);
+    }
+  free(row);
+  free(phi);
+  lda_corpus_free(&a);
+}
+
+static void test_generator_options(void **state)
+{
+  (void)state;
+  lda_gen_opts_t o;
+  char err[256];
+  lda_gen_opts_default(&o);
+  assert_int_equal(lda_gen_opts_check(&o, err, sizeof(err)), 0);
+  o.vocab = 0;
+  assert_int_equal(lda_gen_opts_check(&o, err, sizeof(err)), LDA_EINVAL);
+  assert_non_null(strstr(err, "--vocab-size"));
+  lda_gen_opts_default(&o);
+  o.topics = 100000;
+  o.vocab = 100000;
+  assert_int_equal(lda_gen_opts_check(&o, err, sizeof(err)), LDA_EINVAL);
+  assert_non_null(strstr(err, "planted topics x vocabulary size"));
+  lda_gen_opts_default(&o);
+  o.docs = 100000000;
+  o.doc_length = 100;
+  assert_int_equal(lda_gen_opts_check(&o, err, sizeof(err)), LDA_EINVAL);
+  assert_non_null(strstr(err, "tokens"));
+  lda_gen_opts_default(&o);
+  o.alpha = 0;
+  assert_int_equal(lda_gen_opts_check(&o, err, sizeof(err)), LDA_EINVAL);
+  lda_corpus_t c;
+  assert_int_equal(lda_generate(&o, &c, NULL), LDA_EINVAL);
+  assert_null(c.words);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_stop_words),
+      cmocka_unit_test(test_uci_reads_documents),
+      cmocka_unit_test(test_uci_malformed),
+      cmocka_unit_test(test_vocab_malformed),
+      cmocka_unit_test(test_text_reads_documents),
+      cmocka_unit_test(test_text_malformed),
+      cmocka_unit_test(test_generator_shapes_and_determinism),
+      cmocka_unit_test(test_generator_options),
+  };
+  return cmocka_run_group_tests_name("lda_data", tests, make_dir, remove_dir);
+}

@@ -1,0 +1,276 @@
+/* bench_lda.c — augur-bench-lda: augur-lda's training loop (SparseLDA buckets with alias
+ * tables, O(K_d) per token, on worker actors) against a plain serial dense collapsed
+ * Gibbs sampler (O(K) per token), in one binary and one run, on the same generated corpus,
+ * for K = 100 and K = 1000. Prints key=value lines: the tokens/s of each, their ratio, and
+ * the log-likelihood per token each reached after the same number of iterations.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <augur.h>
+
+#include "corpus.h"
+#include "lda.h"
+#include "rng.h"
+#include "sampler.h"
+
+static void usage(void)
+{
+  printf(
+      "usage: augur-bench-lda [--docs N] [--doc-length N] [--vocab-size N] [--planted-topics N]\n"
+      "                       [--iterations N] [--topics K[,K...]] [--max-threads T]\n"
+      "                       [--batch N] [--mh-steps N]\n"
+      "  Samples the same generated corpus (default 10000 documents of ~100 tokens over\n"
+      "  10000 words from 100 planted topics) for N iterations (default 20) with a serial\n"
+      "  dense Gibbs sampler and with augur-lda's loop on 1..T threads (default T=2), for\n"
+      "  each K (default 100,1000); prints tokens/s of both, their ratio and the\n"
+      "  log-likelihood per token each reached.\n");
+}
+
+/* ---- the baseline: what a careful programmer writes without a framework ---------------- */
+
+typedef struct dense {
+  uint32_t K, V;
+  double alpha, beta;
+  int32_t *nwk, *nk, *nd; /* V x K, K, K (the current document) */
+  float *inv;             /* 1 / (n_k + V beta) */
+  float *cum;             /* K: cumulative weights of the current token */
+  uint16_t *z;
+  lda_rng_t rng;
+} dense_t;
+
+static int dense_init(dense_t *s, const lda_corpus_t *c, uint32_t K, double alpha, double beta,
+                      uint64_t seed)
+{
+  *s = (dense_t){.K = K, .V = c->nwords, .alpha = alpha, .beta = beta};
+  s->nwk = calloc((size_t)c->nwords * K, sizeof(int32_t));
+  s->nk = calloc(K, sizeof(int32_t));
+  s->nd = calloc(K, sizeof(int32_t));
+  s->inv = malloc(K * sizeof(float));
+  s->cum = malloc(K * sizeof(float));
+  s->z = malloc(c->ntokens * sizeof(uint16_t));
+  if (!s->nwk || !s->nk || !s->nd || !s->inv || !s->cum || !s->z) return -1;
+  lda_rng_seed(&s->rng, seed, 7);
+  for (size_t i = 0; i < c->ntokens; i++) {
+    uint32_t t = lda_rng_below(&s->rng, K);
+    s->z[i] = (uint16_t)t;
+    s->nwk[(size_t)c->words[i] * K + t]++;
+    s->nk[t]++;
+  }
+  for (uint32_t k = 0; k < K; k++) s->inv[k] = (float)(1.0 / (s->nk[k] + beta * s->V));
+  return 0;
+}
+
+static void dense_free(dense_t *s)
+{
+  free(s->nwk);
+  free(s->nk);
+  free(s->nd);
+  free(s->inv);
+  free(s->cum);
+  free(s->z);
+}
+
+static void dense_sweep(dense_t *s, const lda_corpus_t *c)
+{
+  const uint32_t K = s->K;
+  const float alpha = (float)s->alpha, beta = (float)s->beta, vbeta = (float)(s->beta * s->V);
+  int32_t *nd = s->nd, *nk = s->nk;
+  float *inv = s->inv, *cum = s->cum;
+  for (uint32_t d = 0; d < c->ndocs; d++) {
+    uint16_t *z = &s->z[c->doc_start[d]];
+    const uint32_t *w = &c->words[c->doc_start[d]];
+    size_t len = c->doc_start[d + 1] - c->doc_start[d];
+    for (size_t i = 0; i < len; i++) nd[z[i]]++;
+    for (size_t i = 0; i < len; i++) {
+      int32_t *row = &s->nwk[(size_t)w[i] * K];
+      uint32_t t = z[i];
+      nd[t]--, row[t]--, nk[t]--;
+      inv[t] = 1.0f / ((float)nk[t] + vbeta);
+      float sum = 0;
+      for (uint32_t k = 0; k < K; k++) {
+        sum += ((float)nd[k] + alpha) * ((float)row[k] + beta) * inv[k];
+        cum[k] = sum;
+      }
+      float u = (float)(lda_rng_next(&s->rng) >> 40) * (1.0f / 16777216.0f) * sum;
+      t = 0;
+      while (t < K - 1 && cum[t] <= u) t++;
+      z[i] = (uint16_t)t;
+      nd[t]++, row[t]++, nk[t]++;
+      inv[t] = 1.0f / ((float)nk[t] + vbeta);
+    }
+    for (size_t i = 0; i < len; i++) nd[z[i]] = 0;
+  }
+}
+
+/* The same formula as lda_llh, over the baseline's counts. */
+static double dense_llh(dense_t *s, const lda_corpus_t *c)
+{
+  lda_lgamma_t lga, lgb;
+  if (lda_lgamma_init(&lga, s->alpha, 1u << 12) != 0 || lda_lgamma_init(&lgb, s->beta, 1u << 16))
+    return NAN;
+  uint64_t neg = 0;
+  double sum = lda_llh_counts(s->nwk, (size_t)s->V * s->K, &lgb, &neg) +
+               lda_llh_totals(s->nk, s->K, s->beta * s->V, &neg);
+  for (uint32_t d = 0; d < c->ndocs; d++)
+    sum += lda_llh_doc(&s->z[c->doc_start[d]], (uint32_t)(c->doc_start[d + 1] - c->doc_start[d]),
+                       s->alpha * s->K, &lga, s->nd);
+  lda_lgamma_free(&lga);
+  lda_lgamma_free(&lgb);
+  return neg ? NAN : sum / (double)c->ntokens;
+}
+
+/* ---- one K ---------------------------------------------------------------------------- */
+
+typedef struct result {
+  double tokens_per_s, llh, seconds;
+} result_t;
+
+/* The baseline with the same priors (lda_opts_default's alpha 0.1, beta 0.01). */
+static int run_dense(const lda_corpus_t *c, uint32_t K, int iterations, result_t *r)
+{
+  dense_t s;
+  if (dense_init(&s, c, K, 0.1, 0.01, 1) != 0) {
+    dense_free(&s);
+    return -1;
+  }
+  double seconds = 0;
+  for (int it = 0; it < iterations; it++) {
+    uint64_t t0 = au_now_ns();
+    dense_sweep(&s, c);
+    seconds += (double)(au_now_ns() - t0) / 1e9;
+  }
+  r->seconds = seconds;
+  r->tokens_per_s = (double)c->ntokens * iterations / seconds;
+  r->llh = dense_llh(&s, c);
+  dense_free(&s);
+  return 0;
+}
+
+/* augur-lda's training loop as augur-lda runs it, timed per sweep (no evaluation). */
+static int run_augur(const lda_corpus_t *c, const lda_opts_t *opts, uint32_t K, int iterations,
+                     int threads, result_t *r)
+{
+  au_node_t *node;
+  lda_t *m;
+  lda_opts_t o = *opts;
+  char err[256];
+  o.topics = K;
+  if (au_node_start(&node, &(au_node_opts_t){.threads = threads}) != 0) return -1;
+  if (lda_create(node, &o, c, &m, err, sizeof(err)) != 0) {
+    fprintf(stderr, "augur-bench-lda: %s\n", err);
+    au_node_stop(node);
+    return -1;
+  }
+  double seconds = 0;
+  int rc = 0;
+  for (int it = 0; it < iterations && rc == 0; it++) {
+    lda_iter_t st;
+    rc = lda_iterate(m, &st);
+    seconds += st.seconds;
+  }
+  if (rc == 0) rc = lda_llh(m, &r->llh);
+  au_node_stop(node);
+  lda_free(m);
+  r->seconds = seconds;
+  r->tokens_per_s = (double)c->ntokens * iterations / seconds;
+  return rc;
+}
+
+int main(int argc, char **argv)
+{
+  lda_gen_opts_t g;
+  lda_gen_opts_default(&g);
+  g.topics = 100;
+  int iterations = 20, max_threads = 2, nks = 2;
+  lda_opts_t o;
+  lda_opts_default(&o);
+  uint32_t ks[16] = {100, 1000};
+  for (int i = 1; i < argc; i++) {
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(argv[i], "--help")) {
+      usage();
+      return 0;
+    } else if (!strcmp(argv[i], "--docs") && v) {
+      g.docs = (uint32_t)strtoul(v, NULL, 10), i++;
+    } else if (!strcmp(argv[i], "--doc-length") && v) {
+      g.doc_length = (uint32_t)strtoul(v, NULL, 10), i++;
+    } else if (!strcmp(argv[i], "--vocab-size") && v) {
+      g.vocab = (uint32_t)strtoul(v, NULL, 10), i++;
+    } else if (!strcmp(argv[i], "--planted-topics") && v) {
+      g.topics = (uint32_t)strtoul(v, NULL, 10), i++;
+    } else if (!strcmp(argv[i], "--iterations") && v) {
+      iterations = atoi(v), i++;
+    } else if (!strcmp(argv[i], "--mh-steps") && v) {
+      o.mh_steps = atoi(v), i++;
+    } else if (!strcmp(argv[i], "--batch") && v) {
+      o.batch = (uint32_t)strtoul(v, NULL, 10), i++;
+    } else if (!strcmp(argv[i], "--max-threads") && v) {
+      max_threads = atoi(v), i++;
+    } else if (!strcmp(argv[i], "--topics") && v) {
+      char *p = (char *)v, *end;
+      for (nks = 0; nks < 16 && *p; p = *end ? end + 1 : end) {
+        ks[nks++] = (uint32_t)strtoul(p, &end, 10);
+        if (end == p) break;
+      }
+      i++;
+    } else {
+      fprintf(stderr, "augur-bench-lda: unknown or incomplete flag '%s' (see --help)\n", argv[i]);
+      return 2;
+    }
+  }
+  char err[256];
+  if (lda_gen_opts_check(&g, err, sizeof(err)) != 0) {
+    fprintf(stderr, "augur-bench-lda: %s\n", err);
+    return 2;
+  }
+  if (iterations < 1 || iterations > 10000 || max_threads < 1 || max_threads > 256 || nks < 1 ||
+      o.batch < 1 || o.mh_steps < 1) {
+    fprintf(stderr, "augur-bench-lda: --iterations (1..10000), --max-threads (1..256), --topics, "
+                    "--batch and --mh-steps must be positive\n");
+    return 2;
+  }
+  for (int i = 0; i < nks; i++)
+    if (ks[i] < 2 || ks[i] > LDA_MAX_TOPICS) {
+      fprintf(stderr, "augur-bench-lda: --topics values must be in [2, %d]\n", LDA_MAX_TOPICS);
+      return 2;
+    }
+  lda_corpus_t c;
+  if (lda_generate(&g, &c, NULL) != 0) {
+    fprintf(stderr, "augur-bench-lda: generating the corpus failed\n");
+    return 1;
+  }
+  printf("docs=%u vocab=%u tokens=%zu planted_topics=%u iterations=%d alpha=%g beta=%g batch=%u "
+         "mh_steps=%d\n",
+         c.ndocs, c.nwords, c.ntokens, g.topics, iterations, o.alpha, o.beta, o.batch, o.mh_steps);
+  fflush(stdout);
+  int status = 0;
+  for (int i = 0; i < nks && status == 0; i++) {
+    result_t d;
+    if (run_dense(&c, ks[i], iterations, &d) != 0) {
+      fprintf(stderr, "augur-bench-lda: the dense sampler failed at K=%u\n", ks[i]);
+      status = 1;
+      break;
+    }
+    for (int t = 1; t <= max_threads; t++) {
+      result_t a;
+      if (run_augur(&c, &o, ks[i], iterations, t, &a) != 0) {
+        fprintf(stderr, "augur-bench-lda: augur-lda failed at K=%u on %d threads\n", ks[i], t);
+        status = 1;
+        break;
+      }
+      printf("topics=%u threads=%d augur_tokens_per_s=%.4g dense_tokens_per_s=%.4g ratio=%.2f "
+             "augur_llh_per_token=%.4f dense_llh_per_token=%.4f llh_gap=%+.4f augur_seconds=%.2f "
+             "dense_seconds=%.2f\n",
+             ks[i], t, a.tokens_per_s, d.tokens_per_s, a.tokens_per_s / d.tokens_per_s, a.llh,
+             d.llh, (a.llh - d.llh) / fabs(d.llh), a.seconds, d.seconds);
+      fflush(stdout);
+      /* both must have learned: a loop that skips work would look fast */
+      if (!(a.llh > d.llh - 0.1 * fabs(d.llh)) || !(d.llh > -20)) status = 1;
+    }
+  }
+  lda_corpus_free(&c);
+  return status;
+}

@@ -1,0 +1,355 @@
+/* corpus.c — see corpus.h: the corpus, and the UCI bag-of-words and vocabulary loaders.
+ * Loaders read a line at a time with getline and parse fields in place; every message
+ * names the file and line. The text loader is in text.c, the generator in generate.c.
+ */
+#include "corpus.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+const char *lda_strerror(int err)
+{
+  static const char *const msg[] = {"success",       "input/output error", "malformed input",
+                                    "out of memory", "invalid argument",   "too large"};
+  return err <= 0 && err >= LDA_ERANGE ? msg[-err] : "unknown error";
+}
+
+void lda__set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+  if (!err || !errlen) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+const char *lda__shown(char *buf, size_t cap, const char *line, size_t len)
+{
+  size_t n = len > 60 ? 60 : len, i;
+  if (n + 4 > cap) n = cap - 4;
+  for (i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)line[i];
+    buf[i] = c < 0x20 && c != '\t' ? '?' : (char)c;
+  }
+  if (len > n) memcpy(buf + i, "...", 3), i += 3;
+  buf[i] = '\0';
+  return buf;
+}
+
+void lda_corpus_free(lda_corpus_t *c)
+{
+  free(c->doc_start);
+  free(c->words);
+  free(c->vocab);
+  free(c->vocab_blob);
+  memset(c, 0, sizeof(*c));
+}
+
+void lda_corpus_word_counts(const lda_corpus_t *c, uint64_t *counts)
+{
+  memset(counts, 0, (size_t)c->nwords * sizeof(*counts));
+  for (size_t i = 0; i < c->ntokens; i++) counts[c->words[i]]++;
+}
+
+const char *lda_corpus_word(const lda_corpus_t *c, uint32_t w, char *buf, size_t cap)
+{
+  if (c->vocab && w < c->nwords) return c->vocab[w];
+  snprintf(buf, cap, "w%u", w);
+  return buf;
+}
+
+/* ---- fields ----------------------------------------------------------------------------- */
+
+static inline int is_ws(char c)
+{
+  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+typedef struct {
+  const char *b, *e;
+} field_t;
+
+/* Whitespace-separated fields of [p, e): stores at most maxf, returns how many there are
+ * up to maxf + 1 (so that callers can tell "too many"). */
+static int split_ws(const char *p, const char *e, field_t *f, int maxf)
+{
+  int n = 0;
+  for (;;) {
+    while (p < e && is_ws(*p)) p++;
+    if (p == e) return n;
+    if (n == maxf) return n + 1;
+    f[n].b = p;
+    while (p < e && !is_ws(*p)) p++;
+    f[n++].e = p;
+  }
+}
+
+static int parse_u64(const field_t *f, uint64_t *out)
+{
+  if (f->b == f->e) return 0;
+  uint64_t v = 0;
+  for (const char *p = f->b; p < f->e; p++) {
+    unsigned d = (unsigned)(*p - '0');
+    if (d > 9 || v > (UINT64_MAX - d) / 10) return 0;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return 1;
+}
+
+int lda__each_line(const char *path, lda__line_fn fn, void *state, size_t *lines, char *err,
+                   size_t errlen)
+{
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    lda__set_err(err, errlen, "%s: %s", path, strerror(errno));
+    return LDA_EIO;
+  }
+  setvbuf(f, NULL, _IOFBF, 1 << 20);
+  char *line = NULL;
+  size_t cap = 0, lineno = 0;
+  ssize_t len;
+  int rc = 0;
+  while (!rc && (len = getline(&line, &cap, f)) >= 0) {
+    lineno++;
+    if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+    if (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
+    rc = fn(state, line, (size_t)len, lineno);
+  }
+  if (!rc && !feof(f)) { /* getline failed: a read error or no memory */
+    lda__set_err(err, errlen, "%s:%zu: %s", path, lineno + 1, strerror(errno));
+    rc = errno == ENOMEM ? LDA_ENOMEM : LDA_EIO;
+  }
+  free(line);
+  fclose(f);
+  *lines = lineno;
+  return rc;
+}
+
+/* ---- UCI bag-of-words ------------------------------------------------------------------- */
+
+typedef struct {
+  uint32_t doc, word, count;
+} entry_t;
+
+typedef struct {
+  const char *path;
+  char *err;
+  size_t errlen;
+  int header;         /* header values read so far: D, W, NNZ */
+  uint64_t d, w, nnz; /* the header */
+  size_t nnz_line;    /* line of the NNZ header value */
+  entry_t *e;         /* entries read so far */
+  size_t n, cap;      /* entries */
+  uint64_t tokens;    /* sum of their counts */
+} uci_t;
+
+static int uci_bad(uci_t *u, size_t lineno, const char *what, const char *line, size_t len)
+{
+  char buf[80];
+  lda__set_err(u->err, u->errlen, "%s:%zu: expected %s, got '%s'", u->path, lineno, what,
+               lda__shown(buf, sizeof(buf), line, len));
+  return LDA_EPARSE;
+}
+
+static int uci_line(void *state, char *line, size_t len, size_t lineno)
+{
+  uci_t *u = state;
+  field_t f[4];
+  int n = split_ws(line, line + len, f, 3);
+  if (n == 0) return 0; /* blank */
+  if (u->header < 3) {
+    static const char *const what[] = {"the number of documents D (line 1 of a UCI docword file)",
+                                       "the vocabulary size W (line 2 of a UCI docword file)",
+                                       "the number of entries NNZ (line 3 of a UCI docword file)"};
+    static const uint64_t max[] = {0xfffffffeu, LDA_MAX_WORDS, UINT64_MAX};
+    uint64_t v;
+    if (n != 1 || !parse_u64(&f[0], &v) || v > max[u->header])
+      return uci_bad(u, lineno, what[u->header], line, len);
+    if (u->header == 0) u->d = v;
+    if (u->header == 1) u->w = v;
+    if (u->header == 2) {
+      u->nnz = v;
+      u->nnz_line = lineno;
+      /* a hint only: a wrong count must not make us allocate gigabytes */
+      size_t want = v > (1u << 20) ? (1u << 20) : (size_t)v;
+      if (want && !(u->e = malloc(want * sizeof(*u->e)))) goto nomem;
+      u->cap = want;
+    }
+    u->header++;
+    return 0;
+  }
+  uint64_t doc, word, count;
+  if (n != 3 || !parse_u64(&f[0], &doc) || !parse_u64(&f[1], &word) || !parse_u64(&f[2], &count))
+    return uci_bad(u, lineno, "'docID wordID count'", line, len);
+  if (doc < 1 || doc > u->d || word < 1 || word > u->w || count < 1) {
+    char what[160];
+    snprintf(what, sizeof(what),
+             "'docID wordID count' with docID in 1..%llu, wordID in 1..%llu and count >= 1",
+             (unsigned long long)u->d, (unsigned long long)u->w);
+    return uci_bad(u, lineno, what, line, len);
+  }
+  if (u->n >= u->nnz) {
+    char what[96];
+    snprintf(what, sizeof(what), "at most %llu entries (NNZ on line %zu)",
+             (unsigned long long)u->nnz, u->nnz_line);
+    return uci_bad(u, lineno, what, line, len);
+  }
+  if (count > LDA_MAX_TOKENS || (u->tokens += count) > LDA_MAX_TOKENS) {
+    lda__set_err(u->err, u->errlen, "%s:%zu: more than %u tokens in all", u->path, lineno,
+                 LDA_MAX_TOKENS);
+    return LDA_ERANGE;
+  }
+  if (u->n == u->cap) {
+    size_t cap = u->cap ? 2 * u->cap : 1024;
+    entry_t *e = realloc(u->e, cap * sizeof(*e));
+    if (!e) goto nomem;
+    u->e = e;
+    u->cap = cap;
+  }
+  u->e[u->n++] = (entry_t){(uint32_t)(doc - 1), (uint32_t)(word - 1), (uint32_t)count};
+  return 0;
+nomem:
+  lda__set_err(u->err, u->errlen, "%s:%zu: out of memory", u->path, lineno);
+  return LDA_ENOMEM;
+}
+
+int lda_load_uci(const char *path, lda_corpus_t *out, char *err, size_t errlen)
+{
+  memset(out, 0, sizeof(*out));
+  uci_t u = {.path = path, .err = err, .errlen = errlen};
+  size_t lines;
+  int rc = lda__each_line(path, uci_line, &u, &lines, err, errlen);
+  if (!rc && u.header < 3) {
+    static const char *const what[] = {"the number of documents D", "the vocabulary size W",
+                                       "the number of entries NNZ"};
+    lda__set_err(err, errlen, "%s:%zu: expected %s, got the end of the file", path, lines + 1,
+                 what[u.header]);
+    rc = LDA_EPARSE;
+  } else if (!rc && u.n != u.nnz) {
+    lda__set_err(err, errlen,
+                 "%s:%zu: expected %llu entries (NNZ on line %zu), got %zu before the end of the "
+                 "file",
+                 path, lines, (unsigned long long)u.nnz, u.nnz_line, u.n);
+    rc = LDA_EPARSE;
+  }
+  if (!rc) {
+    /* counting sort by document; within one, the file's order */
+    out->ndocs = (uint32_t)u.d;
+    out->nwords = (uint32_t)u.w;
+    out->ntokens = (size_t)u.tokens;
+    out->doc_start = calloc((size_t)u.d + 1, sizeof(size_t));
+    out->words = malloc((u.tokens ? (size_t)u.tokens : 1) * sizeof(uint32_t));
+    size_t *fill = malloc(((size_t)u.d + 1) * sizeof(size_t));
+    if (!out->doc_start || !out->words || !fill) {
+      lda__set_err(err, errlen, "%s: out of memory for %llu tokens", path,
+                   (unsigned long long)u.tokens);
+      rc = LDA_ENOMEM;
+    } else {
+      for (size_t i = 0; i < u.n; i++) out->doc_start[u.e[i].doc + 1] += u.e[i].count;
+      for (uint64_t d = 0; d < u.d; d++) out->doc_start[d + 1] += out->doc_start[d];
+      memcpy(fill, out->doc_start, ((size_t)u.d + 1) * sizeof(size_t));
+      for (size_t i = 0; i < u.n; i++)
+        for (uint32_t k = 0; k < u.e[i].count; k++) out->words[fill[u.e[i].doc]++] = u.e[i].word;
+    }
+    free(fill);
+  }
+  free(u.e);
+  if (rc) lda_corpus_free(out);
+  return rc;
+}
+
+/* ---- vocabulary ------------------------------------------------------------------------- */
+
+typedef struct {
+  const char *path;
+  char *err;
+  size_t errlen;
+  uint32_t want, n; /* words expected, read */
+  size_t *off;      /* start of word i in blob */
+  char *blob;
+  size_t len, cap;
+} vocab_t;
+
+static int vocab_line(void *state, char *line, size_t len, size_t lineno)
+{
+  vocab_t *v = state;
+  const char *b = line, *e = line + len;
+  while (b < e && is_ws(*b)) b++;
+  while (e > b && is_ws(e[-1])) e--;
+  char buf[80];
+  if (b == e) {
+    lda__set_err(v->err, v->errlen, "%s:%zu: expected a word (one per line), got '%s'", v->path,
+                 lineno, lda__shown(buf, sizeof(buf), line, len));
+    return LDA_EPARSE;
+  }
+  if (memchr(b, '\0', (size_t)(e - b))) {
+    lda__set_err(v->err, v->errlen, "%s:%zu: expected a word without NUL bytes, got '%s'", v->path,
+                 lineno, lda__shown(buf, sizeof(buf), line, len));
+    return LDA_EPARSE;
+  }
+  if (v->n == v->want) {
+    lda__set_err(v->err, v->errlen,
+                 "%s:%zu: expected at most %u words (the vocabulary size W of the corpus), got "
+                 "'%s'",
+                 v->path, lineno, v->want, lda__shown(buf, sizeof(buf), line, len));
+    return LDA_EPARSE;
+  }
+  size_t n = (size_t)(e - b);
+  if (v->len + n + 1 > v->cap) {
+    size_t cap = v->cap ? v->cap : 4096;
+    while (cap < v->len + n + 1) cap *= 2;
+    char *p = realloc(v->blob, cap);
+    if (!p) {
+      lda__set_err(v->err, v->errlen, "%s:%zu: out of memory", v->path, lineno);
+      return LDA_ENOMEM;
+    }
+    v->blob = p;
+    v->cap = cap;
+  }
+  memcpy(v->blob + v->len, b, n);
+  v->blob[v->len + n] = '\0';
+  v->off[v->n++] = v->len;
+  v->len += n + 1;
+  return 0;
+}
+
+int lda_load_vocab(const char *path, lda_corpus_t *c, char *err, size_t errlen)
+{
+  vocab_t v = {.path = path, .err = err, .errlen = errlen, .want = c->nwords};
+  v.off = malloc(((size_t)c->nwords + 1) * sizeof(size_t));
+  if (!v.off) {
+    lda__set_err(err, errlen, "%s: out of memory", path);
+    return LDA_ENOMEM;
+  }
+  size_t lines;
+  int rc = lda__each_line(path, vocab_line, &v, &lines, err, errlen);
+  if (!rc && v.n != v.want) {
+    lda__set_err(err, errlen,
+                 "%s:%zu: expected %u words (the vocabulary size W of the corpus), got %u before "
+                 "the end of the file",
+                 path, lines ? lines : 1, v.want, v.n);
+    rc = LDA_EPARSE;
+  }
+  char **vocab = NULL;
+  if (!rc && !(vocab = malloc(((size_t)v.n + 1) * sizeof(char *)))) {
+    lda__set_err(err, errlen, "%s: out of memory", path);
+    rc = LDA_ENOMEM;
+  }
+  if (rc) {
+    free(v.off);
+    free(v.blob);
+    return rc;
+  }
+  for (uint32_t i = 0; i < v.n; i++) vocab[i] = v.blob + v.off[i];
+  free(v.off);
+  free(c->vocab);
+  free(c->vocab_blob);
+  c->vocab = vocab;
+  c->vocab_blob = v.blob;
+  return 0;
+}

@@ -1,0 +1,104 @@
+/* corpus.h — data sets for augur-lda: a corpus of documents as word ids, loaders for UCI
+ * bag-of-words files and plain text, and a generator that draws documents from the LDA
+ * generative process with planted topics. libc and libm only; no global state.
+ *
+ * The one invariant: every token is a word id below nwords, and the tokens of document
+ * d are words[doc_start[d] .. doc_start[d + 1]). Everything random is a pure function of
+ * its seed (demos/lda/rng.h). See docs/lda.md.
+ */
+#ifndef AUGUR_DEMOS_LDA_CORPUS_H
+#define AUGUR_DEMOS_LDA_CORPUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Errors: 0 or one of these; lda_strerror() names them. Loaders also write a message for
+ * people into their err buffer (which may be NULL). */
+enum {
+  LDA_EIO = -1,    /* a file could not be opened or read */
+  LDA_EPARSE = -2, /* malformed input */
+  LDA_ENOMEM = -3, /* allocation failed */
+  LDA_EINVAL = -4, /* bad argument (impossible generator options, vocabulary mismatch) */
+  LDA_ERANGE = -5, /* more tokens, words or documents than the corpus holds */
+};
+const char *lda_strerror(int err);
+/* Internal to the loaders (corpus.c, text.c): formats a message into err (may be NULL),
+ * and shows an offending line as at most 60 characters, control bytes as '?'. */
+void lda__set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *lda__shown(char *buf, size_t cap, const char *line, size_t len);
+/* Internal: calls fn(state, line, len, lineno) for each line of path (without its '\n'
+ * and '\r') until fn returns nonzero; *lines gets the number of lines read. 0, fn's
+ * result, or LDA_EIO / LDA_ENOMEM with a message in err. */
+typedef int (*lda__line_fn)(void *state, char *line, size_t len, size_t lineno);
+int lda__each_line(const char *path, lda__line_fn fn, void *state, size_t *lines, char *err,
+                   size_t errlen);
+
+#define LDA_MAX_TOKENS 0xffffffffu /* tokens one corpus holds */
+#define LDA_MAX_WORDS  0x7fffffffu /* vocabulary size */
+
+typedef struct lda_corpus {
+  uint32_t ndocs, nwords; /* D documents over a vocabulary of V words */
+  size_t ntokens;
+  size_t *doc_start; /* ndocs + 1 offsets into words */
+  uint32_t *words;   /* ntokens word ids, grouped by document */
+  char **vocab;      /* NULL (generated data: word i is shown as "w<i>") or nwords strings */
+  char *vocab_blob;  /* the strings' storage */
+} lda_corpus_t;
+
+/* Frees everything and leaves c empty (all zero). */
+void lda_corpus_free(lda_corpus_t *c);
+/* How many times each word occurs: counts[w] for w < nwords. */
+void lda_corpus_word_counts(const lda_corpus_t *c, uint64_t *counts);
+/* Writes word w as people see it: its vocabulary entry, or "w<id>". */
+const char *lda_corpus_word(const lda_corpus_t *c, uint32_t w, char *buf, size_t cap);
+
+/* ---- loaders --------------------------------------------------------------------------- */
+
+/* UCI bag-of-words (docword.*.txt): three header lines D, W, NNZ, then NNZ lines
+ * "docID wordID count", 1-based ids, in any order. Blank lines are skipped. Document d
+ * (1-based) becomes document d - 1; a document with no entries is empty.
+ * 0, or LDA_EIO / LDA_EPARSE / LDA_ENOMEM / LDA_ERANGE with a one-line message in err
+ * ("PATH:LINE: expected 'docID wordID count', got 'abc'"). On failure out is empty. */
+int lda_load_uci(const char *path, lda_corpus_t *out, char *err, size_t errlen);
+
+/* A vocabulary for c (vocab.*.txt): one word per line, line i naming word i - 1; exactly
+ * c->nwords non-blank lines. 0, or an error with a message (c's vocabulary unchanged). */
+int lda_load_vocab(const char *path, lda_corpus_t *c, char *err, size_t errlen);
+
+/* Plain text, one document per line: bytes are lower-cased, words are runs of letters
+ * (ASCII letters and any byte >= 0x80, so UTF-8 words stay whole), words of one letter
+ * and the built-in English stop words are dropped, then words occurring fewer than
+ * min_count times in the whole file. Every line is a document (possibly empty). The
+ * vocabulary is the kept words in order of first appearance. A NUL byte is malformed
+ * input. 0, or an error with a message. */
+int lda_load_text(const char *path, uint32_t min_count, lda_corpus_t *out, char *err,
+                  size_t errlen);
+/* 1 if the lower-case word w (of length n) is in the built-in stop-word list. */
+int lda_is_stop_word(const char *w, size_t n);
+/* The built-in stop words: how many, and the i-th (sorted, for bsearch). */
+size_t lda_stop_word_count(void);
+const char *lda_stop_word_at(size_t i);
+
+/* ---- generator ------------------------------------------------------------------------- */
+
+/* Documents from the LDA generative process: planted topics phi_k ~ Dirichlet(beta) over
+ * the vocabulary, then per document theta_d ~ Dirichlet(alpha), a length uniform in
+ * [ceil(L/2), L + L/2] (L = doc_length), and each token's topic z ~ theta_d, word w ~
+ * phi_z. A small beta makes the planted topics sparse and well separated. */
+typedef struct lda_gen_opts {
+  uint32_t docs, vocab, doc_length, topics;
+  double alpha, beta; /* Dirichlet parameters of theta_d and phi_k */
+  uint64_t seed;
+} lda_gen_opts_t;
+
+/* docs 10000, vocab 10000, doc_length 100, topics 20, alpha 0.1, beta 0.01, seed 1. */
+void lda_gen_opts_default(lda_gen_opts_t *o);
+/* 0, or LDA_EINVAL with a message in err saying which option is wrong. */
+int lda_gen_opts_check(const lda_gen_opts_t *o, char *err, size_t errlen);
+/* Fills out (vocabulary NULL). When phi is not NULL, *phi gets the planted topics as
+ * topics x vocab floats (row k = phi_k; the caller frees it). Same options, same corpus.
+ * 0, LDA_EINVAL, LDA_ERANGE (more than LDA_MAX_TOKENS tokens) or LDA_ENOMEM. */
+int lda_generate(const lda_gen_opts_t *o, lda_corpus_t *out, float **phi);
+
+#endif

@@ -1,0 +1,326 @@
+/* eval.c — reading the trained LDA model (see lda.h): the log-likelihood, the invariant
+ * checks, the top words of each topic and saving. All run on the main thread between
+ * sweeps, over the rows this node holds, and combine the nodes' parts with
+ * au_allreduce_sum (which gathers, too: each node fills only its own slots of a vector
+ * that is zero elsewhere).
+ */
+#include "model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define REDUCE_MAX (1u << 20) /* doubles per allreduce: 8 MiB, well under a frame */
+
+static au_runtime_t *rt_of(lda_t *m)
+{
+  return au_node_runtime(m->node);
+}
+
+/* ---- log-likelihood --------------------------------------------------------------------- */
+
+typedef struct {
+  lda_t *m;
+  double sum;
+  uint64_t negative;
+} llh_acc_t;
+
+static int llh_row(void *arg, au_key_t key, const int32_t *row)
+{
+  (void)key;
+  llh_acc_t *a = arg;
+  a->sum += lda_llh_counts(row, a->m->p.K, &a->m->lgb, &a->negative);
+  return 0;
+}
+
+int lda_llh(lda_t *m, double *per_token)
+{
+  const uint32_t K = m->p.K;
+  llh_acc_t acc = {m, 0, 0};
+  int32_t *scratch = calloc(K, sizeof(int32_t));
+  if (!scratch) return AU_ENOMEM;
+  int rc = lda__each_row(m, 0, m->V, llh_row, &acc);
+  if (rc == 0 && (rc = lda__read_totals(m, scratch)) == 1) {
+    acc.sum += lda_llh_totals(scratch, K, m->p.vbeta, &acc.negative);
+    memset(scratch, 0, K * sizeof(int32_t));
+    rc = 0;
+  }
+  double docs = 0;
+  for (int i = 0; i < m->nshards && rc == 0; i++) {
+    const shard_t *s = &m->shards[i];
+    for (uint32_t d = 0; d < s->ndocs; d++)
+      docs += lda_llh_doc(&s->z[s->doc_start[d]], s->doc_start[d + 1] - s->doc_start[d],
+                          m->p.kalpha, &m->lga, scratch);
+  }
+  free(scratch);
+  if (rc < 0) return rc;
+  double v[2] = {acc.sum, docs};
+  if ((rc = au_allreduce_sum(rt_of(m), v, 2)) != 0) return rc;
+  *per_token = (v[0] + v[1]) / (double)m->tokens;
+  return 0;
+}
+
+/* ---- invariants ------------------------------------------------------------------------- */
+
+typedef struct {
+  lda_t *m;
+  uint64_t first;    /* the chunk's first word */
+  const double *cnt; /* the chunk's recount over all nodes: word - first, topic */
+  double *colsum;    /* K */
+  lda_check_t *out;
+} check_acc_t;
+
+static int check_row(void *arg, au_key_t key, const int32_t *row)
+{
+  check_acc_t *a = arg;
+  const uint32_t K = a->m->p.K;
+  const double *c = &a->cnt[(key - a->first) * K];
+  int64_t sum = 0;
+  for (uint32_t k = 0; k < K; k++) {
+    if (row[k] < 0) a->out->negative++;
+    if ((double)row[k] != c[k]) a->out->recount++;
+    sum += row[k];
+    a->colsum[k] += row[k];
+  }
+  if (sum != (int64_t)a->m->word_count[key]) a->out->row_sums++;
+  return 0;
+}
+
+int lda_check(lda_t *m, lda_check_t *out)
+{
+  const uint32_t K = m->p.K, chunk = REDUCE_MAX / K;
+  memset(out, 0, sizeof(*out));
+  double *cnt = malloc((size_t)chunk * K * sizeof(double));
+  double *colsum = calloc(K, sizeof(double));
+  int32_t *totals = malloc(K * sizeof(int32_t));
+  int rc = cnt && colsum && totals ? 0 : AU_ENOMEM;
+  /* Recount the assignments of every node, a chunk of words at a time, and compare with
+   * the rows held here. (One pass over the tokens per chunk: a testing aid, not fast.) */
+  for (uint64_t first = 0; first < m->V && rc == 0; first += chunk) {
+    uint64_t n = m->V - first < chunk ? m->V - first : chunk;
+    memset(cnt, 0, (size_t)n * K * sizeof(double));
+    for (int i = 0; i < m->nshards; i++) {
+      const shard_t *s = &m->shards[i];
+      uint32_t ntok = s->doc_start[s->ndocs];
+      for (uint32_t j = 0; j < ntok; j++) {
+        uint64_t g = s->lw_key[s->lw[j]];
+        if (g >= first && g < first + n) cnt[(g - first) * K + s->z[j]] += 1;
+      }
+    }
+    if ((rc = au_allreduce_sum(rt_of(m), cnt, (int)(n * K))) != 0) break;
+    check_acc_t acc = {m, first, cnt, colsum, out};
+    rc = lda__each_row(m, first, first + n, check_row, &acc);
+  }
+  /* the totals row against the column sums of all rows */
+  if (rc == 0) rc = au_allreduce_sum(rt_of(m), colsum, (int)K);
+  if (rc == 0 && (rc = lda__read_totals(m, totals)) == 1) {
+    rc = 0;
+    for (uint32_t k = 0; k < K; k++) {
+      if (totals[k] < 0) out->negative++;
+      if ((double)totals[k] != colsum[k]) out->totals++;
+      out->tokens += (uint64_t)(int64_t)totals[k];
+    }
+  }
+  free(cnt);
+  free(colsum);
+  free(totals);
+  if (rc < 0) return rc;
+  double v[5] = {(double)out->negative, (double)out->row_sums, (double)out->totals,
+                 (double)out->recount, (double)out->tokens};
+  if ((rc = au_allreduce_sum(rt_of(m), v, 5)) != 0) return rc;
+  *out =
+      (lda_check_t){(uint64_t)v[0], (uint64_t)v[1], (uint64_t)v[2], (uint64_t)v[3], (uint64_t)v[4]};
+  return 0;
+}
+
+int lda_check_ok(const lda_check_t *c, uint64_t tokens)
+{
+  return c->negative == 0 && c->row_sums == 0 && c->totals == 0 && c->recount == 0 &&
+         c->tokens == tokens;
+}
+
+/* ---- top words -------------------------------------------------------------------------- */
+
+typedef struct {
+  uint32_t n, k0, nk; /* per topic; the topics [k0, k0 + nk) of this round */
+  uint32_t *words;    /* nk x n, best first */
+  int64_t *counts;
+  uint32_t *size;
+  uint32_t K;
+} top_acc_t;
+
+/* count descending, then word ascending: the same order on every node */
+static inline int better(int64_t c, uint32_t w, int64_t c2, uint32_t w2)
+{
+  return c > c2 || (c == c2 && w < w2);
+}
+
+static void top_insert(top_acc_t *a, uint32_t k, uint32_t w, int64_t c)
+{
+  uint32_t *ws = &a->words[(size_t)k * a->n], *sz = &a->size[k];
+  int64_t *cs = &a->counts[(size_t)k * a->n];
+  if (*sz == a->n && !better(c, w, cs[a->n - 1], ws[a->n - 1])) return;
+  uint32_t i = *sz < a->n ? (*sz)++ : a->n - 1;
+  while (i > 0 && better(c, w, cs[i - 1], ws[i - 1])) {
+    cs[i] = cs[i - 1];
+    ws[i] = ws[i - 1];
+    i--;
+  }
+  cs[i] = c;
+  ws[i] = w;
+}
+
+static int top_row(void *arg, au_key_t key, const int32_t *row)
+{
+  top_acc_t *a = arg;
+  for (uint32_t k = 0; k < a->nk; k++)
+    if (row[a->k0 + k] > 0) top_insert(a, k, (uint32_t)key, row[a->k0 + k]);
+  return 0;
+}
+
+int lda_top_words(lda_t *m, uint32_t n, uint32_t *words, int64_t *counts, int64_t *totals)
+{
+  const uint32_t K = m->p.K, nodes = (uint32_t)m->nodes, rank = (uint32_t)m->rank;
+  if (n == 0) return AU_EINVAL;
+  /* topics per round, so that the gathered candidates fit one reduction */
+  uint64_t per = REDUCE_MAX / ((uint64_t)nodes * n * 2);
+  uint32_t round = per == 0 ? 1 : per < K ? (uint32_t)per : K;
+  top_acc_t a = {.n = n, .K = K};
+  a.words = malloc((size_t)round * n * sizeof(uint32_t));
+  a.counts = malloc((size_t)round * n * sizeof(int64_t));
+  a.size = malloc((size_t)round * sizeof(uint32_t));
+  size_t glen = (size_t)nodes * round * n * 2;
+  double *g = malloc(glen * sizeof(double));
+  double *t = calloc(K, sizeof(double));
+  int32_t *row = malloc(K * sizeof(int32_t));
+  int rc = a.words && a.counts && a.size && g && t && row ? 0 : AU_ENOMEM;
+  for (uint32_t k0 = 0; k0 < K && rc == 0; k0 += round) {
+    a.k0 = k0;
+    a.nk = K - k0 < round ? K - k0 : round;
+    memset(a.size, 0, (size_t)round * sizeof(uint32_t));
+    if ((rc = lda__each_row(m, 0, m->V, top_row, &a)) != 0) break;
+    /* gather every node's candidates: slot (node, topic, rank) = word + 1, count */
+    memset(g, 0, glen * sizeof(double));
+    for (uint32_t k = 0; k < a.nk; k++)
+      for (uint32_t i = 0; i < a.size[k]; i++) {
+        size_t at = (((size_t)rank * round + k) * n + i) * 2;
+        g[at] = (double)a.words[(size_t)k * n + i] + 1;
+        g[at + 1] = (double)a.counts[(size_t)k * n + i];
+      }
+    if ((rc = au_allreduce_sum(rt_of(m), g, (int)glen)) != 0) break;
+    memset(a.size, 0, (size_t)round * sizeof(uint32_t));
+    for (uint32_t r = 0; r < nodes; r++)
+      for (uint32_t k = 0; k < a.nk; k++)
+        for (uint32_t i = 0; i < n; i++) {
+          size_t at = (((size_t)r * round + k) * n + i) * 2;
+          if (g[at] > 0) top_insert(&a, k, (uint32_t)(g[at] - 1), (int64_t)g[at + 1]);
+        }
+    for (uint32_t k = 0; k < a.nk; k++)
+      for (uint32_t i = 0; i < n; i++) {
+        size_t out = (size_t)(k0 + k) * n + i, in = (size_t)k * n + i;
+        words[out] = i < a.size[k] ? a.words[in] : UINT32_MAX;
+        counts[out] = i < a.size[k] ? a.counts[in] : 0;
+      }
+  }
+  if (rc == 0 && (rc = lda__read_totals(m, row)) == 1) {
+    for (uint32_t k = 0; k < K; k++) t[k] = row[k];
+    rc = 0;
+  }
+  if (rc == 0) rc = au_allreduce_sum(rt_of(m), t, (int)K);
+  if (rc == 0)
+    for (uint32_t k = 0; k < K; k++) totals[k] = (int64_t)t[k];
+  free(a.words);
+  free(a.counts);
+  free(a.size);
+  free(g);
+  free(t);
+  free(row);
+  return rc < 0 ? rc : 0;
+}
+
+/* ---- saving ----------------------------------------------------------------------------- */
+
+typedef struct {
+  FILE *f;
+  const lda_corpus_t *c;
+  uint32_t K;
+} save_acc_t;
+
+static int save_row(void *arg, au_key_t key, const int32_t *row)
+{
+  save_acc_t *a = arg;
+  char buf[32];
+  fprintf(a->f, "%llu %s", (unsigned long long)key,
+          lda_corpus_word(a->c, (uint32_t)key, buf, sizeof(buf)));
+  for (uint32_t k = 0; k < a->K; k++)
+    if (row[k] != 0) fprintf(a->f, " %u:%d", k, row[k]);
+  fputc('\n', a->f);
+  return 0;
+}
+
+static int close_file(FILE *f, const char *path, char *err, size_t errlen)
+{
+  if (ferror(f) | fclose(f)) {
+    snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+int lda_save(lda_t *m, const char *dir, const lda_corpus_t *c, char *err, size_t errlen)
+{
+  char path[4096], suffix[32] = "";
+  if (m->nodes > 1) snprintf(suffix, sizeof(suffix), ".%d", m->rank);
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+    return -1;
+  }
+  snprintf(path, sizeof(path), "%s/word_topic.txt%s", dir, suffix);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return -1;
+  }
+  fprintf(f, "# augur-lda word-topic counts topics=%u alpha=%g beta=%g words=%u node=%d/%d\n",
+          m->p.K, m->p.alpha, m->p.beta, m->V, m->rank, m->nodes);
+  fprintf(f, "# one line per word row held by this node: id word topic:count ... (nonzero)\n");
+  save_acc_t acc = {f, c, m->p.K};
+  int rc = lda__each_row(m, 0, m->V, save_row, &acc);
+  if (close_file(f, path, err, errlen) != 0) return -1;
+  if (rc != 0) {
+    snprintf(err, errlen, "%s: reading the rows: %s", path, au_strerror(rc));
+    return -1;
+  }
+  int32_t *row = malloc(m->p.K * sizeof(int32_t));
+  if (!row || (rc = lda__read_totals(m, row)) < 0) {
+    free(row);
+    snprintf(err, errlen, "reading the topic totals: %s", au_strerror(row ? rc : AU_ENOMEM));
+    return -1;
+  }
+  if (rc == 1) {
+    snprintf(path, sizeof(path), "%s/totals.txt%s", dir, suffix);
+    if (!(f = fopen(path, "w"))) {
+      snprintf(err, errlen, "%s: %s", path, strerror(errno));
+      free(row);
+      return -1;
+    }
+    fprintf(f, "# augur-lda topic totals: topic tokens\n");
+    for (uint32_t k = 0; k < m->p.K; k++) fprintf(f, "%u %d\n", k, row[k]);
+    if (close_file(f, path, err, errlen) != 0) {
+      free(row);
+      return -1;
+    }
+  }
+  free(row);
+  if (m->rank != 0) return 0;
+  snprintf(path, sizeof(path), "%s/vocab.txt", dir);
+  if (!(f = fopen(path, "w"))) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return -1;
+  }
+  char buf[32];
+  for (uint32_t w = 0; w < m->V; w++) fprintf(f, "%s\n", lda_corpus_word(c, w, buf, sizeof(buf)));
+  return close_file(f, path, err, errlen);
+}

@@ -1,0 +1,636 @@
+/* lda.c — LDA training on augur (see lda.h): dealing documents to workers, the worker
+ * steps that assign and sample topics, and the collective sweeps.
+ *
+ * The invariant (model.h): the count tables equal the counts of the workers' topic
+ * assignments between runs. A step changes topics only after its views are acquired
+ * (an AU_WAIT re-runs it from the start, so nothing before may be irreversible), logs
+ * each change, and applies all of them as exact -1/+1 deltas before it returns.
+ */
+#include "model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* On a cluster a step's rows from one node travel in one message: keep it well under the
+ * transport's 64 MiB frame limit. */
+#define STEP_ROW_BYTES (16u << 20)
+
+/* Rows are prefetched this many words ahead of the word being sampled. */
+#define PREFETCH_WORDS 4
+
+void lda_opts_default(lda_opts_t *o)
+{
+  *o = (lda_opts_t){.topics = 20,
+                    .alpha = 0.1,
+                    .beta = 0.01,
+                    .workers = 0,
+                    .batch = 262144,
+                    .lookahead = 2,
+                    .mh_steps = 1,
+                    .seed = 1};
+}
+
+/* ---- steps ------------------------------------------------------------------------------ */
+
+/* Applies a word's pending change (wdelta at the topics of its n moves) through its view
+ * row, or by au_push without a view; leaves wdelta zero. */
+static int apply_word(au_worker_t *w, shard_t *s, const au_view_t *wv, uint32_t i, au_key_t key,
+                      uint32_t n)
+{
+  int32_t *d = s->wdelta, any = 0;
+  int rc = 0;
+  for (uint32_t j = 0; j < n; j++) any |= d[s->mv[j].from] | d[s->mv[j].to];
+  if (any) {
+    if (wv)
+      au_view_update(wv, i, d);
+    else
+      rc = au_push(w, s->m->words, &key, 1, d);
+  }
+  for (uint32_t j = 0; j < n; j++) d[s->mv[j].from] = d[s->mv[j].to] = 0;
+  return rc;
+}
+
+/* Applies the step's change of the totals; leaves tdelta zero. */
+static int apply_totals(au_worker_t *w, shard_t *s, const au_view_t *tv)
+{
+  const uint32_t K = s->m->p.K;
+  int32_t any = 0;
+  int rc = 0;
+  for (uint32_t k = 0; k < K; k++) any |= s->tdelta[k];
+  if (any) {
+    au_key_t zero = 0;
+    if (tv)
+      au_view_update(tv, 0, s->tdelta);
+    else
+      rc = au_push(w, s->m->totals, &zero, 1, s->tdelta);
+  }
+  memset(s->tdelta, 0, K * sizeof(int32_t));
+  return rc;
+}
+
+/* The first run: uniformly random topics, their counts pushed to the tables. */
+static int init_step(au_worker_t *w, shard_t *s)
+{
+  const uint32_t b = s->pos, K = s->m->p.K, k0 = s->batch_kstart[b];
+  int rc = 0;
+  for (uint32_t i = k0; i < s->batch_kstart[b + 1] && rc == 0; i++) {
+    uint32_t n = 0;
+    for (uint32_t o = s->tstart[i]; o < s->tstart[i + 1]; o++) {
+      uint32_t t = lda_rng_below(&s->rng, K);
+      s->z[s->ord[o].tok] = (uint16_t)t;
+      s->wdelta[t]++;
+      s->tdelta[t]++;
+      s->mv[n++] = (lda_move_t){(uint16_t)t, (uint16_t)t};
+    }
+    rc = apply_word(w, s, NULL, i - k0, s->batch_keys[i], n);
+  }
+  if (rc == 0) rc = apply_totals(w, s, NULL);
+  if (rc != 0) return rc;
+  s->pos++;
+  return AU_CONTINUE;
+}
+
+/* The batch's documents as topic entries (the sparse n_dk), from the assignments. */
+static void doc_entries(shard_t *s, uint32_t b)
+{
+  const uint32_t K = s->m->p.K, first = s->batch_doc[b];
+  uint32_t off = 0;
+  for (uint32_t d = first; d < s->batch_doc[b + 1]; d++) {
+    uint32_t len = s->doc_start[d + 1] - s->doc_start[d], room = LDA_DOC_ROOM(len, K), n = 0;
+    lda_doc_t *e = &s->docs[d - first];
+    e->topic = &s->dtop[off];
+    e->count = &s->dcnt[off];
+    for (uint32_t j = s->doc_start[d]; j < s->doc_start[d + 1]; j++) {
+      uint32_t k = s->z[j];
+      if (s->at[k]) {
+        e->count[s->at[k] - 1]++;
+      } else {
+        e->topic[n] = (uint16_t)k;
+        e->count[n] = 1;
+        s->at[k] = ++n;
+      }
+    }
+    for (uint32_t i = 0; i < n; i++) s->at[e->topic[i]] = 0;
+    for (uint32_t i = n; i < room; i++) e->topic[i] = 0, e->count[i] = 0; /* padding */
+    e->n = n;
+    off += room;
+  }
+}
+
+static inline void set_inv(shard_t *s, uint32_t k)
+{
+  s->inv[k] = (float)(1.0 / ((s->nt[k] > 0 ? (double)s->nt[k] : 0.0) + s->m->p.vbeta));
+}
+
+/* Samples the tokens of batch b word by word; applies each word's change when its tokens
+ * are done. 0 or AU_ENOMEM (a table could not be built: the counts are still exact). */
+static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t *wv)
+{
+  lda_t *m = s->m;
+  const uint32_t K = m->p.K, k0 = s->batch_kstart[b], kn = s->batch_kstart[b + 1] - k0;
+  const lda_draw_ctx_t ctx = {m->p, s->inv,   &s->smooth,   s->smooth_inv,
+                              s->w, s->block, m->o.mh_steps};
+  int32_t *wdelta = s->wdelta, *nt = s->nt;
+  float *inv = s->inv;
+  uint16_t *z = s->z;
+  uint64_t moved = 0;
+  int rc = 0;
+  doc_entries(s, b);
+  for (uint32_t i = 0; i < kn && rc == 0; i++) {
+    if (i + PREFETCH_WORDS < kn) {
+      /* a coming word's row: its tokens will read it all over (the document bucket visits
+       * every topic of their documents) */
+      const char *next = au_view_row(wv, i + PREFETCH_WORDS);
+      for (size_t at = 0; at < (size_t)K * sizeof(int32_t); at += 64)
+        __builtin_prefetch(next + at, 0, 2);
+    }
+    const int32_t *row = au_view_row(wv, i);
+    lda_alias_t *a = &s->alias[s->batch_lw[k0 + i]];
+    const lda_ref_t *ref = &s->ord[s->tstart[k0 + i]], *end = &s->ord[s->tstart[k0 + i + 1]];
+    uint32_t n = 0;
+    for (; ref < end && rc == 0; ref++) {
+      if (ref + 1 < end) { /* the next token's document and topic */
+        const lda_doc_t *next = &s->docs[ref[1].doc];
+        __builtin_prefetch(next->topic);
+        __builtin_prefetch(next->count);
+        __builtin_prefetch(&z[ref[1].tok]);
+      }
+      /* The word's table is a snapshot, rebuilt once per sweep and after K draws from it
+       * (LightLDA's rule: an O(K) build amortized over as many draws). */
+      if (a->stamp != s->sweep || a->draws >= K) {
+        if (lda_alias_build_word(a, row, wdelta, inv, m->p.alpha, K, &s->build) != 0)
+          rc = AU_ENOMEM;
+        a->stamp = s->sweep;
+      }
+      const uint32_t j = ref->tok, z0 = z[j];
+      lda_doc_t *doc = &s->docs[ref->doc];
+      /* the token out of every count, a new topic, the token back in */
+      lda_doc_remove_at(doc, lda_doc_find(doc, z0));
+      wdelta[z0]--;
+      const float inv0 = inv[z0];
+      nt[z0]--;
+      set_inv(s, z0);
+      uint32_t t = lda_sample(&ctx, row, wdelta, doc, a, z0, &s->rng);
+      lda_doc_add(doc, t);
+      wdelta[t]++;
+      nt[t]++;
+      if (t == z0) {
+        inv[z0] = inv0;
+        continue;
+      }
+      set_inv(s, t);
+      z[j] = (uint16_t)t;
+      s->tdelta[z0]--;
+      s->tdelta[t]++;
+      s->mv[n++] = (lda_move_t){(uint16_t)z0, (uint16_t)t};
+    }
+    moved += n;
+    int r2 = apply_word(w, s, wv, i, s->batch_keys[k0 + i], n);
+    if (rc == 0) rc = r2;
+  }
+  s->moved += moved;
+  return rc;
+}
+
+static int sample_step(au_worker_t *w, shard_t *s)
+{
+  lda_t *m = s->m;
+  const uint32_t b = s->pos, k0 = s->batch_kstart[b], kn = s->batch_kstart[b + 1] - k0;
+  const uint32_t K = m->p.K;
+  const au_key_t *keys = &s->batch_keys[k0], zero = 0;
+  au_clock_t now = au_clock(w);
+
+  /* Announce the words of the batch `lookahead` steps ahead (wrapping into the next
+   * sweep), and the totals. A re-run after AU_WAIT repeats this; intents are idempotent. */
+  if (m->o.lookahead > 0) {
+    uint32_t a = (uint32_t)((b + (uint64_t)m->o.lookahead) % s->nbatches);
+    uint32_t a0 = s->batch_kstart[a];
+    au_clock_t at = now + m->o.lookahead;
+    int rc = au_intent(w, m->words, &s->batch_keys[a0], s->batch_kstart[a + 1] - a0, at, at + 1);
+    if (rc == 0) rc = au_intent(w, m->totals, &zero, 1, at, at + 1);
+    if (rc != 0) return rc;
+  }
+
+  /* Both acquires even when the first must wait, so that on a cluster their requests
+   * travel in one round trip. */
+  au_view_t wv, tv;
+  int rw = au_acquire(w, m->words, keys, kn, &wv);
+  int rt = au_acquire(w, m->totals, &zero, 1, &tv);
+  if (rw != 0 || rt != 0) {
+    if (rw == 0) au_release(w, &wv);
+    if (rt == 0) au_release(w, &tv);
+    if ((rw == 0 || rw == AU_EAGAIN) && (rt == 0 || rt == AU_EAGAIN)) return AU_WAIT;
+    return rw < 0 && rw != AU_EAGAIN ? rw : rt;
+  }
+
+  /* From here on the step completes: the totals as of now, the smoothing bucket, then
+   * the batch, then the totals' change. */
+  const int32_t *nt = au_view_row(&tv, 0);
+  for (uint32_t k = 0; k < K; k++) {
+    s->nt[k] = lda_count(nt, k);
+    set_inv(s, k);
+    s->smooth_inv[k] = s->inv[k];
+  }
+  int rc = lda_alias_build_smooth(&s->smooth, s->inv, m->p.alpha, m->p.beta, K, &s->build);
+  rc = rc == 0 ? sample_batch(w, s, b, &wv) : AU_ENOMEM;
+  int r2 = apply_totals(w, s, &tv);
+  au_release(w, &wv);
+  au_release(w, &tv);
+  if (rc == 0) rc = r2;
+  if (rc != 0) return rc;
+  s->tokens += s->doc_start[s->batch_doc[b + 1]] - s->doc_start[s->batch_doc[b]];
+  s->pos++;
+  au_clock_advance(w);
+  return AU_CONTINUE;
+}
+
+static int step(au_worker_t *w, void *arg)
+{
+  shard_t *s = arg;
+  if (s->pos >= s->nbatches) {
+    s->pos = 0;
+    if (!s->init) s->sweep++;
+    return AU_PAUSE; /* end of the sweep; the next au_node_run starts the next */
+  }
+  return s->init ? init_step(w, s) : sample_step(w, s);
+}
+
+/* ---- building the model ----------------------------------------------------------------- */
+
+static void shard_free(shard_t *s)
+{
+  free(s->doc_start);
+  free(s->lw);
+  free(s->z);
+  free(s->lw_key);
+  if (s->alias)
+    for (uint32_t i = 0; i < s->nlw; i++) lda_alias_free(&s->alias[i]);
+  free(s->alias);
+  free(s->batch_doc);
+  free(s->batch_kstart);
+  free(s->batch_keys);
+  free(s->batch_lw);
+  free(s->tstart);
+  free(s->ord);
+  free(s->nt);
+  free(s->inv);
+  free(s->smooth_inv);
+  free(s->w);
+  free(s->block);
+  free(s->tdelta);
+  free(s->wdelta);
+  free(s->at);
+  lda_alias_free(&s->smooth);
+  free(s->docs);
+  free(s->dtop);
+  free(s->dcnt);
+  free(s->mv);
+  lda_build_scratch_free(&s->build);
+}
+
+/* Cuts the shard's documents into batches of about `batch` tokens (whole documents) and
+ * at most max_words distinct words (unless one document alone has more), lists each
+ * batch's distinct words, and groups each batch's tokens by word. mark: nlw entries of
+ * scratch. */
+static int make_batches(shard_t *s, uint32_t K, uint32_t batch, uint32_t max_words, uint32_t *mark)
+{
+  /* boundaries, using a document's length as the bound on the new words it brings */
+  uint32_t nb = 0;
+  for (int fill = 0; fill < 2; fill++) {
+    uint32_t tokens = 0, words = 0;
+    nb = 0;
+    for (uint32_t d = 0; d < s->ndocs; d++) {
+      uint32_t len = s->doc_start[d + 1] - s->doc_start[d];
+      if (tokens > 0 && (tokens >= batch || (uint64_t)words + len > max_words)) {
+        nb++;
+        if (fill) s->batch_doc[nb] = d;
+        tokens = words = 0;
+      }
+      tokens += len ? len : 1; /* an empty document still moves the batch on */
+      words += len;
+    }
+    if (s->ndocs) nb++;
+    if (!fill) {
+      s->batch_doc = malloc(((size_t)nb + 1) * sizeof(uint32_t));
+      s->batch_kstart = malloc(((size_t)nb + 1) * sizeof(uint32_t));
+      if (!s->batch_doc || !s->batch_kstart) return AU_ENOMEM;
+      s->batch_doc[0] = 0;
+    }
+  }
+  s->nbatches = nb;
+  s->batch_doc[nb] = s->ndocs;
+  /* each batch's distinct words (first pass: count them) */
+  size_t total = 0;
+  s->max_tokens = s->max_docs = 0;
+  for (int fill = 0; fill < 2; fill++) {
+    for (uint32_t l = 0; l < s->nlw; l++) mark[l] = LDA_NONE;
+    total = 0;
+    for (uint32_t b = 0; b < nb; b++) {
+      uint32_t first = s->doc_start[s->batch_doc[b]], end = s->doc_start[s->batch_doc[b + 1]];
+      if (fill) s->batch_kstart[b] = (uint32_t)total;
+      for (uint32_t j = first; j < end; j++) {
+        uint32_t l = s->lw[j];
+        if (mark[l] == b) continue;
+        mark[l] = b;
+        if (fill) s->batch_lw[total] = l, s->batch_keys[total] = s->lw_key[l];
+        total++;
+      }
+      if (end - first > s->max_tokens) s->max_tokens = end - first;
+      if (s->batch_doc[b + 1] - s->batch_doc[b] > s->max_docs)
+        s->max_docs = s->batch_doc[b + 1] - s->batch_doc[b];
+    }
+    if (!fill) {
+      s->batch_lw = malloc((total + 1) * sizeof(uint32_t));
+      s->batch_keys = malloc((total + 1) * sizeof(au_key_t));
+      s->tstart = calloc(total + 1, sizeof(uint32_t));
+      if (!s->batch_lw || !s->batch_keys || !s->tstart) return AU_ENOMEM;
+    }
+  }
+  s->batch_kstart[nb] = (uint32_t)total;
+  /* each batch's tokens grouped by word: a counting sort on the word's place in the
+   * batch (mark[l] = that place while the batch is handled) */
+  uint32_t ntok = s->doc_start[s->ndocs];
+  s->ord = malloc(((size_t)ntok + 1) * sizeof(lda_ref_t));
+  if (!s->ord) return AU_ENOMEM;
+  s->max_room = 0;
+  for (uint32_t b = 0; b < nb; b++) {
+    uint32_t k0 = s->batch_kstart[b], k1 = s->batch_kstart[b + 1], room = 0;
+    uint32_t d0 = s->batch_doc[b], d1 = s->batch_doc[b + 1];
+    uint32_t first = s->doc_start[d0], end = s->doc_start[d1];
+    for (uint32_t i = k0; i < k1; i++) mark[s->batch_lw[i]] = i;
+    for (uint32_t j = first; j < end; j++) s->tstart[mark[s->lw[j]] + 1]++;
+    s->tstart[k0] = first;
+    for (uint32_t i = k0; i < k1; i++) s->tstart[i + 1] += s->tstart[i];
+    for (uint32_t d = d0; d < d1; d++) {
+      uint32_t len = s->doc_start[d + 1] - s->doc_start[d];
+      room += LDA_DOC_ROOM(len, K);
+      for (uint32_t j = s->doc_start[d]; j < s->doc_start[d + 1]; j++)
+        s->ord[s->tstart[mark[s->lw[j]]]++] = (lda_ref_t){j, d - d0};
+    }
+    /* the fill moved each start to the next word's: shift back */
+    for (uint32_t i = k1; i > k0; i--) s->tstart[i] = s->tstart[i - 1];
+    s->tstart[k0] = first;
+    if (room > s->max_room) s->max_room = room;
+  }
+  return 0;
+}
+
+/* Deals this node's documents (d % nodes == rank) to the shards: node document l = d /
+ * nodes goes to shard l % nshards. */
+static int deal(lda_t *m, const lda_corpus_t *c)
+{
+  const uint32_t nodes = (uint32_t)m->nodes, rank = (uint32_t)m->rank, ns = (uint32_t)m->nshards;
+  const uint32_t K = m->p.K;
+  uint32_t *g2l = malloc(((size_t)c->nwords + 1) * sizeof(uint32_t));
+  if (!g2l) return AU_ENOMEM;
+  uint32_t max_words = UINT32_MAX;
+  if (m->nodes > 1) {
+    size_t row = (size_t)K * sizeof(int32_t);
+    max_words = STEP_ROW_BYTES / row ? (uint32_t)(STEP_ROW_BYTES / row) : 1;
+  }
+  int rc = 0;
+  for (uint32_t sh = 0; sh < ns && rc == 0; sh++) {
+    shard_t *s = &m->shards[sh];
+    s->m = m;
+    uint64_t ntok = 0;
+    uint32_t nd = 0;
+    for (uint64_t d = rank + (uint64_t)nodes * sh; d < c->ndocs; d += (uint64_t)nodes * ns) {
+      ntok += c->doc_start[d + 1] - c->doc_start[d];
+      nd++;
+    }
+    s->ndocs = nd;
+    s->doc_start = malloc(((size_t)nd + 1) * sizeof(uint32_t));
+    s->lw = malloc((ntok + 1) * sizeof(uint32_t));
+    s->z = malloc((ntok + 1) * sizeof(uint16_t));
+    size_t maxlw = ntok < c->nwords ? (size_t)ntok : c->nwords;
+    s->lw_key = malloc((maxlw + 1) * sizeof(au_key_t));
+    if (!s->doc_start || !s->lw || !s->z || !s->lw_key) {
+      rc = AU_ENOMEM;
+      break;
+    }
+    for (uint32_t g = 0; g < c->nwords; g++) g2l[g] = LDA_NONE;
+    uint32_t t = 0, i = 0;
+    s->doc_start[0] = 0;
+    for (uint64_t d = rank + (uint64_t)nodes * sh; d < c->ndocs; d += (uint64_t)nodes * ns) {
+      for (size_t j = c->doc_start[d]; j < c->doc_start[d + 1]; j++) {
+        uint32_t g = c->words[j];
+        if (g2l[g] == LDA_NONE) {
+          g2l[g] = s->nlw;
+          s->lw_key[s->nlw++] = g;
+        }
+        s->lw[t++] = g2l[g];
+      }
+      s->doc_start[++i] = t;
+    }
+    s->alias = calloc((size_t)s->nlw + 1, sizeof(lda_alias_t));
+    if (!s->alias || make_batches(s, K, m->o.batch, max_words, g2l) != 0) {
+      rc = AU_ENOMEM;
+      break;
+    }
+    s->nt = calloc(K, sizeof(int32_t));
+    s->inv = calloc(K, sizeof(float));
+    s->smooth_inv = calloc(K, sizeof(float));
+    s->w = calloc((size_t)K + 8, sizeof(float));
+    s->block = calloc((size_t)K / 8 + 2, sizeof(float));
+    s->tdelta = calloc(K, sizeof(int32_t));
+    s->wdelta = calloc(K, sizeof(int32_t));
+    s->at = calloc(K, sizeof(uint32_t));
+    s->docs = malloc(((size_t)s->max_docs + 1) * sizeof(lda_doc_t));
+    s->dtop = malloc(((size_t)s->max_room + 8) * sizeof(uint16_t));
+    s->dcnt = malloc(((size_t)s->max_room + 8) * sizeof(float));
+    s->mv = malloc(((size_t)s->max_tokens + 1) * sizeof(lda_move_t));
+    if (!s->nt || !s->inv || !s->smooth_inv || !s->w || !s->block || !s->tdelta || !s->wdelta ||
+        !s->at || !s->docs || !s->dtop || !s->dcnt || !s->mv ||
+        lda_build_scratch_init(&s->build, K) != 0) {
+      rc = AU_ENOMEM;
+      break;
+    }
+    lda_rng_seed(&s->rng, m->o.seed, 0x100000u + ((uint64_t)rank << 16) + sh);
+    s->sweep = 1;
+  }
+  free(g2l);
+  return rc;
+}
+
+static int check_opts(const lda_opts_t *o, const lda_corpus_t *c, char *err, size_t errlen)
+{
+  if (o->topics < 1 || o->topics > LDA_MAX_TOPICS)
+    snprintf(err, errlen, "topics must be in [1, %d], got %u", LDA_MAX_TOPICS, o->topics);
+  else if (!(o->alpha > 0) || !(o->beta > 0))
+    snprintf(err, errlen, "alpha and beta must be positive, got %g and %g", o->alpha, o->beta);
+  else if (o->batch < 1 || o->mh_steps < 1 || o->lookahead < 0 || o->workers < 0)
+    snprintf(err, errlen, "batch and mh_steps must be at least 1, lookahead and workers >= 0");
+  else if (c->nwords < 1 || c->ntokens < 1)
+    snprintf(err, errlen, "the corpus has no tokens");
+  else
+    return 0;
+  return AU_EINVAL;
+}
+
+int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_t **out, char *err,
+               size_t errlen)
+{
+  int rc = check_opts(o, c, err, errlen);
+  if (rc != 0) return rc;
+  lda_t *m = calloc(1, sizeof(*m));
+  if (!m) goto nomem;
+  m->node = node;
+  m->rank = au_node_rank(node);
+  m->nodes = au_node_nodes(node);
+  m->o = *o;
+  m->V = c->nwords;
+  m->tokens = c->ntokens;
+  m->p = (lda_params_t){.K = o->topics,
+                        .alpha = o->alpha,
+                        .beta = o->beta,
+                        .vbeta = o->beta * c->nwords,
+                        .kalpha = o->alpha * o->topics};
+  m->word_count = malloc((size_t)c->nwords * sizeof(uint64_t));
+  if (!m->word_count) goto nomem;
+  lda_corpus_word_counts(c, m->word_count);
+  if (lda_lgamma_init(&m->lga, o->alpha, 1u << 12) != 0 ||
+      lda_lgamma_init(&m->lgb, o->beta, 1u << 16) != 0)
+    goto nomem;
+
+  /* the same tables in the same order on every node */
+  rc = au_table_create(node, &m->words,
+                       &(au_table_opts_t){.keys = c->nwords,
+                                          .dim = o->topics,
+                                          .type = AU_I32,
+                                          .init = AU_INIT_ZERO,
+                                          .kernel = AU_KERNEL_ADD,
+                                          .name = "word_topic"});
+  if (rc == 0)
+    rc = au_table_create(node, &m->totals,
+                         &(au_table_opts_t){.keys = 1,
+                                            .dim = o->topics,
+                                            .type = AU_I32,
+                                            .init = AU_INIT_ZERO,
+                                            .kernel = AU_KERNEL_ADD,
+                                            .name = "topic_totals"});
+  if (rc != 0) {
+    snprintf(err, errlen, "creating the count tables (%u x %u int32): %s", c->nwords, o->topics,
+             au_strerror(rc));
+    lda_free(m);
+    return rc;
+  }
+
+  uint64_t node_docs =
+      c->ndocs / (uint32_t)m->nodes + ((uint32_t)m->rank < c->ndocs % (uint32_t)m->nodes ? 1 : 0);
+  int ns = o->workers > 0 ? o->workers : au_runtime_threads(au_node_runtime(node));
+  if ((uint64_t)ns > node_docs) ns = node_docs ? (int)node_docs : 1;
+  m->nshards = ns;
+  m->shards = calloc((size_t)ns, sizeof(shard_t));
+  if (!m->shards || deal(m, c) != 0) goto nomem;
+  for (int i = 0; i < ns; i++) {
+    rc = au_worker_spawn(node, NULL, &(au_worker_opts_t){step, &m->shards[i]});
+    if (rc != 0) {
+      snprintf(err, errlen, "spawning worker %d: %s", i, au_strerror(rc));
+      lda_free(m);
+      return rc;
+    }
+  }
+  /* the initial topics and their counts: one collective run */
+  for (int i = 0; i < ns; i++) m->shards[i].init = 1;
+  rc = au_node_run(node);
+  for (int i = 0; i < ns; i++) m->shards[i].init = 0;
+  if (rc != 0) {
+    snprintf(err, errlen, "initializing the counts: %s", au_strerror(rc));
+    lda_free(m);
+    return rc;
+  }
+  *out = m;
+  return 0;
+
+nomem:
+  snprintf(err, errlen, "out of memory building the model");
+  lda_free(m);
+  return AU_ENOMEM;
+}
+
+int lda_iterate(lda_t *m, lda_iter_t *out)
+{
+  for (int i = 0; i < m->nshards; i++) m->shards[i].tokens = m->shards[i].moved = 0;
+  au_node_stats_t before, after;
+  au_node_stats(m->node, &before);
+  uint64_t t0 = au_now_ns();
+  int rc = au_node_run(m->node);
+  out->seconds = (double)(au_now_ns() - t0) / 1e9;
+  if (rc != 0) return rc;
+  au_node_stats(m->node, &after);
+  double v[5] = {0, 0, (double)(after.rows_local - before.rows_local),
+                 (double)(after.rows_remote - before.rows_remote),
+                 (double)(after.intents - before.intents)};
+  for (int i = 0; i < m->nshards; i++) {
+    v[0] += (double)m->shards[i].tokens;
+    v[1] += (double)m->shards[i].moved;
+  }
+  if ((rc = au_allreduce_sum(au_node_runtime(m->node), v, 5)) != 0) return rc;
+  out->tokens = (uint64_t)v[0];
+  out->tokens_per_s = out->seconds > 0 ? v[0] / out->seconds : 0;
+  out->moved = v[0] > 0 ? v[1] / v[0] : 0;
+  out->local = v[2] + v[3] > 0 ? v[2] / (v[2] + v[3]) : 1.0;
+  out->intents = (uint64_t)v[4];
+  return 0;
+}
+
+/* ---- rows held here --------------------------------------------------------------------- */
+
+int lda__each_row(lda_t *m, uint64_t first, uint64_t end, lda__row_fn fn, void *arg)
+{
+  /* a parameter actor's keys are all here or all elsewhere: read them together */
+  const uint32_t g = au_table_group(m->words), K = m->p.K;
+  if (end > m->V) end = m->V;
+  au_key_t *keys = malloc((size_t)g * sizeof(au_key_t));
+  int32_t *rows = malloc((size_t)g * K * sizeof(int32_t));
+  int rc = keys && rows ? 0 : AU_ENOMEM;
+  for (uint64_t a = first - first % g; a < end && rc == 0; a += g) {
+    uint32_t n = (uint32_t)(m->V - a < g ? m->V - a : g);
+    for (uint32_t i = 0; i < n; i++) keys[i] = a + i;
+    rc = au_table_read(m->words, keys, n, rows);
+    if (rc == AU_EAGAIN) {
+      rc = 0; /* held by another node */
+      continue;
+    }
+    for (uint32_t i = 0; i < n && rc == 0; i++)
+      if (keys[i] >= first && keys[i] < end) rc = fn(arg, keys[i], &rows[(size_t)i * K]);
+  }
+  free(keys);
+  free(rows);
+  return rc;
+}
+
+int lda__read_totals(lda_t *m, int32_t *row)
+{
+  au_key_t zero = 0;
+  int rc = au_table_read(m->totals, &zero, 1, row);
+  return rc == 0 ? 1 : rc == AU_EAGAIN ? 0 : rc;
+}
+
+au_table_t *lda_word_table(lda_t *m)
+{
+  return m->words;
+}
+
+au_table_t *lda_totals_table(lda_t *m)
+{
+  return m->totals;
+}
+
+int lda_workers(const lda_t *m)
+{
+  return m->nshards;
+}
+
+void lda_free(lda_t *m)
+{
+  if (!m) return;
+  if (m->shards)
+    for (int i = 0; i < m->nshards; i++) shard_free(&m->shards[i]);
+  free(m->shards);
+  free(m->word_count);
+  lda_lgamma_free(&m->lga);
+  lda_lgamma_free(&m->lgb);
+  free(m);
+}

@@ -1,0 +1,386 @@
+/* main.c — augur-lda: latent Dirichlet allocation by collapsed Gibbs sampling on augur,
+ * on a generated corpus or a UCI bag-of-words or plain-text file. Prints one key=value
+ * line per iteration, then the top words of each topic.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <augur.h>
+
+#include "corpus.h"
+#include "lda.h"
+#include "sampler.h"
+
+#define PROG "augur-lda"
+
+static void usage(FILE *f)
+{
+  fprintf(f, "usage: " PROG " [FLAGS] [FILE]\n"
+             "\n"
+             "Latent Dirichlet allocation by collapsed Gibbs sampling on augur (AliasLDA:\n"
+             "SparseLDA's buckets, alias tables, Metropolis-Hastings). Without FILE, trains\n"
+             "on a generated corpus with planted topics. Prints one key=value line per\n"
+             "iteration:\n"
+             "  iteration=10 llh_per_token=-8.912 seconds=0.41 tokens_per_s=6.2e+06 moved=0.12 "
+             "local=1.000 ...\n"
+             "then the top words of each topic.\n"
+             "\n"
+             "model and training:\n"
+             "  --topics K        topics (default 20, at most 65536)\n"
+             "  --alpha X         Dirichlet prior of document-topic mixtures (default 0.1)\n"
+             "  --beta X          Dirichlet prior of topic-word distributions (default 0.01)\n"
+             "  --iterations N    sweeps over the corpus (default 50)\n"
+             "  --mh-steps N      Metropolis-Hastings steps per token (default 1)\n"
+             "  --threads N       scheduler threads (default: online cores)\n"
+             "  --workers N       worker actors (default: one per thread)\n"
+             "  --batch N         tokens per worker step, whole documents (default 262144)\n"
+             "  --lookahead N     intents announce the batch N steps ahead (default 2)\n"
+             "  --seed N          seed for generation, initial topics and sampling (default 1)\n"
+             "  --mode M          parameter placement across nodes: classic (each word row\n"
+             "                    stays on its home node; others fetch and push by message)\n"
+             "\n"
+             "data:\n"
+             "  FILE              the corpus\n"
+             "  --format F        uci or text (default: uci when the first line is a number)\n"
+             "                    uci: docword.*.txt, lines D, W, NNZ, then 'docID wordID count'\n"
+             "                    text: one document per line; lower-cased words of letters,\n"
+             "                    English stop words and one-letter words dropped\n"
+             "  --vocab FILE      words of a uci corpus, one per line (vocab.*.txt)\n"
+             "  --min-count N     text: drop words seen fewer than N times (default 2)\n"
+             "\n"
+             "generated corpus (without FILE):\n"
+             "  --docs N          documents (default 10000)\n"
+             "  --vocab-size N    words (default 10000)\n"
+             "  --doc-length N    mean tokens per document, uniform in [N/2, 3N/2] (default 100)\n"
+             "  --planted-topics N  topics the documents are drawn from (default 20)\n"
+             "\n"
+             "output:\n"
+             "  --top-words N     words shown per topic at the end (default 10, 0 = none)\n"
+             "  --save DIR        write the word-topic counts and the vocabulary into DIR\n"
+             "\n"
+             "  --help            this text\n"
+             "\n"
+             "Exit status: 0 done, 1 training failed, 2 bad flags or input.\n");
+}
+
+static int fail_flag(const char *flag, const char *val, const char *want)
+{
+  fprintf(stderr, PROG ": %s: expected %s, got '%s' (see --help)\n", flag, want, val);
+  return 2;
+}
+
+static int parse_u64(const char *flag, const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+  char *end;
+  errno = 0;
+  if (!s || !*s || *s == '-' || *s == '+') return fail_flag(flag, s ? s : "", "a whole number");
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || v < min || v > max) {
+    char want[96];
+    snprintf(want, sizeof(want), "a whole number in [%llu, %llu]", (unsigned long long)min,
+             (unsigned long long)max);
+    return fail_flag(flag, s, want);
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_double(const char *flag, const char *s, double min, double max, double *out)
+{
+  char *end;
+  errno = 0;
+  if (!s || !*s) return fail_flag(flag, "", "a number");
+  double v = strtod(s, &end);
+  if (errno || *end || !isfinite(v) || v < min || v > max) {
+    char want[96];
+    snprintf(want, sizeof(want), "a number in [%g, %g]", min, max);
+    return fail_flag(flag, s, want);
+  }
+  *out = v;
+  return 0;
+}
+
+enum { FMT_AUTO, FMT_UCI, FMT_TEXT };
+
+typedef struct args {
+  lda_opts_t lda;
+  lda_gen_opts_t gen;
+  int iterations, threads, format, check, have_min_count;
+  uint32_t top_words, min_count;
+  const char *file, *vocab, *save;
+} args_t;
+
+/* Returns -1 to go on, or an exit status. */
+static int parse_args(int argc, char **argv, args_t *a)
+{
+  lda_opts_default(&a->lda);
+  lda_gen_opts_default(&a->gen);
+  a->iterations = 50;
+  a->threads = 0;
+  a->format = FMT_AUTO;
+  a->check = a->have_min_count = 0;
+  a->top_words = 10;
+  a->min_count = 2;
+  a->file = a->vocab = a->save = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *f = argv[i];
+    uint64_t u;
+    double d;
+    int rc = 0;
+#define VALUE() (i + 1 < argc ? argv[++i] : NULL)
+    if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(f, "--check")) {
+      a->check = 1; /* a testing aid, documented in docs/lda.md */
+    } else if (!strcmp(f, "--topics")) {
+      if (!(rc = parse_u64(f, VALUE(), 1, LDA_MAX_TOPICS, &u))) a->lda.topics = (uint32_t)u;
+    } else if (!strcmp(f, "--alpha")) {
+      if (!(rc = parse_double(f, VALUE(), 1e-6, 1e6, &d))) a->lda.alpha = d;
+    } else if (!strcmp(f, "--beta")) {
+      if (!(rc = parse_double(f, VALUE(), 1e-6, 1e6, &d))) a->lda.beta = d;
+    } else if (!strcmp(f, "--iterations")) {
+      if (!(rc = parse_u64(f, VALUE(), 0, 1000000, &u))) a->iterations = (int)u;
+    } else if (!strcmp(f, "--mh-steps")) {
+      if (!(rc = parse_u64(f, VALUE(), 1, 1000, &u))) a->lda.mh_steps = (int)u;
+    } else if (!strcmp(f, "--threads")) {
+      if (!(rc = parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
+    } else if (!strcmp(f, "--workers")) {
+      if (!(rc = parse_u64(f, VALUE(), 1, 4096, &u))) a->lda.workers = (int)u;
+    } else if (!strcmp(f, "--batch")) {
+      if (!(rc = parse_u64(f, VALUE(), 1, 1u << 30, &u))) a->lda.batch = (uint32_t)u;
+    } else if (!strcmp(f, "--lookahead")) {
+      if (!(rc = parse_u64(f, VALUE(), 0, 1 << 20, &u))) a->lda.lookahead = (int)u;
+    } else if (!strcmp(f, "--seed")) {
+      if (!(rc = parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->lda.seed = a->gen.seed = u;
+    } else if (!strcmp(f, "--mode")) {
+      const char *v = VALUE();
+      if (!v || strcmp(v, "classic") != 0) rc = fail_flag(f, v ? v : "", "classic");
+    } else if (!strcmp(f, "--format")) {
+      const char *v = VALUE();
+      if (v && !strcmp(v, "uci"))
+        a->format = FMT_UCI;
+      else if (v && !strcmp(v, "text"))
+        a->format = FMT_TEXT;
+      else
+        rc = fail_flag(f, v ? v : "", "uci or text");
+    } else if (!strcmp(f, "--vocab")) {
+      if (!(a->vocab = VALUE())) rc = fail_flag(f, "", "a file name");
+    } else if (!strcmp(f, "--min-count")) {
+      if (!(rc = parse_u64(f, VALUE(), 1, UINT32_MAX, &u)))
+        a->min_count = (uint32_t)u, a->have_min_count = 1;
+    } else if (!strcmp(f, "--docs")) {
+      if (!(rc = parse_u64(f, VALUE(), 1, 0xfffffffeu, &u))) a->gen.docs = (uint32_t)u;
+    } else if (!strcmp(f, "--vocab-size")) {
+      if (!(rc = parse_u64(f, VALUE(), 1, LDA_MAX_WORDS, &u))) a->gen.vocab = (uint32_t)u;
+    } else if (!strcmp(f, "--doc-length")) {
+      if (!(rc = parse_u64(f, VALUE(), 1, 1u << 24, &u))) a->gen.doc_length = (uint32_t)u;
+    } else if (!strcmp(f, "--planted-topics")) {
+      if (!(rc = parse_u64(f, VALUE(), 1, LDA_MAX_TOPICS, &u))) a->gen.topics = (uint32_t)u;
+    } else if (!strcmp(f, "--top-words")) {
+      if (!(rc = parse_u64(f, VALUE(), 0, 1000, &u))) a->top_words = (uint32_t)u;
+    } else if (!strcmp(f, "--save")) {
+      if (!(a->save = VALUE())) rc = fail_flag(f, "", "a folder name");
+    } else if (f[0] == '-' && f[1]) {
+      fprintf(stderr, PROG ": unknown flag '%s' (see --help)\n", f);
+      return 2;
+    } else if (!a->file) {
+      a->file = f;
+    } else {
+      fprintf(stderr, PROG ": one FILE only, got '%s' and '%s'\n", a->file, f);
+      return 2;
+    }
+#undef VALUE
+    if (rc) return rc;
+  }
+  if (!a->file && (a->vocab || a->format != FMT_AUTO || a->have_min_count)) {
+    fprintf(stderr, PROG ": --format, --vocab and --min-count need a FILE (without one the "
+                         "corpus is generated)\n");
+    return 2;
+  }
+  return -1;
+}
+
+/* uci when the first non-blank line is one whole number (UCI's D), else text. */
+static int detect_format(const char *path)
+{
+  FILE *f = fopen(path, "r");
+  if (!f) return FMT_UCI; /* the loader reports the error */
+  char buf[256];
+  int fmt = FMT_TEXT;
+  while (fgets(buf, sizeof(buf), f)) {
+    char *p = buf;
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+    if (!*p) continue;
+    char *q = p;
+    while (*q >= '0' && *q <= '9') q++;
+    while (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n') q++;
+    if (q > p && !*q) fmt = FMT_UCI;
+    break;
+  }
+  fclose(f);
+  return fmt;
+}
+
+/* Returns 0, or an exit status after printing why. */
+static int load_data(args_t *a, lda_corpus_t *c)
+{
+  char err[512];
+  int rc;
+  if (!a->file) {
+    if (lda_gen_opts_check(&a->gen, err, sizeof(err)) != 0) goto bad;
+    if ((rc = lda_generate(&a->gen, c, NULL)) != 0) {
+      fprintf(stderr, PROG ": generating the corpus: %s\n", lda_strerror(rc));
+      return 1;
+    }
+  } else {
+    int fmt = a->format == FMT_AUTO ? detect_format(a->file) : a->format;
+    if (fmt == FMT_TEXT && a->vocab) {
+      fprintf(stderr, PROG ": --vocab goes with uci files; a text corpus brings its words\n");
+      return 2;
+    }
+    if (fmt == FMT_UCI && a->have_min_count) {
+      fprintf(stderr, PROG ": --min-count goes with text files, not uci\n");
+      return 2;
+    }
+    rc = fmt == FMT_UCI ? lda_load_uci(a->file, c, err, sizeof(err))
+                        : lda_load_text(a->file, a->min_count, c, err, sizeof(err));
+    if (rc == 0 && a->vocab) rc = lda_load_vocab(a->vocab, c, err, sizeof(err));
+    if (rc != 0) {
+      lda_corpus_free(c);
+      goto bad;
+    }
+    a->format = fmt;
+  }
+  if (c->ntokens == 0) {
+    lda_corpus_free(c);
+    snprintf(err, sizeof(err), "%s: no tokens%s", a->file ? a->file : "generator",
+             a->format == FMT_TEXT ? " (after dropping stop words and rare words)" : "");
+    goto bad;
+  }
+  return 0;
+bad:
+  fprintf(stderr, PROG ": %s\n", err);
+  return 2;
+}
+
+/* The top n words of each topic, one line per topic: topic=3 tokens=51234 words=a,b,c.
+ * Collective; rank 0 (talk) prints. */
+static int print_topics(lda_t *m, const lda_corpus_t *c, uint32_t K, uint32_t n, int talk)
+{
+  uint32_t *words = malloc((size_t)K * n * sizeof(uint32_t));
+  int64_t *counts = malloc((size_t)K * n * sizeof(int64_t));
+  int64_t *totals = malloc((size_t)K * sizeof(int64_t));
+  int rc = words && counts && totals ? lda_top_words(m, n, words, counts, totals) : AU_ENOMEM;
+  if (rc != 0) {
+    fprintf(stderr, PROG ": top words: %s\n", au_strerror(rc));
+  } else if (talk) {
+    char buf[32];
+    for (uint32_t k = 0; k < K; k++) {
+      printf("topic=%u tokens=%lld words=", k, (long long)totals[k]);
+      for (uint32_t i = 0; i < n && words[(size_t)k * n + i] != UINT32_MAX; i++)
+        printf("%s%s", i ? "," : "",
+               lda_corpus_word(c, words[(size_t)k * n + i], buf, sizeof(buf)));
+      putchar('\n');
+    }
+  }
+  free(words);
+  free(counts);
+  free(totals);
+  return rc;
+}
+
+int main(int argc, char **argv)
+{
+  args_t a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc >= 0) return rc;
+
+  lda_corpus_t c = {0};
+  uint64_t t0 = au_now_ns();
+  if ((rc = load_data(&a, &c)) != 0) return rc;
+  double load_s = (double)(au_now_ns() - t0) / 1e9;
+
+  au_node_t *node;
+  if ((rc = au_node_start(&node, &(au_node_opts_t){.threads = a.threads})) != 0) {
+    fprintf(stderr, PROG ": starting the node: %s\n", au_strerror(rc));
+    lda_corpus_free(&c);
+    return 1;
+  }
+  /* every node computes the same lines; rank 0 prints them */
+  int talk = au_node_rank(node) == 0, nodes = au_node_nodes(node);
+  if (talk) {
+    printf("data=%s docs=%u vocab=%u tokens=%zu load_seconds=%.2f\n", a.file ? a.file : "generated",
+           c.ndocs, c.nwords, c.ntokens, load_s);
+    fflush(stdout);
+  }
+  char err[512];
+  lda_t *m;
+  t0 = au_now_ns();
+  if ((rc = lda_create(node, &a.lda, &c, &m, err, sizeof(err))) != 0) {
+    fprintf(stderr, PROG ": %s\n", err);
+    au_node_stop(node);
+    lda_corpus_free(&c);
+    return 1;
+  }
+  double init_s = (double)(au_now_ns() - t0) / 1e9, llh;
+  int status = 0;
+  if ((rc = lda_llh(m, &llh)) != 0) {
+    fprintf(stderr, PROG ": log-likelihood: %s\n", au_strerror(rc));
+    status = 1;
+  } else if (talk) {
+    printf("model topics=%u alpha=%g beta=%g nodes=%d threads=%d workers=%d mode=classic "
+           "mh_steps=%d batch=%u\n",
+           a.lda.topics, a.lda.alpha, a.lda.beta, nodes, au_runtime_threads(au_node_runtime(node)),
+           lda_workers(m), a.lda.mh_steps, a.lda.batch);
+    printf("init llh_per_token=%.4f seconds=%.3f\n", llh, init_s);
+    fflush(stdout);
+  }
+  for (int it = 1; it <= a.iterations && status == 0; it++) {
+    lda_iter_t st;
+    if ((rc = lda_iterate(m, &st)) != 0 || (rc = lda_llh(m, &llh)) != 0) {
+      fprintf(stderr, PROG ": iteration %d: %s\n", it, au_strerror(rc));
+      status = 1;
+      break;
+    }
+    if (!talk) continue;
+    printf("iteration=%d llh_per_token=%.4f seconds=%.3f tokens_per_s=%.3g moved=%.3f local=%.3f "
+           "intents=%llu\n",
+           it, llh, st.seconds, st.tokens_per_s, st.moved, st.local,
+           (unsigned long long)st.intents);
+    fflush(stdout);
+  }
+  if (status == 0 && a.top_words > 0 && print_topics(m, &c, a.lda.topics, a.top_words, talk) != 0)
+    status = 1;
+  if (status == 0 && a.check) {
+    lda_check_t ck;
+    if ((rc = lda_check(m, &ck)) != 0) {
+      fprintf(stderr, PROG ": check: %s\n", au_strerror(rc));
+      status = 1;
+    } else {
+      int ok = lda_check_ok(&ck, c.ntokens);
+      if (talk)
+        printf("check=%s negative=%llu row_sums=%llu totals=%llu recount=%llu tokens=%llu\n",
+               ok ? "ok" : "FAILED", (unsigned long long)ck.negative,
+               (unsigned long long)ck.row_sums, (unsigned long long)ck.totals,
+               (unsigned long long)ck.recount, (unsigned long long)ck.tokens);
+      if (!ok) status = 1;
+    }
+  }
+  if (status == 0 && a.save) {
+    if (lda_save(m, a.save, &c, err, sizeof(err)) != 0) {
+      fprintf(stderr, PROG ": %s\n", err);
+      status = 1;
+    } else if (talk) {
+      printf("saved=%s%s\n", a.save, nodes > 1 ? " (word_topic.txt.<rank> per node)" : "");
+    }
+  }
+  fflush(stdout);
+  au_node_stop(node);
+  lda_free(m);
+  lda_corpus_free(&c);
+  return status;
+}

@@ -1,0 +1,90 @@
+/* model.h — the inside of an lda_t, shared by lda.c (workers, training) and eval.c
+ * (log-likelihood, checks, top words, saving). Not part of the demo's interface.
+ *
+ * The invariant: the count tables equal the counts of the workers' topic assignments
+ * whenever no run is in progress. Every topic change a step makes is logged and applied
+ * as -1 / +1 through the table's exact kernel in the same step.
+ */
+#ifndef AUGUR_DEMOS_LDA_MODEL_H
+#define AUGUR_DEMOS_LDA_MODEL_H
+
+#include "lda.h"
+#include "sampler.h"
+
+#define LDA_NONE UINT32_MAX
+
+/* A topic change of one token. */
+typedef struct lda_move {
+  uint16_t from, to;
+} lda_move_t;
+
+/* A token of a batch, as the word-by-word pass visits it: its index and its document's
+ * place in the batch. */
+typedef struct lda_ref {
+  uint32_t tok, doc;
+} lda_ref_t;
+
+/* One worker's documents and state. Tokens are stored as local word indices (0..nlw),
+ * the worker's own dense numbering of the words it has. A step samples one batch of
+ * documents word by word: the tokens of each of the batch's words in turn, so that the
+ * word's row stays in cache and its pending change (wdelta) is exact while it is used. */
+typedef struct shard {
+  struct lda *m;
+  int init; /* this run assigns initial topics instead of sampling */
+  uint32_t ndocs;
+  uint32_t *doc_start; /* ndocs + 1 */
+  uint32_t *lw;        /* token -> local word */
+  uint16_t *z;         /* token -> topic */
+  uint32_t nlw;
+  au_key_t *lw_key;       /* local word -> word id (table key) */
+  lda_alias_t *alias;     /* local word -> its word bucket */
+  uint32_t nbatches, pos; /* batches; the next one */
+  uint32_t *batch_doc;    /* nbatches + 1: first document of each batch */
+  uint32_t *batch_kstart; /* nbatches + 1: the batch's words in batch_keys, batch_lw */
+  au_key_t *batch_keys;   /* distinct words of each batch, as table keys */
+  uint32_t *batch_lw;     /* the same, as local words */
+  uint32_t *tstart;       /* per batch word (+ 1): its tokens in ord */
+  lda_ref_t *ord;         /* each batch's tokens grouped by word */
+  uint32_t max_tokens, max_docs, max_room; /* of a batch; room for its documents' topics */
+  /* scratch of a step */
+  int32_t *nt;        /* K: the totals as this worker sees them (snapshot + own changes) */
+  float *inv;         /* K: 1 / (nt + V beta) */
+  float *smooth_inv;  /* K: inv when the smoothing table was built */
+  float *w, *block;   /* K + 8, K / 8 + 2: the document bucket's weights */
+  int32_t *tdelta;    /* K: the step's change of the totals */
+  int32_t *wdelta;    /* K: the current word's change */
+  uint32_t *at;       /* K, zero: building document entries */
+  lda_alias_t smooth; /* the smoothing bucket */
+  lda_doc_t *docs;    /* the batch's documents' topics (max_docs) */
+  uint16_t *dtop;     /* their storage (max_room) */
+  float *dcnt;
+  lda_move_t *mv; /* the current word's topic changes */
+  lda_build_scratch_t build;
+  lda_rng_t rng;
+  uint32_t sweep; /* sweeps done (+ 1): word tables from an earlier sweep are rebuilt */
+  /* this run */
+  uint64_t tokens, moved;
+} shard_t;
+
+struct lda {
+  au_node_t *node;
+  int rank, nodes;
+  lda_opts_t o;
+  lda_params_t p;
+  uint32_t V;
+  uint64_t tokens;      /* in the whole corpus */
+  uint64_t *word_count; /* V: tokens of each word in the whole corpus */
+  au_table_t *words, *totals;
+  int nshards;
+  shard_t *shards;
+  lda_lgamma_t lga, lgb; /* lgamma(c + alpha), lgamma(c + beta) tables */
+};
+
+/* Calls fn(arg, key, row) for each word row in [first, end) that this node holds (copied
+ * out), in key order. 0, fn's nonzero result, or an AU_E* code. */
+typedef int (*lda__row_fn)(void *arg, au_key_t key, const int32_t *row);
+int lda__each_row(struct lda *m, uint64_t first, uint64_t end, lda__row_fn fn, void *arg);
+/* The totals row if this node holds it: 1 and row filled, 0 if not, or an AU_E* code. */
+int lda__read_totals(struct lda *m, int32_t *row);
+
+#endif

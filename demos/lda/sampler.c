@@ -1,0 +1,186 @@
+/* sampler.c — alias tables for the word and smoothing buckets, and the log-likelihood of
+ * an LDA state (see sampler.h). The draw itself is inline in sampler.h: it runs once per
+ * token.
+ */
+#include "sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int lda_build_scratch_init(lda_build_scratch_t *s, uint32_t K)
+{
+  s->topic = malloc((size_t)K * sizeof(*s->topic));
+  s->w = malloc((size_t)K * sizeof(*s->w));
+  s->small = malloc((size_t)K * sizeof(*s->small));
+  s->large = malloc((size_t)K * sizeof(*s->large));
+  if (s->topic && s->w && s->small && s->large) return 0;
+  lda_build_scratch_free(s);
+  return -1;
+}
+
+void lda_build_scratch_free(lda_build_scratch_t *s)
+{
+  free(s->topic);
+  free(s->w);
+  free(s->small);
+  free(s->large);
+  memset(s, 0, sizeof(*s));
+}
+
+void lda_alias_free(lda_alias_t *a)
+{
+  free(a->bins);
+  free(a->key);
+  free(a->weight);
+  memset(a, 0, sizeof(*a));
+}
+
+/* Vose's method over the n weights s->w[] of topics s->topic[] (sum mass > 0): weights
+ * scaled to mean 1; a bin below 1 is topped up from one above, which then holds less.
+ * With keep, the weights are kept too (key, weight). */
+static int build(lda_alias_t *a, uint32_t n, double mass, uint32_t K, lda_build_scratch_t *s,
+                 int keep)
+{
+  a->draws = 0;
+  a->n = 0;
+  a->mass = 0;
+  if (n == 0 || !(mass > 0)) return 0;
+  if (n > a->cap) {
+    uint32_t cap = a->cap ? a->cap : 4;
+    while (cap < n) cap *= 2;
+    if (cap > K) cap = K;
+    lda_bin_t *b = realloc(a->bins, (size_t)cap * sizeof(*b));
+    if (b) a->bins = b;
+    uint16_t *key = keep ? realloc(a->key, (size_t)cap * sizeof(*key)) : NULL;
+    if (key) a->key = key;
+    float *weight = keep ? realloc(a->weight, (size_t)cap * sizeof(*weight)) : NULL;
+    if (weight) a->weight = weight;
+    if (!b || (keep && (!key || !weight))) return -1;
+    a->cap = cap;
+  }
+  if (keep) {
+    mass = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      a->key[i] = s->topic[i];
+      a->weight[i] = (float)s->w[i];
+      mass += s->w[i] = a->weight[i]; /* the weights as kept, so that q is exact */
+    }
+  }
+  uint32_t ns = 0, nl = 0;
+  const double scale = (double)n / mass;
+  for (uint32_t i = 0; i < n; i++) {
+    s->w[i] *= scale;
+    if (s->w[i] < 1)
+      s->small[ns++] = i;
+    else
+      s->large[nl++] = i;
+  }
+  lda_bin_t *b = a->bins;
+  while (ns && nl) {
+    uint32_t sm = s->small[--ns], l = s->large[nl - 1];
+    b[sm] = (lda_bin_t){(float)s->w[sm], s->topic[sm], s->topic[l]};
+    s->w[l] -= 1 - s->w[sm];
+    if (s->w[l] < 1) {
+      nl--;
+      s->small[ns++] = l;
+    }
+  }
+  /* what is left is 1 up to rounding */
+  while (nl) {
+    uint32_t l = s->large[--nl];
+    b[l] = (lda_bin_t){1.0f, s->topic[l], s->topic[l]};
+  }
+  while (ns) {
+    uint32_t sm = s->small[--ns];
+    b[sm] = (lda_bin_t){1.0f, s->topic[sm], s->topic[sm]};
+  }
+  a->n = n;
+  a->mass = mass;
+  return 0;
+}
+
+int lda_alias_build_word(lda_alias_t *a, const int32_t *row, const int32_t *delta, const float *inv,
+                         double alpha, uint32_t K, lda_build_scratch_t *s)
+{
+  uint32_t n = 0;
+  double mass = 0;
+  for (uint32_t k = 0; k < K; k++) {
+    int32_t c = lda_count(row, k) + (delta ? delta[k] : 0);
+    if (c <= 0) continue;
+    s->topic[n] = (uint16_t)k;
+    mass += s->w[n++] = alpha * c * inv[k];
+  }
+  return build(a, n, mass, K, s, 1);
+}
+
+int lda_alias_build_smooth(lda_alias_t *a, const float *inv, double alpha, double beta, uint32_t K,
+                           lda_build_scratch_t *s)
+{
+  double mass = 0;
+  for (uint32_t k = 0; k < K; k++) {
+    s->topic[k] = (uint16_t)k;
+    mass += s->w[k] = (double)((float)alpha * (float)beta * inv[k]);
+  }
+  return build(a, K, mass, K, s, 0);
+}
+
+/* ---- log-likelihood ------------------------------------------------------------------- */
+
+int lda_lgamma_init(lda_lgamma_t *t, double shift, uint32_t n)
+{
+  t->shift = shift;
+  t->base = lgamma(shift);
+  t->n = n;
+  t->v = malloc((size_t)n * sizeof(double));
+  if (!t->v) return -1;
+  for (uint32_t c = 0; c < n; c++) t->v[c] = lgamma(c + shift) - t->base;
+  return 0;
+}
+
+void lda_lgamma_free(lda_lgamma_t *t)
+{
+  free(t->v);
+  t->v = NULL;
+}
+
+double lda_lgamma_delta(const lda_lgamma_t *t, uint64_t c)
+{
+  return c < t->n ? t->v[c] : lgamma((double)c + t->shift) - t->base;
+}
+
+double lda_llh_counts(const int32_t *c, size_t n, const lda_lgamma_t *lgb, uint64_t *negative)
+{
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (c[i] > 0)
+      sum += lda_lgamma_delta(lgb, (uint64_t)c[i]);
+    else if (c[i] < 0)
+      ++*negative;
+  }
+  return sum;
+}
+
+double lda_llh_totals(const int32_t *nk, uint32_t K, double vbeta, uint64_t *negative)
+{
+  double sum = K * lgamma(vbeta);
+  for (uint32_t k = 0; k < K; k++) {
+    if (nk[k] < 0) ++*negative;
+    sum -= lgamma((nk[k] > 0 ? nk[k] : 0) + vbeta);
+  }
+  return sum;
+}
+
+double lda_llh_doc(const uint16_t *z, uint32_t len, double kalpha, const lda_lgamma_t *lga,
+                   int32_t *scratch)
+{
+  if (len == 0) return 0;
+  for (uint32_t i = 0; i < len; i++) scratch[z[i]]++;
+  double sum = lgamma(kalpha) - lgamma(len + kalpha);
+  for (uint32_t i = 0; i < len; i++) {
+    if (scratch[z[i]] == 0) continue; /* counted already */
+    sum += lda_lgamma_delta(lga, (uint64_t)scratch[z[i]]);
+    scratch[z[i]] = 0;
+  }
+  return sum;
+}

@@ -1,0 +1,279 @@
+/* sampler.h — the topic sampler of augur-lda: AliasLDA (Li, Ahmed, Ravi & Smola, KDD
+ * 2014), which splits the collapsed Gibbs conditional into SparseLDA's buckets and draws
+ * the dense ones from alias tables, correcting with Metropolis-Hastings:
+ *
+ *   p(k) ∝ (n_dk + alpha) (n_wk + beta) / (n_k + V beta)       counts without the token
+ *
+ *   proposal q(k) = n_dk (n_wk + beta) inv_k      document bucket: exact, over the K_d
+ *                                                 topics present in the document
+ *                 + alpha n'_wk inv'_k            word bucket: alias table of a snapshot
+ *                                                 n' of the word's nonzero counts
+ *                 + alpha beta inv''_k            smoothing bucket: alias table over all K
+ *   with inv_k = 1 / (n_k + V beta), primes marking snapshots.
+ *
+ * With fresh snapshots q = p and every proposal is accepted; stale ones only lower the
+ * acceptance rate, never the exactness: the MH test evaluates q exactly, looking the
+ * snapshot up. A draw costs O(K_d + log K_w): it does not grow with K once documents hold
+ * fewer topics than K. A word's table costs O(K) to build and is reused for many draws.
+ * Counts read from shared rows may be transiently stale or negative; they are clamped at
+ * 0 here and never written.
+ */
+#ifndef AUGUR_DEMOS_LDA_SAMPLER_H
+#define AUGUR_DEMOS_LDA_SAMPLER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include "rng.h"
+
+#define LDA_MAX_TOPICS 65535 /* topics are uint16_t everywhere */
+
+/* A count in a row that other threads may be updating (through the table's atomic
+ * kernel): a relaxed atomic load, because a plain load racing with them would be a data
+ * race in C11; the value may be a little stale, which the sampler tolerates. */
+static inline int32_t lda_count(const int32_t *row, uint32_t k)
+{
+  return atomic_load_explicit((_Atomic int32_t *)&row[k], memory_order_relaxed);
+}
+
+/* ---- alias tables ---------------------------------------------------------------------- */
+
+/* One bin of an alias table: topic with probability prob, else alias. */
+typedef struct lda_bin {
+  float prob;
+  uint16_t topic, alias;
+} lda_bin_t;
+
+static inline uint32_t lda_alias_draw(const lda_bin_t *bins, uint32_t n, lda_rng_t *r)
+{
+  uint64_t y = (lda_rng_next(r) >> 32) * n;
+  const lda_bin_t *b = &bins[y >> 32];
+  return (float)(uint32_t)y * (1.0f / 4294967296.0f) < b->prob ? b->topic : b->alias;
+}
+
+/* An alias table over some topics, with the weights it was built from: weight[i] of
+ * topic key[i], keys ascending (word tables only; NULL for the smoothing table). */
+typedef struct lda_alias {
+  lda_bin_t *bins;
+  uint16_t *key;
+  float *weight;
+  uint32_t n, cap; /* topics, room */
+  double mass;     /* total weight */
+  uint32_t stamp;  /* the caller's mark of when it was built (0: never) */
+  uint32_t draws;  /* draws since the build */
+} lda_alias_t;
+
+/* The weight of topic k in a word table: binary search, O(log n). */
+static inline double lda_alias_weight(const lda_alias_t *a, uint32_t k)
+{
+  uint32_t lo = 0, hi = a->n;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (a->key[mid] < k)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < a->n && a->key[lo] == k ? (double)a->weight[lo] : 0.0;
+}
+
+/* Work space for building alias tables over K topics (no allocation per build). */
+typedef struct lda_build_scratch {
+  uint16_t *topic;
+  double *w;
+  uint32_t *small, *large;
+} lda_build_scratch_t;
+
+int lda_build_scratch_init(lda_build_scratch_t *s, uint32_t K);
+void lda_build_scratch_free(lda_build_scratch_t *s);
+void lda_alias_free(lda_alias_t *a);
+
+/* The word bucket of a word with counts n_wk = row[k] + delta[k] (delta may be NULL):
+ * weights alpha n_wk inv[k] over the positive counts. 0 or -1 (out of memory: a is left
+ * empty, mass 0). */
+int lda_alias_build_word(lda_alias_t *a, const int32_t *row, const int32_t *delta, const float *inv,
+                         double alpha, uint32_t K, lda_build_scratch_t *s);
+/* The smoothing bucket: weights alpha beta inv[k] over all K topics. 0 or -1. */
+int lda_alias_build_smooth(lda_alias_t *a, const float *inv, double alpha, double beta, uint32_t K,
+                           lda_build_scratch_t *s);
+
+/* ---- documents ------------------------------------------------------------------------- */
+
+/* A document's topics present, unordered: its sparse n_dk as parallel arrays, topic[i]
+ * with count[i] for i < n. There is room for LDA_DOC_ROOM(L, K) entries; those from n up
+ * to the next multiple of 8 are padding (topic 0, count 0), so that a search reads whole
+ * blocks of 8 and the document bucket can sum them as zero. */
+typedef struct lda_doc {
+  uint16_t *topic;
+  float *count; /* whole numbers, exact in a float up to 2^24 tokens per document */
+  uint32_t n;
+} lda_doc_t;
+
+#define LDA_DOC_ROOM(len, K) (((uint32_t)((len) < (K) ? (len) : (K)) + 7u) & ~7u)
+
+/* The index of topic k, or d->n if it is absent. Eight topics per compare with SSE2. */
+static inline uint32_t lda_doc_find(const lda_doc_t *d, uint32_t k)
+{
+#ifdef __SSE2__
+  const __m128i key = _mm_set1_epi16((short)k);
+  for (uint32_t i = 0; i < d->n; i += 8) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(d->topic + i));
+    unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi16(v, key));
+    if (m) {
+      uint32_t at = i + (uint32_t)__builtin_ctz(m) / 2;
+      return at < d->n ? at : d->n; /* a match in the padding is no match */
+    }
+  }
+  return d->n;
+#else
+  uint32_t i = 0;
+  while (i < d->n && d->topic[i] != k) i++;
+  return i;
+#endif
+}
+
+/* One token less at entry i; an entry that reaches 0 is replaced by the last one. */
+static inline void lda_doc_remove_at(lda_doc_t *d, uint32_t i)
+{
+  if (--d->count[i] == 0.0f) {
+    uint32_t last = --d->n;
+    d->topic[i] = d->topic[last];
+    d->count[i] = d->count[last];
+    d->topic[last] = 0;
+    d->count[last] = 0;
+  }
+}
+
+/* One token more of topic k. */
+static inline void lda_doc_add(lda_doc_t *d, uint32_t k)
+{
+  uint32_t i = lda_doc_find(d, k);
+  if (i < d->n) {
+    d->count[i]++;
+  } else {
+    d->topic[d->n] = (uint16_t)k;
+    d->count[d->n++] = 1;
+  }
+}
+
+/* ---- one token ------------------------------------------------------------------------- */
+
+/* The model's constants. */
+typedef struct lda_params {
+  uint32_t K;
+  double alpha, beta, vbeta, kalpha; /* vbeta = V beta, kalpha = K alpha */
+} lda_params_t;
+
+/* What a worker's draws share: inv[k] = 1 / (n_k + V beta) for the current totals; the
+ * smoothing table and the inv it was built from; room for the document bucket's weights
+ * (K + 8) and their sums by blocks of 8 (K / 8 + 2). Single precision: the weights only
+ * need to be consistent, and floats halve what the inner loop reads. */
+typedef struct lda_draw_ctx {
+  lda_params_t p;
+  const float *inv;
+  const lda_alias_t *smooth;
+  const float *smooth_inv;
+  float *w, *block;
+  int mh; /* MH steps per token */
+} lda_draw_ctx_t;
+
+/* (n_wk + beta) inv_k: the word and totals factors of topic k. */
+static inline float lda_base(const int32_t *row, const int32_t *wdelta, const float *inv,
+                             float beta, uint32_t k)
+{
+  int32_t n = lda_count(row, k) + wdelta[k];
+  return ((float)(n > 0 ? n : 0) + beta) * inv[k];
+}
+
+/* Redraws the topic of a token of a word in a document, whose counts no longer include
+ * it: n_wk = row[k] + wdelta[k] (the shared row and this worker's pending change of it),
+ * n_dk from doc, n_k through c->inv; word is the word's table. Starts from topic s and
+ * runs c->mh Metropolis-Hastings steps with the proposal of the file comment. */
+static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const int32_t *row,
+                                  const int32_t *wdelta, const lda_doc_t *doc, lda_alias_t *word,
+                                  uint32_t s, lda_rng_t *r)
+{
+  const float alpha = (float)c->p.alpha, beta = (float)c->p.beta, ab = alpha * beta;
+  const float *inv = c->inv, *sinv = c->smooth_inv;
+  float *w = c->w, *block = c->block;
+  double dsum = 0;
+  const uint32_t n = doc->n, nb = (n + 7) / 8;
+  /* the document bucket, by blocks of 8 whose sums are independent chains (padding
+   * entries weigh 0) */
+  for (uint32_t b = 0; b < nb; b++) {
+    float sb = 0;
+    for (uint32_t i = 8 * b; i < 8 * b + 8; i++) {
+      float x = doc->count[i] * lda_base(row, wdelta, inv, beta, doc->topic[i]);
+      w[i] = x;
+      sb += x;
+    }
+    block[b] = sb;
+    dsum += sb;
+  }
+  const double total = dsum + word->mass + c->smooth->mass;
+  /* p(k) = (n_dk + alpha) base_k and q(k) = n_dk base_k + word(k) + smoothing(k) */
+  uint32_t at = lda_doc_find(doc, s);
+  float cnt = at < n ? doc->count[at] : 0.0f, base = lda_base(row, wdelta, inv, beta, s);
+  double ps = (cnt + alpha) * base;
+  double qs = cnt * base + lda_alias_weight(word, s) + ab * sinv[s];
+  for (int step = 0; step < c->mh; step++) {
+    double u = lda_rng_double(r) * total;
+    uint32_t k;
+    if (u < dsum) {
+      uint32_t b = 0;
+      while (b + 1 < nb && u >= block[b]) u -= block[b++];
+      uint32_t i = 8 * b, end = 8 * b + 8 < n ? 8 * b + 8 : n;
+      while (i + 1 < end && u >= w[i]) u -= w[i++];
+      k = doc->topic[i];
+      cnt = doc->count[i];
+    } else {
+      if (u - dsum < word->mass && word->n) {
+        word->draws++;
+        k = lda_alias_draw(word->bins, word->n, r);
+      } else {
+        k = lda_alias_draw(c->smooth->bins, c->smooth->n, r);
+      }
+      at = lda_doc_find(doc, k);
+      cnt = at < n ? doc->count[at] : 0.0f;
+    }
+    if (k == s) continue;
+    base = lda_base(row, wdelta, inv, beta, k);
+    double pk = (cnt + alpha) * base;
+    double qk = cnt * base + lda_alias_weight(word, k) + ab * sinv[k];
+    /* accept with min(1, p(k) q(s) / (p(s) q(k))) */
+    if (lda_rng_double(r) * ps * qk < pk * qs) s = k, ps = pk, qs = qk;
+  }
+  return s;
+}
+
+/* ---- log-likelihood -------------------------------------------------------------------- */
+
+/* lgamma(c + shift) - lgamma(shift), tabulated for small counts c. */
+typedef struct lda_lgamma {
+  double *v;
+  uint32_t n;
+  double shift, base;
+} lda_lgamma_t;
+
+int lda_lgamma_init(lda_lgamma_t *t, double shift, uint32_t n);
+void lda_lgamma_free(lda_lgamma_t *t);
+double lda_lgamma_delta(const lda_lgamma_t *t, uint64_t c);
+
+/* Griffiths & Steyvers' log p(w, z) in parts that can be summed over any partition of
+ * the rows and documents:
+ *   words:  sum over the word-topic counts c of lgamma(c + beta) - lgamma(beta)
+ *   totals: K lgamma(V beta) - sum_k lgamma(n_k + V beta)
+ *   docs:   sum over documents d of
+ *           sum_k [lgamma(n_dk + alpha) - lgamma(alpha)] + lgamma(K alpha) - lgamma(n_d + K alpha)
+ * Negative counts (which a correct run never has) are counted in *negative, taken as 0. */
+double lda_llh_counts(const int32_t *c, size_t n, const lda_lgamma_t *lgb, uint64_t *negative);
+double lda_llh_totals(const int32_t *nk, uint32_t K, double vbeta, uint64_t *negative);
+/* One document with topics z[0..len); scratch: K zeroed ints, left zeroed. */
+double lda_llh_doc(const uint16_t *z, uint32_t len, double kalpha, const lda_lgamma_t *lga,
+                   int32_t *scratch);
+
+#endif
