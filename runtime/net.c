@@ -335,8 +335,8 @@ static void conn_set_name(conn_t *c)
 {
   struct sockaddr_storage ss;
   int len = sizeof(ss);
-  char host[64] = "?";
-  int port = 0;
+  char host[46] = "?"; /* INET6_ADDRSTRLEN: with ":65535" it fits c->name */
+  uint16_t port = 0;
   if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
     if (ss.ss_family == AF_INET) {
       uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof(host));
@@ -346,7 +346,7 @@ static void conn_set_name(conn_t *c)
       port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
     }
   }
-  snprintf(c->name, sizeof(c->name), "%s:%d", host, port);
+  snprintf(c->name, sizeof(c->name), "%s:%u", host, (unsigned)port);
 }
 
 static void conn_start(conn_t *c)
