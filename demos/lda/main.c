@@ -2,14 +2,13 @@
  * on a generated corpus or a UCI bag-of-words or plain-text file. Prints one key=value
  * line per iteration, then the top words of each topic.
  */
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <augur.h>
 
+#include "cli.h"
 #include "corpus.h"
 #include "lda.h"
 #include "sampler.h"
@@ -66,43 +65,6 @@ static void usage(FILE *f)
              "Exit status: 0 done, 1 training failed, 2 bad flags or input.\n");
 }
 
-static int fail_flag(const char *flag, const char *val, const char *want)
-{
-  fprintf(stderr, PROG ": %s: expected %s, got '%s' (see --help)\n", flag, want, val);
-  return 2;
-}
-
-static int parse_u64(const char *flag, const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-  char *end;
-  errno = 0;
-  if (!s || !*s || *s == '-' || *s == '+') return fail_flag(flag, s ? s : "", "a whole number");
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end || v < min || v > max) {
-    char want[96];
-    snprintf(want, sizeof(want), "a whole number in [%llu, %llu]", (unsigned long long)min,
-             (unsigned long long)max);
-    return fail_flag(flag, s, want);
-  }
-  *out = v;
-  return 0;
-}
-
-static int parse_double(const char *flag, const char *s, double min, double max, double *out)
-{
-  char *end;
-  errno = 0;
-  if (!s || !*s) return fail_flag(flag, "", "a number");
-  double v = strtod(s, &end);
-  if (errno || *end || !isfinite(v) || v < min || v > max) {
-    char want[96];
-    snprintf(want, sizeof(want), "a number in [%g, %g]", min, max);
-    return fail_flag(flag, s, want);
-  }
-  *out = v;
-  return 0;
-}
-
 enum { FMT_AUTO, FMT_UCI, FMT_TEXT };
 
 typedef struct args {
@@ -116,6 +78,7 @@ typedef struct args {
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(int argc, char **argv, args_t *a)
 {
+  cli_set_prog(PROG);
   lda_opts_default(&a->lda);
   lda_gen_opts_default(&a->gen);
   a->iterations = 50;
@@ -137,28 +100,28 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (!strcmp(f, "--check")) {
       a->check = 1; /* a testing aid, documented in docs/lda.md */
     } else if (!strcmp(f, "--topics")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, LDA_MAX_TOPICS, &u))) a->lda.topics = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, LDA_MAX_TOPICS, &u))) a->lda.topics = (uint32_t)u;
     } else if (!strcmp(f, "--alpha")) {
-      if (!(rc = parse_double(f, VALUE(), 1e-6, 1e6, &d))) a->lda.alpha = d;
+      if (!(rc = cli_parse_double(f, VALUE(), 1e-6, 1e6, &d))) a->lda.alpha = d;
     } else if (!strcmp(f, "--beta")) {
-      if (!(rc = parse_double(f, VALUE(), 1e-6, 1e6, &d))) a->lda.beta = d;
+      if (!(rc = cli_parse_double(f, VALUE(), 1e-6, 1e6, &d))) a->lda.beta = d;
     } else if (!strcmp(f, "--iterations")) {
-      if (!(rc = parse_u64(f, VALUE(), 0, 1000000, &u))) a->iterations = (int)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1000000, &u))) a->iterations = (int)u;
     } else if (!strcmp(f, "--mh-steps")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, 1000, &u))) a->lda.mh_steps = (int)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1000, &u))) a->lda.mh_steps = (int)u;
     } else if (!strcmp(f, "--threads")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
     } else if (!strcmp(f, "--workers")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, 4096, &u))) a->lda.workers = (int)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 4096, &u))) a->lda.workers = (int)u;
     } else if (!strcmp(f, "--batch")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, 1u << 30, &u))) a->lda.batch = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1u << 30, &u))) a->lda.batch = (uint32_t)u;
     } else if (!strcmp(f, "--lookahead")) {
-      if (!(rc = parse_u64(f, VALUE(), 0, 1 << 20, &u))) a->lda.lookahead = (int)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1 << 20, &u))) a->lda.lookahead = (int)u;
     } else if (!strcmp(f, "--seed")) {
-      if (!(rc = parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->lda.seed = a->gen.seed = u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->lda.seed = a->gen.seed = u;
     } else if (!strcmp(f, "--mode")) {
       const char *v = VALUE();
-      if (!v || strcmp(v, "classic") != 0) rc = fail_flag(f, v ? v : "", "classic");
+      if (!v || strcmp(v, "classic") != 0) rc = cli_fail_flag(f, v, "classic");
     } else if (!strcmp(f, "--format")) {
       const char *v = VALUE();
       if (v && !strcmp(v, "uci"))
@@ -166,27 +129,26 @@ static int parse_args(int argc, char **argv, args_t *a)
       else if (v && !strcmp(v, "text"))
         a->format = FMT_TEXT;
       else
-        rc = fail_flag(f, v ? v : "", "uci or text");
+        rc = cli_fail_flag(f, v, "uci or text");
     } else if (!strcmp(f, "--vocab")) {
-      if (!(a->vocab = VALUE())) rc = fail_flag(f, "", "a file name");
+      if (!(a->vocab = VALUE())) rc = cli_fail_flag(f, "", "a file name");
     } else if (!strcmp(f, "--min-count")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, UINT32_MAX, &u)))
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, UINT32_MAX, &u)))
         a->min_count = (uint32_t)u, a->have_min_count = 1;
     } else if (!strcmp(f, "--docs")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, 0xfffffffeu, &u))) a->gen.docs = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 0xfffffffeu, &u))) a->gen.docs = (uint32_t)u;
     } else if (!strcmp(f, "--vocab-size")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, LDA_MAX_WORDS, &u))) a->gen.vocab = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, LDA_MAX_WORDS, &u))) a->gen.vocab = (uint32_t)u;
     } else if (!strcmp(f, "--doc-length")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, 1u << 24, &u))) a->gen.doc_length = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1u << 24, &u))) a->gen.doc_length = (uint32_t)u;
     } else if (!strcmp(f, "--planted-topics")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, LDA_MAX_TOPICS, &u))) a->gen.topics = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, LDA_MAX_TOPICS, &u))) a->gen.topics = (uint32_t)u;
     } else if (!strcmp(f, "--top-words")) {
-      if (!(rc = parse_u64(f, VALUE(), 0, 1000, &u))) a->top_words = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1000, &u))) a->top_words = (uint32_t)u;
     } else if (!strcmp(f, "--save")) {
-      if (!(a->save = VALUE())) rc = fail_flag(f, "", "a folder name");
+      if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a folder name");
     } else if (f[0] == '-' && f[1]) {
-      fprintf(stderr, PROG ": unknown flag '%s' (see --help)\n", f);
-      return 2;
+      return cli_unknown_flag(f);
     } else if (!a->file) {
       a->file = f;
     } else {

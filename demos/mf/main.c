@@ -1,14 +1,13 @@
 /* main.c — augur-mf: SGD matrix factorization on augur, on a generated data set or a
  * ratings file. Prints one key=value line per epoch.
  */
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <augur.h>
 
+#include "cli.h"
 #include "data.h"
 #include "mf.h"
 
@@ -64,43 +63,6 @@ static void usage(FILE *f)
              "Exit status: 0 done, 1 training failed, 2 bad flags or input.\n");
 }
 
-static int fail_flag(const char *flag, const char *val, const char *want)
-{
-  fprintf(stderr, PROG ": %s: expected %s, got '%s' (see --help)\n", flag, want, val);
-  return 2;
-}
-
-static int parse_u64(const char *flag, const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-  char *end;
-  errno = 0;
-  if (!s || !*s || *s == '-') return fail_flag(flag, s ? s : "", "a whole number");
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end || v < min || v > max) {
-    char want[96];
-    snprintf(want, sizeof(want), "a whole number in [%llu, %llu]", (unsigned long long)min,
-             (unsigned long long)max);
-    return fail_flag(flag, s, want);
-  }
-  *out = v;
-  return 0;
-}
-
-static int parse_double(const char *flag, const char *s, double min, double max, double *out)
-{
-  char *end;
-  errno = 0;
-  if (!s || !*s) return fail_flag(flag, "", "a number");
-  double v = strtod(s, &end);
-  if (errno || *end || !isfinite(v) || v < min || v > max) {
-    char want[96];
-    snprintf(want, sizeof(want), "a number in [%g, %g]", min, max);
-    return fail_flag(flag, s, want);
-  }
-  *out = v;
-  return 0;
-}
-
 typedef struct args {
   mf_opts_t mf;
   mf_gen_opts_t gen;
@@ -114,6 +76,7 @@ typedef struct args {
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(int argc, char **argv, args_t *a)
 {
+  cli_set_prog(PROG);
   mf_opts_default(&a->mf);
   mf_gen_opts_default(&a->gen);
   a->epochs = 10;
@@ -136,27 +99,27 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (!strcmp(f, "--exact")) {
       a->mf.kernel = AU_KERNEL_ADD;
     } else if (!strcmp(f, "--rank")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, 1024, &u))) a->mf.rank = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->mf.rank = (uint32_t)u;
     } else if (!strcmp(f, "--epochs")) {
-      if (!(rc = parse_u64(f, VALUE(), 0, 100000, &u))) a->epochs = (int)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, 100000, &u))) a->epochs = (int)u;
     } else if (!strcmp(f, "--lr")) {
-      if (!(rc = parse_double(f, VALUE(), 1e-9, 10, &d))) a->mf.lr = (float)d;
+      if (!(rc = cli_parse_double(f, VALUE(), 1e-9, 10, &d))) a->mf.lr = (float)d;
     } else if (!strcmp(f, "--decay")) {
-      if (!(rc = parse_double(f, VALUE(), 0, 1e6, &d))) a->mf.decay = (float)d;
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->mf.decay = (float)d;
     } else if (!strcmp(f, "--reg")) {
-      if (!(rc = parse_double(f, VALUE(), 0, 1e6, &d))) a->mf.reg = (float)d;
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->mf.reg = (float)d;
     } else if (!strcmp(f, "--init-sd")) {
-      if (!(rc = parse_double(f, VALUE(), 0, 100, &d))) a->mf.init_sd = (float)d;
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 100, &d))) a->mf.init_sd = (float)d;
     } else if (!strcmp(f, "--threads")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
     } else if (!strcmp(f, "--workers")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, 65536, &u))) a->mf.workers = (int)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 65536, &u))) a->mf.workers = (int)u;
     } else if (!strcmp(f, "--batch")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, 1 << 24, &u))) a->mf.batch = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1 << 24, &u))) a->mf.batch = (uint32_t)u;
     } else if (!strcmp(f, "--lookahead")) {
-      if (!(rc = parse_u64(f, VALUE(), 0, 1 << 20, &u))) a->mf.lookahead = (int)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1 << 20, &u))) a->mf.lookahead = (int)u;
     } else if (!strcmp(f, "--seed")) {
-      if (!(rc = parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->mf.seed = a->gen.seed = u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->mf.seed = a->gen.seed = u;
     } else if (!strcmp(f, "--mode")) {
       const char *v = VALUE();
       if (v && !strcmp(v, "classic"))
@@ -166,34 +129,34 @@ static int parse_args(int argc, char **argv, args_t *a)
       else if (v && !strcmp(v, "relocate"))
         a->mf.place = AU_PLACE_RELOCATE;
       else
-        rc = fail_flag(f, v ? v : "", "classic, replicate or relocate");
+        rc = cli_fail_flag(f, v, "classic, replicate or relocate");
     } else if (!strcmp(f, "--trace")) {
-      if (!(a->trace = VALUE())) rc = fail_flag(f, "", "a file name");
+      if (!(a->trace = VALUE())) rc = cli_fail_flag(f, "", "a file name");
     } else if (!strcmp(f, "--format")) {
       const char *v = VALUE();
       if (!v || mf_format_parse(v, &a->format) != 0)
-        rc = fail_flag(f, v ? v : "", "one of auto csv udata dat triples mm");
+        rc = cli_fail_flag(f, v, "one of auto csv udata dat triples mm");
     } else if (!strcmp(f, "--test")) {
-      if (!(a->test = VALUE())) rc = fail_flag(f, "", "a file name");
+      if (!(a->test = VALUE())) rc = cli_fail_flag(f, "", "a file name");
     } else if (!strcmp(f, "--test-ratio")) {
-      if (!(rc = parse_double(f, VALUE(), 0, 0.9, &d))) a->test_ratio = d, a->have_test_ratio = 1;
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 0.9, &d)))
+        a->test_ratio = d, a->have_test_ratio = 1;
     } else if (!strcmp(f, "--save")) {
-      if (!(a->save = VALUE())) rc = fail_flag(f, "", "a file name");
+      if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a file name");
     } else if (!strcmp(f, "--rows")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, UINT32_MAX - 1, &u))) a->gen.rows = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, UINT32_MAX - 1, &u))) a->gen.rows = (uint32_t)u;
     } else if (!strcmp(f, "--cols")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, UINT32_MAX - 1, &u))) a->gen.cols = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, UINT32_MAX - 1, &u))) a->gen.cols = (uint32_t)u;
     } else if (!strcmp(f, "--ratings")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, (uint64_t)1 << 34, &u))) a->gen.nnz = (size_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, (uint64_t)1 << 34, &u))) a->gen.nnz = (size_t)u;
     } else if (!strcmp(f, "--true-rank")) {
-      if (!(rc = parse_u64(f, VALUE(), 1, 1024, &u))) a->gen.rank = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->gen.rank = (uint32_t)u;
     } else if (!strcmp(f, "--noise")) {
-      if (!(rc = parse_double(f, VALUE(), 0, 1e6, &d))) a->gen.sigma = d;
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->gen.sigma = d;
     } else if (!strcmp(f, "--skew")) {
-      if (!(rc = parse_double(f, VALUE(), 0, 10, &d))) a->gen.row_skew = a->gen.col_skew = d;
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 10, &d))) a->gen.row_skew = a->gen.col_skew = d;
     } else if (f[0] == '-' && f[1]) {
-      fprintf(stderr, PROG ": unknown flag '%s' (see --help)\n", f);
-      return 2;
+      return cli_unknown_flag(f);
     } else if (!a->train) {
       a->train = f;
     } else {
