@@ -31,8 +31,9 @@ typedef struct param_actor {
   void *values;          /* group * dim values, or NULL when not held here */
   _Atomic uint8_t state; /* enum pa_state */
   uint8_t pad;
-  uint16_t version; /* moves so far (wraps): orders ownership news at the home node */
-  uint32_t owner;   /* node rank of the owner, as far as this node knows */
+  uint16_t version;       /* moves so far (wraps): orders ownership news at the home node */
+  _Atomic uint32_t owner; /* node rank of the owner, as far as this node knows (the
+                             placer writes it while workers read it) */
 } param_actor_t;
 
 typedef void (*kernel_fn_t)(void *row, const void *delta, uint32_t dim, void *arg);
@@ -122,6 +123,16 @@ static inline void *table_row(au_table_t *t, au_key_t k)
   uint8_t st = atomic_load_explicit(&pa->state, memory_order_acquire);
   if (st != PA_OWNER && st != PA_REPLICA) return NULL;
   return (char *)pa->values + (size_t)(k & (t->group - 1)) * t->row_bytes;
+}
+
+/* The row of a key whose actor a server found held here when it began its message: the
+ * values stay until the server's message is over even if a hand-off has marked the actor
+ * since (the grace period, placement.c), and the update goes with them. NULL if the
+ * values are gone (a caller that did not look first). */
+static inline void *table_row_held(au_table_t *t, au_key_t k)
+{
+  char *v = t->actors[k >> t->group_shift].values;
+  return v ? v + (size_t)(k & (t->group - 1)) * t->row_bytes : NULL;
 }
 
 /* kernel.c */

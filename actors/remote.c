@@ -132,7 +132,7 @@ static struct rslot *cache_find(wremote_t *r, int table, uint64_t key)
 
 static int owner_of(const au_table_t *t, au_key_t key)
 {
-  return (int)t->actors[key >> t->group_shift].owner;
+  return (int)atomic_load_explicit(&t->actors[key >> t->group_shift].owner, memory_order_relaxed);
 }
 
 void *remote_row(au_worker_t *w, au_table_t *t, au_key_t key, int *requested)
@@ -336,7 +336,11 @@ static void answer(au_node_t *n, au_table_t *t, const uint8_t *p, size_t len)
   for (uint32_t i = 0; i < cnt; i++) {
     uint64_t k;
     memcpy(&k, p + HDR + (size_t)i * sizeof(k), sizeof(k));
-    kernel_copy_row(rows + (size_t)i * t->row_bytes, table_row(t, k), t->dim);
+    const void *row = table_row_held(t, k);
+    if (row)
+      kernel_copy_row(rows + (size_t)i * t->row_bytes, row, t->dim);
+    else
+      memset(rows + (size_t)i * t->row_bytes, 0, t->row_bytes);
   }
   au_send_to_finish(&ob);
 }
@@ -357,7 +361,13 @@ static void apply(au_table_t *t, const uint8_t *p, obuf_t *delta)
     memcpy(&k, p, sizeof(k));
     /* the delta follows its key unaligned: the kernel gets an aligned copy */
     memcpy(delta->p, p + sizeof(k), t->row_bytes);
-    t->kernel(table_row(t, k), delta->p, t->dim, t->kernel_arg);
+    void *row = table_row_held(t, k);
+    if (!row) {
+      fprintf(stderr, "augur: a push to key %llu of table %d found no values; lost\n",
+              (unsigned long long)k, t->id);
+      continue;
+    }
+    t->kernel(row, delta->p, t->dim, t->kernel_arg);
   }
 }
 
