@@ -9,8 +9,9 @@
 
 #include "augur.h"
 
+/* 20000..31999: below Linux's ephemeral ports (32768..), which outgoing connections take */
 #define DEFAULT_PORT_BASE  20000
-#define DEFAULT_PORT_RANGE 30000
+#define DEFAULT_PORT_RANGE 12000
 
 /* Parses a decimal integer in [min, max] from variable `name`; 1 if set and valid, 0 if
  * unset, AU_EINVAL with a message if set but not valid. */
