@@ -164,7 +164,7 @@ mf)
   check "3 nodes fetched remote columns" grep -q '^\[0\] epoch=8 .*local=0\.[0-9]' "$tmp/three"
   ;;
 mf_modes)
-  # replicate (3 nodes) and relocate (2 nodes) train as well as classic; small runs are
+  # replicate (3 nodes) and relocate (2 nodes) train as well as one node; small runs are
   # repeated, because a worker woken twice (a row and an arrival) once hung the run.
   # Relocate runs on 2 nodes: on 3 it thrashes columns that every node uses (docs/cluster.md).
   mf=$build/demos/augur-mf
@@ -177,28 +177,29 @@ mf_modes)
     echo "$mode: $fails of 5 small $n-node runs failed"
     check "$mode: 5 small $n-node runs exit 0" test $fails -eq 0
   done
-  args=(--ratings 1000000 --rows 8000 --cols 2000 --epochs 6)
-  for spec in classic:3 replicate:3 relocate:2; do
-    mode=${spec%:*} n=${spec#*:}
-    timeout 120 "$augur" run -n $n "$mf" "${args[@]}" --mode $mode >"$tmp/$mode" 2>&1
-    rc=$?
-    grep '^\[0\] epoch=6 ' "$tmp/$mode"
-    check "$mode: $n-node augur-mf exits 0" test $rc -eq 0
-  done
-  rmse() { grep '^\[0\] epoch=6 ' "$tmp/$1" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2; }
-  base=$(rmse classic)
-  # replicas see each other's updates every 2 ms, and an epoch here lasts about 10 ms:
-  # at equal epochs replicate ends behind (measured 4-19% here, 0.7% on the default
-  # data set); it is 5-15x faster per epoch
-  for spec in relocate:0.03 replicate:0.20; do
-    mode=${spec%:*} tol=${spec#*:}
-    got=$(rmse $mode)
-    echo "classic test_rmse=$base, $mode test_rmse=$got"
-    check "$mode test RMSE at most $tol worse than classic" awk -v a="$base" -v b="$got" -v t="$tol" \
+  # against one node on the same data: relocate on 1M ratings, 6 epochs; replicate on
+  # the generated default, 10 epochs. Replicas see each other's updates every 2 ms, so
+  # replicate wants epochs much longer than that: on the default set (60 ms epochs) it
+  # ends 0-3% behind one node (measured 0.1288-0.1334 vs 0.1298); on data whose epochs
+  # last ~10 ms it ended 4-28% behind, which says nothing about correctness.
+  rmse() { grep "^$2epoch=$3 " "$tmp/$1" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2; }
+  mid=(--ratings 1000000 --rows 8000 --cols 2000 --epochs 6)
+  timeout 120 "$mf" "${mid[@]}" >"$tmp/one_mid" 2>&1
+  timeout 120 "$mf" >"$tmp/one_default" 2>&1
+  timeout 120 "$augur" run -n 2 "$mf" "${mid[@]}" --mode relocate >"$tmp/relocate" 2>&1
+  check "relocate: 2-node augur-mf exits 0" test $? -eq 0
+  timeout 120 "$augur" run -n 3 "$mf" --mode replicate >"$tmp/replicate" 2>&1
+  check "replicate: 3-node augur-mf exits 0" test $? -eq 0
+  for spec in relocate:one_mid:6:0.03 replicate:one_default:10:0.06; do
+    IFS=: read -r mode one epochs tol <<<"$spec"
+    a=$(rmse "$one" '' "$epochs")
+    b=$(rmse "$mode" '\[0\] ' "$epochs")
+    echo "one node test_rmse=$a, $mode test_rmse=$b"
+    check "$mode test RMSE at most $tol worse than one node" awk -v a="$a" -v b="$b" -v t="$tol" \
       'BEGIN { d = (b - a) / a; exit !(a > 0 && b > 0 && d < t) }'
   done
   check "relocate moved actors" grep -q '^\[0\] epoch=6 .*moves=[1-9]' "$tmp/relocate"
-  check "replicate reads locally" grep -q '^\[0\] epoch=6 .*local=1\.000' "$tmp/replicate"
+  check "replicate reads locally" grep -q '^\[0\] epoch=10 .*local=1\.000' "$tmp/replicate"
   ;;
 *)
   echo "unknown case '$case_'"
