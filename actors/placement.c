@@ -56,7 +56,8 @@ static int home_of(const au_node_t *n, uint64_t actor)
   return (int)(actor % (uint64_t)n->nodes);
 }
 
-static void hold(rec_t *r, const au_msg_t *m, uint32_t type, const void *data, uint32_t len)
+static void hold(struct placer *p, rec_t *r, const au_msg_t *m, uint32_t type, const void *data,
+                 uint32_t len)
 {
   held_t *h = malloc(sizeof(*h) + len);
   if (!h) {
@@ -71,6 +72,7 @@ static void hold(rec_t *r, const au_msg_t *m, uint32_t type, const void *data, u
   memcpy(h->data, data, len);
   *r->held_tail = h;
   r->held_tail = &h->next;
+  placer_pending(p, 1);
 }
 
 /* --- one key of a forwarded request or push --------------------------------------- */
@@ -85,7 +87,11 @@ static void forward_one(struct placer *p, uint32_t type, const uint8_t *one, uin
   memcpy(&key, one + 16, 8);
   au_table_t *t = p->node->table_by_id[tid];
   trace_emit(p->node->rt, TRACE_FORWARD, tid, key >> t->group_shift, (uint64_t)to, 1);
-  au_send_to(p->node->rt, (uint32_t)to, PS_SERVER_PORT(0), type, one, len);
+  /* a push to this node's own server counts as pending until it is served (remote.c) */
+  int self = to == p->node->rank && type == PS_PUSH;
+  if (self) placer_pending(p, 1);
+  if (au_send_to(p->node->rt, (uint32_t)to, PS_SERVER_PORT(0), type, one, len) != 0 && self)
+    placer_pending(p, -1);
 }
 
 /* A one-key request or push for an actor that is here now: serve it as a server would. */
@@ -108,7 +114,7 @@ static void route_one(struct placer *p, rec_t *r, const au_msg_t *m, uint32_t ty
   if (st == PA_OWNER)
     serve_one(p, type, one, len);
   else if (st == PA_HANDING_OFF || r->requested)
-    hold(r, m, type, one, len);
+    hold(p, r, m, type, one, len);
   else
     forward_one(p, type, one, len, next_hop(p->node, r));
 }
@@ -141,6 +147,7 @@ static void begin_handoff(struct placer *p, rec_t *r, int to)
   au_node_t *n = p->node;
   r->handing_off = 1;
   r->to = to;
+  placer_pending(p, 1); /* until ship() */
   /* seq_cst: ordered before the epoch reads below; a worker's step start (a seq_cst
    * increment) is followed by its state load, so either it sees HANDING_OFF or this
    * sees it inside its step */
@@ -153,6 +160,7 @@ static void begin_handoff(struct placer *p, rec_t *r, int to)
     fprintf(stderr, "augur: out of memory handing off an actor\n");
     atomic_store(&pa_of(r)->state, PA_OWNER);
     r->handing_off = 0;
+    placer_pending(p, -1);
     return;
   }
   for (int i = 0; i < n->nworkers; i++) r->snap[i] = atomic_load(&n->workers[i]->epoch);
@@ -224,10 +232,12 @@ static void ship(struct placer *p, rec_t *r)
     else
       forward_one(p, h->type, h->data, h->len, r->to);
     free(h);
+    placer_pending(p, -1);
     h = next;
   }
   /* local workers want it back: ask (the new owner holds it a while first) */
   if (r->nwaiters) ask_to_move_here(p, r, 0);
+  placer_pending(p, -1); /* the hand-off is over */
 }
 
 static void on_move_req(struct placer *p, const au_msg_t *m)
@@ -249,7 +259,7 @@ static void on_move_req(struct placer *p, const au_msg_t *m)
   if (st == PA_OWNER) {
     if ((int)requester == n->rank) return; /* already here */
     if (au_now_ns() - r->arrived_ns < HOLD_NS) {
-      hold(r, m, PS_MOVE_REQ, m->data, m->len); /* PL_TICK lets it go later */
+      hold(p, r, m, PS_MOVE_REQ, m->data, m->len); /* PL_TICK lets it go later */
       if (!p->timer_armed) {
         au_timer_id_t id;
         p->timer_armed = au_timer_start(n->rt, p->actor, PL_TICK, 1, 0, &id) == 0;
@@ -258,7 +268,7 @@ static void on_move_req(struct placer *p, const au_msg_t *m)
     }
     begin_handoff(p, r, (int)requester);
   } else if (st == PA_HANDING_OFF || r->requested) {
-    hold(r, m, PS_MOVE_REQ, m->data, m->len);
+    hold(p, r, m, PS_MOVE_REQ, m->data, m->len);
   } else {
     /* not here: toward the home node, which knows the owner */
     hops++;
@@ -318,10 +328,11 @@ static void on_move_data(struct placer *p, const au_msg_t *m)
     held_t *next = h->next;
     au_msg_t fake = {.from_node = h->from_node, .from_port = h->from_port};
     if (h->type == PS_MOVE_REQ)
-      hold(r, &fake, h->type, h->data, h->len);
+      hold(p, r, &fake, h->type, h->data, h->len);
     else
       serve_one(p, h->type, h->data, h->len);
     free(h);
+    placer_pending(p, -1);
     h = next;
   }
   if (r->held && !p->timer_armed) {
@@ -409,6 +420,7 @@ static void route_one_cb(void *arg, au_table_t *t, uint64_t actor, const au_msg_
 static void on_forward(struct placer *p, const au_msg_t *m)
 {
   remote_split(p->node, m, m->type == PS_FWD_REQ ? PS_REQ : PS_PUSH, route_one_cb, p);
+  placer_pending(p, -1); /* taken on by the server that sent it */
 }
 
 static void on_tick(struct placer *p)
@@ -437,6 +449,7 @@ static void on_tick(struct placer *p)
     if (r->held_tail == &h->next) r->held_tail = pp;
     free(h);
     begin_handoff(p, r, (int)requester);
+    placer_pending(p, -1); /* after the hand-off counts */
   }
   if (again) {
     au_timer_id_t id;

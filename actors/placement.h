@@ -45,6 +45,8 @@ struct placer {
   rec_t *replicas, *owned; /* replicas held here; owned actors that have replicas */
   atomic_int sync_armed;   /* the sync timer runs (read by the servers) */
   atomic_int busy;         /* sent syncs in the last tick: the node is not idle */
+  atomic_long pending;     /* held messages, hand-offs under way, forwards on their way
+                              here from the servers: the node is not idle while > 0 */
   int said_idle;           /* told the cluster this node is idle since it last was busy */
   atomic_int touched;      /* a replicated actor owned here changed since the last tick */
   atomic_ullong syncs;
@@ -53,6 +55,8 @@ struct placer {
 enum { PL_GRACE = 0x50534c01, PL_TICK, PL_SYNC };
 
 rec_t *rec_get(struct placer *p, au_table_t *t, uint64_t actor);
+/* Work the placer has taken on (+1) or finished (-1); the node's idleness follows. */
+void placer_pending(struct placer *p, long d);
 /* Tells the waiting local workers that the actor is here. */
 void notify_waiters(struct placer *p, rec_t *r);
 /* Adds a local worker to those waiting for the actor (once). 0 or AU_ENOMEM. */

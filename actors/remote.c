@@ -198,8 +198,13 @@ void remote_step_done(au_worker_t *w, int waiting)
   for (int i = 0; i < r->nbufs; i++) {
     obuf_t *b = &r->push[i];
     if (b->len == 0) continue;
-    int rc = au_send_to(n->rt, (uint32_t)(i / n->ntables), PS_SERVER_PORT(w->id % n->nservers),
-                        PS_PUSH, b->p, b->len);
+    int to = i / n->ntables;
+    /* a push to this node's own server (its actor was moving away) is invisible to the
+     * cluster's message counts: the node stays busy until the server has handled it */
+    if (to == n->rank) placement_forwarding(n, 1);
+    int rc =
+        au_send_to(n->rt, (uint32_t)to, PS_SERVER_PORT(w->id % n->nservers), PS_PUSH, b->p, b->len);
+    if (rc != 0 && to == n->rank) placement_forwarding(n, -1);
     if (rc != 0 && !r->failed) r->failed = rc;
     b->len = 0;
   }
@@ -436,8 +441,12 @@ static void serve(server_t *s, const au_msg_t *m, int is_push)
     else
       answer(n, t, s->local.p, s->local.len);
   }
-  au_send_to(n->rt, (uint32_t)n->rank, PS_PLACER_PORT, is_push ? PS_FWD_PUSH : PS_FWD_REQ,
-             s->other.p, s->other.len);
+  /* before the message that brought these counts as processed: the node is not idle
+   * until the placer has routed them */
+  placement_forwarding(n, 1);
+  if (au_send_to(n->rt, (uint32_t)n->rank, PS_PLACER_PORT, is_push ? PS_FWD_PUSH : PS_FWD_REQ,
+                 s->other.p, s->other.len) != 0)
+    placement_forwarding(n, -1);
 }
 
 void remote_split(au_node_t *n, const au_msg_t *m, uint32_t type, remote_one_fn fn, void *arg)
@@ -474,6 +483,8 @@ static void server_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     break;
   case PS_PUSH:
     serve(s, m, 1);
+    if (m->from_node == (uint32_t)s->node->rank)
+      placement_forwarding(s->node, -1); /* remote_step_done */
     break;
   default:
     break;

@@ -126,7 +126,10 @@ void placement_free(au_node_t *node);
 void placement_touched(au_node_t *node);
 /* A run begins: the placer will say idle again when it is (replica.c). */
 void placement_new_run(au_node_t *node);
-/* The placer has replica syncs to finish: the node is not idle (replica.c). */
+/* A server hands the placer a forward (+1; the placer says -1 when it has handled it):
+ * the node is not idle meanwhile (replica.c). */
+void placement_forwarding(au_node_t *node, long d);
+/* The placer has replica syncs or held messages to finish: the node is not idle. */
 int placer_busy(const au_node_t *node);
 /* Adds the placer's counters (moves, forwards, syncs) to st. */
 void placement_stats(const au_node_t *node, au_node_stats_t *st);

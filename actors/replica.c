@@ -49,7 +49,7 @@ static void set_busy(struct placer *p, int busy)
   if (atomic_exchange(&p->busy, busy) == busy) return;
   if (busy)
     net_set_idle(p->node->rt, 0);
-  else if (atomic_load(&p->node->active) == 0)
+  else if (!placer_busy(p->node) && atomic_load(&p->node->active) == 0)
     net_set_idle(p->node->rt, 1);
 }
 
@@ -73,7 +73,21 @@ void placement_touched(au_node_t *n)
 
 int placer_busy(const au_node_t *n)
 {
-  return n->placer && atomic_load(&n->placer->busy);
+  return n->placer && (atomic_load(&n->placer->busy) || atomic_load(&n->placer->pending) > 0);
+}
+
+void placer_pending(struct placer *p, long d)
+{
+  long before = atomic_fetch_add(&p->pending, d);
+  if (d > 0 && before == 0)
+    net_set_idle(p->node->rt, 0);
+  else if (d < 0 && before + d == 0 && !placer_busy(p->node) && atomic_load(&p->node->active) == 0)
+    net_set_idle(p->node->rt, 1);
+}
+
+void placement_forwarding(au_node_t *n, long d)
+{
+  if (n->placer) placer_pending(n->placer, d);
 }
 
 void replica_want(struct placer *p, rec_t *r)
