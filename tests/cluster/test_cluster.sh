@@ -183,14 +183,25 @@ mf_modes)
   # ends 0-3% behind one node (measured 0.1288-0.1334 vs 0.1298); on data whose epochs
   # last ~10 ms it ended 4-28% behind, which says nothing about correctness.
   rmse() { grep "^$2epoch=$3 " "$tmp/$1" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2; }
+  # Sanitizer builds: the replica sync tick (every 2 ms, copying every replica) takes
+  # longer than its period there and swamps the run; the small runs above cover them.
+  limit=120 sanitizer=0
+  case $build in *-asan | *-tsan) limit=300 sanitizer=1 ;; esac
   mid=(--ratings 1000000 --rows 8000 --cols 2000 --epochs 6)
-  timeout 120 "$mf" "${mid[@]}" >"$tmp/one_mid" 2>&1
-  timeout 120 "$mf" >"$tmp/one_default" 2>&1
-  timeout 120 "$augur" run -n 2 "$mf" "${mid[@]}" --mode relocate >"$tmp/relocate" 2>&1
+  timeout $limit "$mf" "${mid[@]}" >"$tmp/one_mid" 2>&1
+  if [ $sanitizer = 0 ]; then timeout $limit "$mf" >"$tmp/one_default" 2>&1; fi
+  timeout $limit "$augur" run -n 2 "$mf" "${mid[@]}" --mode relocate >"$tmp/relocate" 2>&1
   check "relocate: 2-node augur-mf exits 0" test $? -eq 0
-  timeout 120 "$augur" run -n 3 "$mf" --mode replicate >"$tmp/replicate" 2>&1
-  check "replicate: 3-node augur-mf exits 0" test $? -eq 0
-  for spec in relocate:one_mid:6:0.03 replicate:one_default:10:0.06; do
+  specs=(relocate:one_mid:6:0.03)
+  if [ $sanitizer = 0 ]; then
+    timeout $limit "$augur" run -n 3 "$mf" --mode replicate >"$tmp/replicate" 2>&1
+    check "replicate: 3-node augur-mf exits 0" test $? -eq 0
+    check "replicate reads locally" grep -q '^\[0\] epoch=10 .*local=1\.000' "$tmp/replicate"
+    specs+=(replicate:one_default:10:0.06)
+  else
+    echo "sanitizer build: replicate on the default data set not run"
+  fi
+  for spec in "${specs[@]}"; do
     IFS=: read -r mode one epochs tol <<<"$spec"
     a=$(rmse "$one" '' "$epochs")
     b=$(rmse "$mode" '\[0\] ' "$epochs")
@@ -199,7 +210,6 @@ mf_modes)
       'BEGIN { d = (b - a) / a; exit !(a > 0 && b > 0 && d < t) }'
   done
   check "relocate moved actors" grep -q '^\[0\] epoch=6 .*moves=[1-9]' "$tmp/relocate"
-  check "replicate reads locally" grep -q '^\[0\] epoch=10 .*local=1\.000' "$tmp/replicate"
   ;;
 *)
   echo "unknown case '$case_'"
