@@ -5,7 +5,7 @@ CMAKE ?= cmake
 CTEST ?= ctest
 BUILD_TYPE ?= RelWithDebInfo
 
-.PHONY: all deps build test demo ring tsan asan fuzz bench format clean
+.PHONY: all deps build test test-flaky demo ring tsan asan fuzz bench format clean
 
 all: build
 
@@ -18,8 +18,12 @@ build/CMakeCache.txt: | deps
 build: deps build/CMakeCache.txt
 	$(CMAKE) --build build -j $(JOBS)
 
+# Tests labelled "flaky" (open bugs, see docs/development.md) run in `make test-flaky`.
 test: build
-	cd build && $(CTEST) --output-on-failure -j $(JOBS)
+	cd build && $(CTEST) --output-on-failure -j $(JOBS) -LE flaky
+
+test-flaky: build
+	cd build && $(CTEST) --output-on-failure -L flaky
 
 demo: build
 	build/demos/augur-mf
@@ -44,7 +48,7 @@ asan: deps
 	$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUGUR_SANITIZE=address
 	$(CMAKE) --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
-	  $(CTEST) --output-on-failure -j $(JOBS) -LE install
+	  $(CTEST) --output-on-failure -j $(JOBS) -LE 'install|flaky'
 
 # libFuzzer on the frame decoder and the handshake, from the committed seeds, for
 # FUZZ_SECONDS; the corpus it grows goes to a scratch folder, not into the repository.
