@@ -47,7 +47,6 @@ struct placer {
   atomic_int busy;         /* sent syncs in the last tick: the node is not idle */
   atomic_long pending;     /* held messages, hand-offs under way, forwards on their way
                               here from the servers: the node is not idle while > 0 */
-  int said_idle;           /* told the cluster this node is idle since it last was busy */
   atomic_int touched;      /* a replicated actor owned here changed since the last tick */
   atomic_ullong syncs;
 };

@@ -124,8 +124,6 @@ void placement_free(au_node_t *node);
 /* A server or the placer changed values of a replicated actor owned here: the placer
  * must send them on before the node may count as idle (replica.c). */
 void placement_touched(au_node_t *node);
-/* A run begins: the placer will say idle again when it is (replica.c). */
-void placement_new_run(au_node_t *node);
 /* A server hands the placer a forward (+1; the placer says -1 when it has handled it):
  * the node is not idle meanwhile (replica.c). */
 void placement_forwarding(au_node_t *node, long d);

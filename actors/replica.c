@@ -53,12 +53,6 @@ static void set_busy(struct placer *p, int busy)
     net_set_idle(p->node->rt, 1);
 }
 
-void placement_new_run(au_node_t *n)
-{
-  /* between runs nothing runs: the placer's own fields are safe to touch */
-  if (n->placer) n->placer->said_idle = 0;
-}
-
 void placement_touched(au_node_t *n)
 {
   struct placer *p = n->placer;
