@@ -93,6 +93,10 @@ void au_msg_send(au_actor_t *to, au_msg_t *msg)
   msg->from_node = (uint32_t)rt->rank;
   msg->from_port = self ? self->port : AU_NO_PORT;
   if (self == to) to->yield = 1; /* safe: `to` is running on this thread */
+  /* Counted before the push, so that whoever sees it handled also sees it sent. A
+   * message from outside any behaviour (main thread, timers) is not counted: such
+   * sources are covered by the node's idle flag and armed timers. */
+  if (self) counter_add(&c->sched->local_sent, 1);
   actor_deliver(to, msg);
 }
 
@@ -175,7 +179,10 @@ int au_send(au_actor_t *to, uint32_t type, const void *data, size_t len)
 static void actor_free(au_runtime_t *rt, pool_cache_t *cache, au_actor_t *a)
 {
   au_msg_t *m, *rel;
-  while ((m = mailbox_pop(&a->mq, &rel)) != NULL) pool_free(&rt->pool, cache, rel);
+  while ((m = mailbox_pop(&a->mq, &rel)) != NULL) {
+    if (m->sender && m->from_node == (uint32_t)rt->rank) atomic_fetch_add(&rt->local_dropped, 1);
+    pool_free(&rt->pool, cache, rel);
+  }
   pool_free(&rt->pool, cache, mailbox_stub(&a->mq));
   list_remove(rt, a);
   free(a);
@@ -193,9 +200,12 @@ void actor_run(rt_ctx_t *ctx, au_actor_t *a)
     if (rel) pool_free(&rt->pool, ctx->cache, rel);
     if (!m) break;
     int remote = m->from_node != (uint32_t)rt->rank;
+    int counted = !remote && m->sender != NULL; /* see au_msg_send */
     a->fn(a, a->state, m);
     n++;
     if (remote) counter_add(&ctx->sched->remote_msgs, 1);
+    /* release: a reader that sees this count also sees what the handler sent */
+    if (counted) counter_add_release(&ctx->sched->local_done, 1);
     /* A message to itself is a loop: end the turn, so that what it woke runs first. */
     if (a->stopping || a->yield) break;
   }

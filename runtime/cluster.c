@@ -9,9 +9,12 @@
  *
  * The invariant of runs (termination detection, Mattern's counting method): rank 0
  * declares a run done only after two consecutive polls in which every node reported
- * itself idle in that run and the total of data messages sent equalled the total
+ * itself idle in that run and the total of messages sent equalled the total
  * processed, with the same totals both times; a message in flight, or one that
- * triggered another, shows up as a difference in one of the two polls.
+ * triggered another, shows up as a difference in one of the two polls. The totals
+ * count data frames between nodes and local messages that behaviours send (a server
+ * forwarding to the placer, a worker's push to its own node): local work in flight
+ * keeps a run going exactly as a frame on the wire does.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,11 +85,20 @@ static void send_ctrl(net_t *net, int to, int kind, const uint64_t *extra, int n
   conn_queue_ctrl(c, FT_CTRL, x, nextra + 1, data, len);
 }
 
-static uint64_t processed_total(net_t *net)
+/* This node's counts for the end-of-run detection: data frames sent to other nodes
+ * plus local messages sent by behaviours, and the two kinds handled. The handled counts
+ * are read first, with acquire: a message seen handled has its sending counted too, so
+ * a snapshot never shows local work done that was not sent. */
+static void node_counts(net_t *net, uint64_t *sent, uint64_t *processed)
 {
-  uint64_t n = 0;
-  for (int i = 0; i < net->rt->nthreads; i++) n += counter_get(&net->rt->threads[i].remote_msgs);
-  return n;
+  au_runtime_t *rt = net->rt;
+  uint64_t p = atomic_load(&rt->local_dropped), s = 0;
+  for (int i = 0; i < rt->nthreads; i++)
+    p += counter_get_acquire(&rt->threads[i].remote_msgs) +
+         counter_get_acquire(&rt->threads[i].local_done);
+  for (int i = 0; i < rt->nthreads; i++) s += counter_get(&rt->threads[i].local_sent);
+  *sent = s + atomic_load(&net->sent);
+  *processed = p;
 }
 
 /* --- joining ------------------------------------------------------------------------ */
@@ -213,11 +225,8 @@ static void send_status(net_t *net, uint64_t round)
   pthread_mutex_lock(&net->mu);
   uint64_t run = net->run;
   pthread_mutex_unlock(&net->mu);
-  node_status_t st = {.run = run,
-                      .round = round,
-                      .idle = atomic_load(&net->idle),
-                      .sent = atomic_load(&net->sent),
-                      .processed = processed_total(net)};
+  node_status_t st = {.run = run, .round = round, .idle = atomic_load(&net->idle)};
+  node_counts(net, &st.sent, &st.processed);
   if (net->rank == 0) {
     net->status[0] = st;
     return;

@@ -15,6 +15,18 @@ static inline void counter_add(atomic_ullong *c, uint64_t n)
   atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
 }
 
+/* As counter_add, and everything the writer did before is visible to a reader that
+ * loads the new value with counter_get_acquire. */
+static inline void counter_add_release(atomic_ullong *c, uint64_t n)
+{
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_release);
+}
+
+static inline uint64_t counter_get_acquire(const atomic_ullong *c)
+{
+  return atomic_load_explicit((atomic_ullong *)c, memory_order_acquire);
+}
+
 static inline uint64_t counter_get(const atomic_ullong *c)
 {
   return atomic_load_explicit((atomic_ullong *)c, memory_order_relaxed);

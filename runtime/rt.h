@@ -49,6 +49,10 @@ typedef struct sched_thread {
   /* counters: written by the owner only (relaxed), read by au_runtime_stats */
   atomic_ullong runs, msgs, steals, parks;
   atomic_ullong remote_msgs; /* messages from other nodes handled (cluster termination) */
+  /* Local messages sent by behaviours on this thread and such messages handled here:
+   * their difference is local work in flight, which the cluster's end-of-run detection
+   * counts beside network messages (runtime/cluster.c). */
+  atomic_ullong local_sent, local_done;
 } sched_thread_t;
 
 typedef struct io {
@@ -86,7 +90,8 @@ struct au_runtime {
   atomic_int stop;      /* au_runtime_stop was called */
   atomic_int quiescent; /* the last thread to park found nothing to do */
   atomic_int running;
-  atomic_long io_pending; /* armed timers: sources of future messages */
+  atomic_long io_pending;      /* armed timers: sources of future messages */
+  atomic_ullong local_dropped; /* counted local messages freed unhandled (stopped actors) */
 
   io_t io;
 };
