@@ -101,7 +101,7 @@ static void serve_one(struct placer *p, uint32_t type, const uint8_t *one, uint3
 }
 
 /* Where a message for an actor that is not here should go next. */
-static int next_hop(const au_node_t *n, const rec_t *r)
+int placement_next_hop(const au_node_t *n, const rec_t *r)
 {
   int home = home_of(n, r->actor);
   return n->rank == home ? (int)pa_of(r)->owner : home;
@@ -116,7 +116,7 @@ static void route_one(struct placer *p, rec_t *r, const au_msg_t *m, uint32_t ty
   else if (st == PA_HANDING_OFF || r->requested)
     hold(p, r, m, type, one, len);
   else
-    forward_one(p, type, one, len, next_hop(p->node, r));
+    forward_one(p, type, one, len, placement_next_hop(p->node, r));
 }
 
 /* --- moves -------------------------------------------------------------------------- */
@@ -132,7 +132,8 @@ static void ask_to_move_here(struct placer *p, rec_t *r, uint32_t hops)
   memcpy(msg + 8, &r->actor, 8);
   memcpy(msg + 16, &hops, 4);
   memset(msg + 20, 0, 4);
-  au_send_to(n->rt, (uint32_t)next_hop(n, r), PS_PLACER_PORT, PS_MOVE_REQ, msg, sizeof(msg));
+  au_send_to(n->rt, (uint32_t)placement_next_hop(n, r), PS_PLACER_PORT, PS_MOVE_REQ, msg,
+             sizeof(msg));
 }
 
 void notify_waiters(struct placer *p, rec_t *r)
@@ -142,34 +143,27 @@ void notify_waiters(struct placer *p, rec_t *r)
   r->nwaiters = 0;
 }
 
-static void begin_handoff(struct placer *p, rec_t *r, int to)
+uint64_t placement_rec_key(const rec_t *r)
+{
+  return rec_key(r->t->id, r->actor);
+}
+
+int placement_grace_begin(struct placer *p, rec_t *r, uint32_t kind)
 {
   au_node_t *n = p->node;
-  r->handing_off = 1;
-  r->to = to;
-  placer_pending(p, 1); /* until ship() */
-  /* seq_cst: ordered before the epoch reads below; a worker's step start (a seq_cst
-   * increment) is followed by its state load, so either it sees HANDING_OFF or this
-   * sees it inside its step */
-  atomic_store(&pa_of(r)->state, PA_HANDING_OFF);
   /* everyone who may touch the values without asking: workers (views, pushes) and
    * servers (answers, pushes from other nodes) */
   free(r->snap);
   r->snap = malloc(((size_t)n->nworkers + (size_t)n->nservers + 1) * sizeof(uint64_t));
-  if (!r->snap) {
-    fprintf(stderr, "augur: out of memory handing off an actor\n");
-    atomic_store(&pa_of(r)->state, PA_OWNER);
-    r->handing_off = 0;
-    placer_pending(p, -1);
-    return;
-  }
+  if (!r->snap) return AU_ENOMEM;
   for (int i = 0; i < n->nworkers; i++) r->snap[i] = atomic_load(&n->workers[i]->epoch);
   for (int i = 0; i < n->nservers; i++) r->snap[n->nworkers + i] = remote_server_epoch(n, i);
-  uint64_t k = rec_key(r->t->id, r->actor);
-  au_send(p->actor, PL_GRACE, &k, sizeof(k));
+  uint64_t k = placement_rec_key(r);
+  au_send(p->actor, kind, &k, sizeof(k));
+  return 0;
 }
 
-static int grace_over(struct placer *p, rec_t *r)
+int placement_grace_over(struct placer *p, rec_t *r)
 {
   au_node_t *n = p->node;
   for (int i = 0; i < n->nworkers; i++)
@@ -179,6 +173,23 @@ static int grace_over(struct placer *p, rec_t *r)
     if ((s & 1) && remote_server_epoch(n, i) == s) return 0;
   }
   return 1;
+}
+
+void placement_hand_off(struct placer *p, rec_t *r, int to)
+{
+  r->handing_off = 1;
+  r->to = to;
+  placer_pending(p, 1); /* until ship() */
+  /* seq_cst: ordered before the epoch reads of the grace period; a worker's step start
+   * (a seq_cst increment) is followed by its state load, so either it sees HANDING_OFF
+   * or the snapshot sees it inside its step */
+  atomic_store(&pa_of(r)->state, PA_HANDING_OFF);
+  if (placement_grace_begin(p, r, PL_GRACE) != 0) {
+    fprintf(stderr, "augur: out of memory handing off an actor\n");
+    atomic_store(&pa_of(r)->state, PA_OWNER);
+    r->handing_off = 0;
+    placer_pending(p, -1);
+  }
 }
 
 static void ship(struct placer *p, rec_t *r)
@@ -211,16 +222,16 @@ static void ship(struct placer *p, rec_t *r)
   atomic_store(&pa->state, PA_REMOTE);
   counter_add(&p->moves_out, 1);
   r->handing_off = 0;
-  int home = home_of(n, r->actor);
-  if (home != n->rank && home != r->to) {
-    uint8_t msg[20];
-    uint32_t owner = (uint32_t)r->to;
-    memcpy(msg, &tid, 4);
-    memcpy(msg + 4, &owner, 4);
-    memcpy(msg + 8, &r->actor, 8);
-    memcpy(msg + 16, &ver, 4);
-    au_send_to(n->rt, (uint32_t)home, PS_PLACER_PORT, PS_OWNER, msg, sizeof(msg));
-  }
+  /* the news to every other node: the home must know, the others save a forward */
+  uint8_t msg[20];
+  uint32_t owner = (uint32_t)r->to;
+  memcpy(msg, &tid, 4);
+  memcpy(msg + 4, &owner, 4);
+  memcpy(msg + 8, &r->actor, 8);
+  memcpy(msg + 16, &ver, 4);
+  for (int node = 0; node < n->nodes; node++)
+    if (node != n->rank && node != r->to)
+      au_send_to(n->rt, (uint32_t)node, PS_PLACER_PORT, PS_OWNER, msg, sizeof(msg));
   /* what waited for the move goes on to the new owner, after the values */
   held_t *h = r->held;
   r->held = NULL;
@@ -266,7 +277,7 @@ static void on_move_req(struct placer *p, const au_msg_t *m)
       }
       return;
     }
-    begin_handoff(p, r, (int)requester);
+    placement_hand_off(p, r, (int)requester);
   } else if (st == PA_HANDING_OFF || r->requested) {
     hold(p, r, m, PS_MOVE_REQ, m->data, m->len);
   } else {
@@ -280,8 +291,9 @@ static void on_move_req(struct placer *p, const au_msg_t *m)
     memcpy(fwd, m->data, 24);
     memcpy(fwd + 16, &hops, 4);
     counter_add(&p->forwards, 1);
-    trace_emit(n->rt, TRACE_FORWARD, tid, actor, (uint64_t)next_hop(n, r), hops);
-    au_send_to(n->rt, (uint32_t)next_hop(n, r), PS_PLACER_PORT, PS_MOVE_REQ, fwd, sizeof(fwd));
+    trace_emit(n->rt, TRACE_FORWARD, tid, actor, (uint64_t)placement_next_hop(n, r), hops);
+    au_send_to(n->rt, (uint32_t)placement_next_hop(n, r), PS_PLACER_PORT, PS_MOVE_REQ, fwd,
+               sizeof(fwd));
   }
 }
 
@@ -318,6 +330,7 @@ static void on_move_data(struct placer *p, const au_msg_t *m)
              trace_flow_id(tid, actor, (uint16_t)ver));
   r->requested = 0;
   r->arrived_ns = au_now_ns();
+  intent_arrived(p, r);
   notify_waiters(p, r);
   /* requests and pushes that waited for it: serve them now; move requests wait out the
    * hold */
@@ -448,7 +461,7 @@ static void on_tick(struct placer *p)
     *pp = h->next;
     if (r->held_tail == &h->next) r->held_tail = pp;
     free(h);
-    begin_handoff(p, r, (int)requester);
+    placement_hand_off(p, r, (int)requester);
     placer_pending(p, -1); /* after the hand-off counts */
   }
   if (again) {
@@ -488,13 +501,20 @@ static void placer_behaviour(au_actor_t *self, void *state, au_msg_t *m)
   case PL_SYNC:
     replica_handle(p, m);
     break;
+  case PS_INTENT:
+  case PS_CLAIM:
+  case PS_REP_DROP:
+  case PS_REP_GONE:
+  case PL_DROP_GRACE:
+    intent_handle(p, m);
+    break;
   case PL_GRACE: {
     uint64_t k;
     if (m->len != sizeof(k)) break;
     memcpy(&k, m->data, sizeof(k));
     rec_t *r = u64map_get(&p->recs, k);
     if (!r || !r->handing_off) break;
-    if (grace_over(p, r))
+    if (placement_grace_over(p, r))
       ship(p, r);
     else
       au_send(p->actor, PL_GRACE, &k, sizeof(k)); /* look again after the others */
@@ -513,6 +533,7 @@ int placement_start(au_node_t *n)
     return AU_ENOMEM;
   }
   p->node = n;
+  action_latency_init(&p->lat, 1000 * 1000); /* a first guess: 1 ms, until measured */
   int rc = au_actor_spawn(n->rt, &p->actor, placer_behaviour, sizeof(p));
   if (rc == 0) rc = au_port_register(n->rt, PS_PLACER_PORT, p->actor);
   if (rc != 0) {
@@ -533,6 +554,11 @@ void placement_stats(const au_node_t *n, au_node_stats_t *st)
   st->moves_out += counter_get(&p->moves_out);
   st->forwards += counter_get(&p->forwards);
   st->syncs += counter_get(&p->syncs);
+  st->claims += counter_get(&p->claims_sent);
+  st->replicas_made += counter_get(&p->replicas_made);
+  st->replicas_dropped += counter_get(&p->replicas_dropped);
+  long long held = atomic_load(&p->replicas_held);
+  st->replicas += held > 0 ? (uint64_t)held : 0;
 }
 
 void placement_free(au_node_t *n)
@@ -550,6 +576,7 @@ void placement_free(au_node_t *n)
     free(r->snap);
     free(r->waiters);
     replica_free(r);
+    intent_free(r);
     free(r);
   }
   u64map_destroy(&p->recs);

@@ -32,6 +32,19 @@ typedef struct rec {
                         values as last sent to the replicas */
   uint64_t replicas; /* the owner: nodes holding a replica (bit r = node r) */
   struct rec *next_replica, *next_owned; /* lists the tick walks */
+  /* intents (intent.c) */
+  uint32_t hits;                /* this node's intents naming it (AU_PLACE_HOT) */
+  uint8_t hot;                  /* the owner: the latest claim called it hot */
+  uint8_t dropping_here;        /* this node's replica leaves after a grace period */
+  uint8_t listed;               /* on the placer's `claimed` list */
+  uint64_t last_intent_ns;      /* this node's latest intent naming it */
+  uint64_t told_until;          /* end of the claim its owner has heard of from this node */
+  uint64_t due_from, due_until; /* a claim to send once due_from is near (0: none) */
+  uint64_t asked_ns;            /* when a claim that may bring it here went out */
+  claim_t *claims;              /* the owner: the nodes' claims */
+  int nclaims, capclaims;
+  uint64_t dropping; /* the owner: replicas told to go and not yet gone (bits) */
+  struct rec *next_claimed;
 } rec_t;
 
 struct placer {
@@ -49,9 +62,15 @@ struct placer {
                               here from the servers: the node is not idle while > 0 */
   atomic_int touched;      /* a replicated actor owned here changed since the last tick */
   atomic_ullong syncs;
+  /* intents (intent.c) */
+  rec_t *claimed;       /* actors with claims, claims due, or replicas to watch */
+  action_latency_t lat; /* claim sent -> actor or replica here */
+  uint64_t intent_keys; /* since the hot thresholds were last computed */
+  atomic_ullong claims_sent, replicas_made, replicas_dropped;
+  atomic_llong replicas_held;
 };
 
-enum { PL_GRACE = 0x50534c01, PL_TICK, PL_SYNC };
+enum { PL_GRACE = 0x50534c01, PL_TICK, PL_SYNC, PL_DROP_GRACE };
 
 rec_t *rec_get(struct placer *p, au_table_t *t, uint64_t actor);
 /* Work the placer has taken on (+1) or finished (-1); the node's idleness follows. */
@@ -61,7 +80,41 @@ void notify_waiters(struct placer *p, rec_t *r);
 /* Adds a local worker to those waiting for the actor (once). 0 or AU_ENOMEM. */
 int add_waiter(rec_t *r, int worker);
 
+/* Starts handing an owned actor off to node `to` (placement.c). */
+void placement_hand_off(struct placer *p, rec_t *r, int to);
+/* Takes a snapshot of the local workers' and servers' epochs into r->snap and sends the
+ * placer `kind` (PL_GRACE...) to look at it. 0 or AU_ENOMEM. */
+int placement_grace_begin(struct placer *p, rec_t *r, uint32_t kind);
+/* Every worker and server that was in a message at the snapshot has left it. */
+int placement_grace_over(struct placer *p, rec_t *r);
+/* The owner if it is here, else where a message for it goes next. */
+int placement_next_hop(const au_node_t *n, const rec_t *r);
+uint64_t placement_rec_key(const rec_t *r);
+
+/* intent.c */
+/* PS_INTENT, PS_CLAIM, PS_REP_GONE, PL_DROP_GRACE */
+void intent_handle(struct placer *p, const au_msg_t *m);
+/* The replica tick: sends the claims that came due, decides again for claimed actors. */
+void intent_tick(struct placer *p);
+/* An actor or a replica this node asked for by a claim has arrived. */
+void intent_arrived(struct placer *p, rec_t *r);
+/* The owner was told to drop its replica on this node (PS_REP_DROP). */
+void intent_drop_here(struct placer *p, const au_msg_t *m);
+void intent_free(rec_t *r);
+
 /* replica.c */
+/* Starts the sync tick if it is not running. */
+void replica_arm(struct placer *p);
+/* The owner sends node `to` a replica. 0 or an AU_* error. */
+int replica_give(struct placer *p, rec_t *r, uint32_t to);
+/* Takes a replica off the list the tick walks (it is leaving). */
+void replica_unlist(struct placer *p, rec_t *r);
+/* The owner's replica on `node` is gone: forget it, and the base once none is left. */
+void replica_gone(struct placer *p, rec_t *r, int node);
+/* out = a - b, value by value; whether anything differs. */
+int replica_diff(const au_table_t *t, const uint8_t *a, const uint8_t *b, uint8_t *out);
+/* Appends an entry for r to a PS_SYNC / PS_FRESH batch; where its values go, or NULL. */
+uint8_t *replica_entry(obuf_t *batch, const rec_t *r);
 /* A worker wants a replica of the actor here. */
 void replica_want(struct placer *p, rec_t *r);
 /* PS_REP_REQ, PS_REP_DATA, PS_SYNC, PS_FRESH, PL_SYNC */

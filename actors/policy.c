@@ -130,3 +130,16 @@ place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims,
   }
   return (place_action_t){.kind = PLACE_LEAVE};
 }
+
+int au_place_parse(const char *name, au_place_t *out)
+{
+  place_mode_t m;
+  if (!out || place_mode_parse(name, &m) != 0) return AU_EINVAL;
+  *out = (au_place_t)m;
+  return 0;
+}
+
+const char *au_place_name(au_place_t place)
+{
+  return place_mode_name((place_mode_t)place);
+}

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "actors/policy.h"
 #include "actors/remote.h"
 #include "augur.h"
 #include "runtime/counter.h"
@@ -54,6 +55,10 @@ struct au_table {
   void *kernel_arg;
   int place;      /* au_place_t */
   uint64_t slots; /* home-owned actors packed in storage (id / nodes) */
+  /* AU_PLACE_HOT: how many actors are hot, and the intent count that makes one hot on
+   * this node (the placer recomputes it from its own counts; intent.c) */
+  uint64_t hot_actors;
+  uint32_t hot_min;
   struct au_table *next;
 };
 
@@ -75,6 +80,8 @@ struct au_worker {
   int state; /* enum worker_state: touched only by the worker's actor and
                 by au_node_run while nothing runs */
   au_clock_t clock;
+  clock_rate_t rate;    /* how fast the clock runs (intents become times, intent.c) */
+  obuf_t intent_buf;    /* an intent's message to the placer, built here */
   atomic_int kicked;    /* a step message is on its way (worker_kick) */
   uint64_t barrier_gen; /* generation of the barrier this worker waits at, or 0 */
   int views;            /* views held in the running step: must be 0 when it returns */
@@ -143,6 +150,12 @@ void kernel_hogwild_f32(void *row, const void *delta, uint32_t dim, void *arg);
 void kernel_hogwild_i32(void *row, const void *delta, uint32_t dim, void *arg);
 /* Copies one row with relaxed atomic loads (safe against concurrent kernels). */
 void kernel_copy_row(void *dst, const void *row, uint32_t dim);
+
+/* intent.c */
+/* Passes an intent of a worker on a table placed by intents (AU_PLACE_HOT/_ADAPTIVE) to
+ * its node's placer, with clocks turned into times by the worker's clock rate. */
+int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_clock_t start,
+                au_clock_t end);
 
 /* worker.c */
 /* Frees what the worker allocated (not the worker: it is its actor's state). */

@@ -353,7 +353,8 @@ static void answer(au_node_t *n, au_table_t *t, const uint8_t *p, size_t len)
 /* Applies a push whose keys are all here. */
 static void apply(au_table_t *t, const uint8_t *p, obuf_t *delta)
 {
-  if (t->place == AU_PLACE_REPLICATE) placement_touched(t->node); /* replicas must hear */
+  /* replicas must hear */
+  if (t->place != AU_PLACE_CLASSIC && t->place != AU_PLACE_RELOCATE) placement_touched(t->node);
   uint32_t cnt = get_u32(p + 4);
   delta->len = 0;
   if (obuf_reserve(delta, t->row_bytes) != 0) {

@@ -32,8 +32,13 @@ enum {
   PS_FWD_PUSH,         /* server -> its placer: the same for a push */
   PS_REP_REQ,          /* placer -> owner's placer: u32 table, u32 to, u64 actor */
   PS_REP_DATA,         /* owner's placer -> placer: u32 table, u32 0, u64 actor, values */
-  PS_SYNC,  /* replica -> owner: u32 n, u32 0, n x (u32 table, u32 0, u64 actor, delta) */
-  PS_FRESH, /* owner -> replica: the same layout, the owner's values */
+  PS_SYNC,     /* replica -> owner: u32 n, u32 0, n x (u32 table, u32 0, u64 actor, delta) */
+  PS_FRESH,    /* owner -> replica: the same layout, the owner's values */
+  PS_INTENT,   /* worker -> its placer: u32 table, u32 n, u64 from, u64 until (ns from
+                  now), u64 actors[n] */
+  PS_CLAIM,    /* placer -> owner's placer: u32 n, u32 0, n x claim (intent.c) */
+  PS_REP_DROP, /* owner -> replica's placer: u32 table, u32 0, u64 actor */
+  PS_REP_GONE, /* replica -> owner: the same; its last delta went before it */
 };
 
 #define PS_SERVER_PORT(i) ((au_port_t)(AU_PORT_RESERVED + (i)))

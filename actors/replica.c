@@ -35,7 +35,7 @@ static size_t group_bytes(const au_table_t *t)
   return (size_t)t->group * t->row_bytes;
 }
 
-static void arm(struct placer *p)
+void replica_arm(struct placer *p)
 {
   if (atomic_load(&p->sync_armed)) return;
   au_timer_id_t id;
@@ -67,7 +67,8 @@ void placement_touched(au_node_t *n)
 
 int placer_busy(const au_node_t *n)
 {
-  return n->placer && (atomic_load(&n->placer->busy) || atomic_load(&n->placer->pending) > 0);
+  return n->placer && (atomic_load(&n->placer->busy) || atomic_load(&n->placer->pending) > 0 ||
+                       atomic_load(&n->placer->touched));
 }
 
 void placer_pending(struct placer *p, long d)
@@ -128,6 +129,57 @@ static void copy_values(const rec_t *r, uint8_t *out)
                     (const uint8_t *)pa_of(r)->values + row * t->row_bytes, t->dim);
 }
 
+int replica_give(struct placer *p, rec_t *r, uint32_t to)
+{
+  au_node_t *n = p->node;
+  size_t bytes = group_bytes(r->t);
+  if (!r->replicas) {
+    /* the owner's base: its values as last sent to the replicas */
+    if (!(r->base = malloc(bytes))) return AU_ENOMEM;
+    copy_values(r, r->base);
+    r->next_owned = p->owned;
+    p->owned = r;
+  }
+  r->replicas |= 1ull << to;
+  au_outbuf_t ob;
+  uint8_t *out = au_send_to_start(n->rt, to, PS_PLACER_PORT, PS_REP_DATA, ENTRY + bytes, &ob);
+  if (!out) return ob.rc;
+  uint32_t tid = (uint32_t)r->t->id, zero = 0;
+  memcpy(out, &tid, 4);
+  memcpy(out + 4, &zero, 4);
+  memcpy(out + 8, &r->actor, 8);
+  copy_values(r, out + ENTRY); /* newer than base, maybe: the next tick sends the rest */
+  au_send_to_finish(&ob);
+  replica_arm(p);
+  /* busy until a tick has sent whatever changed after the copy */
+  placement_touched(n);
+  return 0;
+}
+
+void replica_gone(struct placer *p, rec_t *r, int node)
+{
+  r->replicas &= ~(1ull << node);
+  if (r->replicas) return;
+  for (rec_t **pp = &p->owned; *pp; pp = &(*pp)->next_owned)
+    if (*pp == r) {
+      *pp = r->next_owned;
+      break;
+    }
+  r->next_owned = NULL;
+  free(r->base);
+  r->base = NULL;
+}
+
+void replica_unlist(struct placer *p, rec_t *r)
+{
+  for (rec_t **pp = &p->replicas; *pp; pp = &(*pp)->next_replica)
+    if (*pp == r) {
+      *pp = r->next_replica;
+      break;
+    }
+  r->next_replica = NULL;
+}
+
 static void on_rep_req(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
@@ -138,27 +190,8 @@ static void on_rep_req(struct placer *p, const au_msg_t *m)
     fprintf(stderr, "augur[rank %d]: bad replica request from node %u\n", n->rank, m->from_node);
     return;
   }
-  size_t bytes = group_bytes(r->t);
-  if (!r->replicas) {
-    /* the owner's base: its values as last sent to the replicas */
-    if (!(r->base = malloc(bytes))) {
-      fprintf(stderr, "augur[rank %d]: out of memory for a replica\n", n->rank);
-      return;
-    }
-    copy_values(r, r->base);
-    r->next_owned = p->owned;
-    p->owned = r;
-  }
-  r->replicas |= 1ull << to;
-  au_outbuf_t ob;
-  uint8_t *out = au_send_to_start(n->rt, to, PS_PLACER_PORT, PS_REP_DATA, ENTRY + bytes, &ob);
-  if (!out) return;
-  memcpy(out, m->data, ENTRY);
-  copy_values(r, out + ENTRY); /* newer than base, maybe: the next tick sends the rest */
-  au_send_to_finish(&ob);
-  arm(p);
-  /* busy until a tick has sent whatever changed after the copy */
-  placement_touched(n);
+  if (replica_give(p, r, to) != 0)
+    fprintf(stderr, "augur[rank %d]: cannot send a replica to node %u\n", n->rank, to);
 }
 
 static void on_rep_data(struct placer *p, const au_msg_t *m)
@@ -168,6 +201,11 @@ static void on_rep_data(struct placer *p, const au_msg_t *m)
   if (!r || m->len != ENTRY + group_bytes(r->t)) return;
   param_actor_t *pa = pa_of(r);
   size_t bytes = group_bytes(r->t);
+  if (atomic_load(&pa->state) != PA_REMOTE || r->dropping_here) {
+    fprintf(stderr, "augur[rank %d]: a replica of actor %llu came from node %u while one is here\n",
+            n->rank, (unsigned long long)r->actor, m->from_node);
+    return;
+  }
   void *values = table_values_alloc(r->t, r->actor);
   r->base = malloc(bytes);
   if (!values || !r->base) {
@@ -179,13 +217,17 @@ static void on_rep_data(struct placer *p, const au_msg_t *m)
   memcpy(values, m->data + ENTRY, bytes);
   memcpy(r->base, m->data + ENTRY, bytes);
   pa->values = values;
+  pa->owner = m->from_node; /* the owner sent it (asked or not) */
   atomic_store_explicit(&pa->state, PA_REPLICA, memory_order_release);
+  counter_add(&p->replicas_made, 1);
+  atomic_fetch_add(&p->replicas_held, 1);
+  intent_arrived(p, r);
   trace_emit(n->rt, TRACE_REPLICA_CREATE, (uint64_t)r->t->id, r->actor, pa->owner, bytes);
   r->requested = 0;
   r->next_replica = p->replicas;
   p->replicas = r;
   notify_waiters(p, r);
-  arm(p);
+  replica_arm(p);
 }
 
 /* values += add, through the table's kernel, a row at a time. */
@@ -206,7 +248,7 @@ static void apply_group(rec_t *r, const uint8_t *add, obuf_t *scratch)
 }
 
 /* out = a - b, value by value, in the table's type; returns whether anything differs. */
-static int diff(const au_table_t *t, const uint8_t *a, const uint8_t *b, uint8_t *out)
+int replica_diff(const au_table_t *t, const uint8_t *a, const uint8_t *b, uint8_t *out)
 {
   size_t n = group_bytes(t) / 4;
   int any = 0;
@@ -291,7 +333,7 @@ static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
     /* keep what the workers added since the last sync: values += fresh - base */
     if (r->t->type == AU_F32)
       merge_f32(r, vals);
-    else if (diff(r->t, vals, r->base, tmp))
+    else if (replica_diff(r->t, vals, r->base, tmp))
       apply_group(r, tmp, &p->scratch);
     memcpy(r->base, vals, bytes);
   }
@@ -299,7 +341,7 @@ static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
 }
 
 /* Appends an entry to the batch for `node`, starting the batch when empty. */
-static uint8_t *entry_to(obuf_t *batch, const rec_t *r)
+uint8_t *replica_entry(obuf_t *batch, const rec_t *r)
 {
   size_t bytes = group_bytes(r->t);
   if (batch->len == 0) {
@@ -322,6 +364,7 @@ static uint8_t *entry_to(obuf_t *batch, const rec_t *r)
 static void on_tick(struct placer *p)
 {
   au_node_t *n = p->node;
+  intent_tick(p);
   obuf_t *syncs = calloc((size_t)n->nodes, sizeof(obuf_t));
   obuf_t *fresh = calloc((size_t)n->nodes, sizeof(obuf_t));
   if (!syncs || !fresh) {
@@ -342,9 +385,9 @@ static void on_tick(struct placer *p)
       now_cap = bytes;
     }
     copy_values(r, now);
-    uint8_t *d = entry_to(&syncs[pa_of(r)->owner], r);
+    uint8_t *d = replica_entry(&syncs[pa_of(r)->owner], r);
     if (!d) break;
-    if (!diff(r->t, now, r->base, d)) {
+    if (!replica_diff(r->t, now, r->base, d)) {
       /* unchanged: take the entry back */
       obuf_t *b = &syncs[pa_of(r)->owner];
       b->len -= ENTRY + bytes;
@@ -373,7 +416,7 @@ static void on_tick(struct placer *p)
     memcpy(r->base, now, bytes);
     for (int node = 0; node < n->nodes && node < 64; node++)
       if (r->replicas >> node & 1) {
-        uint8_t *v = entry_to(&fresh[node], r);
+        uint8_t *v = replica_entry(&fresh[node], r);
         if (v) memcpy(v, now, bytes);
       }
   }

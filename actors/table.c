@@ -68,9 +68,7 @@ static int check_opts(const au_table_opts_t *o)
           : (o->kernel != AU_KERNEL_ADD && o->kernel != AU_KERNEL_HOGWILD))
     return AU_EINVAL;
   if (o->group & (o->group - 1)) return AU_EINVAL; /* not a power of two */
-  if (o->place != AU_PLACE_CLASSIC && o->place != AU_PLACE_RELOCATE &&
-      o->place != AU_PLACE_REPLICATE)
-    return AU_EINVAL;
+  if (o->place < AU_PLACE_CLASSIC || o->place > AU_PLACE_ADAPTIVE) return AU_EINVAL;
   return 0;
 }
 
@@ -108,6 +106,9 @@ int au_table_create(au_node_t *node, au_table_t **out, const au_table_opts_t *op
   uint64_t owned = t->nactors / nodes + (rank < t->nactors % nodes ? 1 : 0);
   t->slots = owned;
   t->place = opts->place;
+  /* hot: keys -> actors (a hot key makes its actor hot) */
+  uint64_t hot = opts->hot ? opts->hot : (opts->keys + 99) / 100;
+  t->hot_actors = hot < t->nactors ? hot : t->nactors;
   size_t group_bytes = (size_t)t->group * t->row_bytes;
   au_table_t **by_id = realloc(node->table_by_id, (size_t)(node->ntables + 1) * sizeof(*by_id));
   if (by_id) node->table_by_id = by_id;

@@ -91,6 +91,8 @@ void worker_release_memory(au_worker_t *w)
   rows_reset(w);
   free(w->rows);
   w->rows = NULL;
+  free(w->intent_buf.p);
+  w->intent_buf = (obuf_t){0};
   remote_free(w);
 }
 
@@ -98,7 +100,9 @@ void worker_release_memory(au_worker_t *w)
 static void leave_run(au_worker_t *w)
 {
   au_node_t *n = w->node;
-  /* a placer still syncing replicas says idle itself when it is done */
+  /* what the worker changed in replicas (or in owned values with replicas) has not gone
+   * out yet: the placer's next tick ships it, and says idle itself when it is done */
+  placement_touched(n);
   if (atomic_fetch_sub(&n->active, 1) == 1 && !placer_busy(n)) net_set_idle(n->rt, 1);
 }
 
@@ -226,6 +230,7 @@ au_clock_t au_clock(const au_worker_t *w)
 void au_clock_advance(au_worker_t *w)
 {
   w->clock++;
+  if (w->node->nodes > 1) clock_rate_tick(&w->rate, w->clock, au_now_ns());
 }
 
 static int check_keys(const au_table_t *t, const au_key_t *keys, size_t n)
@@ -242,12 +247,14 @@ int au_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_
   if (!w || !t || start >= end) return AU_EINVAL;
   int rc = check_keys(t, keys, n);
   if (rc != 0) return rc;
-  /* Recorded (counted, traced) now; acting on intents is the placement layer's job. */
   counter_add(&w->intents, 1);
   counter_add(&w->intent_keys, n);
   if (trace_on(w->node->rt) && n)
     trace_emit(w->node->rt, TRACE_INTENT, (uint64_t)t->id, keys[0] >> t->group_shift,
                (uint64_t)w->node->rank, (uint64_t)w->id);
+  /* tables placed by intents hear of it; the others only count it */
+  if (w->node->nodes > 1 && (t->place == AU_PLACE_HOT || t->place == AU_PLACE_ADAPTIVE))
+    return intent_send(w, t, keys, n, start, end);
   return 0;
 }
 
@@ -317,7 +324,8 @@ static void *step_row(au_worker_t *w, au_table_t *t, au_key_t k, int *remote, wa
   void *row = table_row(t, k);
   *remote = 0;
   if (row || w->node->nodes == 1) return row;
-  if (t->place != AU_PLACE_CLASSIC) { /* moved or copied here, then used locally */
+  if (t->place == AU_PLACE_RELOCATE || t->place == AU_PLACE_REPLICATE) {
+    /* moved or copied here on demand, then used locally */
     ws->t = t;
     if (want(ws, t, k) != 0) w->remote.failed = AU_ENOMEM;
     return NULL;
@@ -504,4 +512,5 @@ void au_node_stats(const au_node_t *n, au_node_stats_t *out)
     out->intent_keys += counter_get(&w->intent_keys);
   }
   placement_stats(n, out);
+  out->bytes_sent = net_bytes_sent(n->rt);
 }

@@ -283,10 +283,20 @@ typedef void (*au_kernel_fn)(void *row, const void *delta, uint32_t dim, void *a
 /* Where a table's parameter actors live across nodes (docs/cluster.md, "Placement").
  * Every node of a cluster must give a table the same placement. */
 typedef enum au_place {
-  AU_PLACE_CLASSIC = 0, /* each stays on its home node; others fetch and push rows */
+  AU_PLACE_CLASSIC = 0,   /* each stays on its home node; others fetch and push rows */
   AU_PLACE_REPLICATE = 1, /* every node that needs rows keeps a replica for the run */
-  AU_PLACE_RELOCATE = 2, /* ownership moves to the node that needs the rows */
+  AU_PLACE_RELOCATE = 2,  /* ownership moves to the node that needs the rows */
+  /* The next two act on intents (au_intent) and fetch rows like classic otherwise. */
+  AU_PLACE_HOT = 3,      /* the `hot` most intended keys replicated on every node that
+                            intends them, the others moved to the node that intends them */
+  AU_PLACE_ADAPTIVE = 4, /* per actor: intended by one node -> moved there; by several at
+                            once -> a replica on each; intents over -> replicas dropped */
 } au_place_t;
+
+/* "classic", "replicate", "relocate", "hot", "adaptive" <-> au_place_t. The parse
+ * returns 0 or AU_EINVAL; the name of an unknown value is "?". */
+int au_place_parse(const char *name, au_place_t *out);
+const char *au_place_name(au_place_t place);
 
 typedef struct au_table_opts {
   uint64_t keys;  /* key space 0..keys-1 */
@@ -299,8 +309,10 @@ typedef struct au_table_opts {
   au_kernel_fn kernel_fn; /* for AU_KERNEL_CUSTOM */
   void *kernel_arg;
   uint32_t group;   /* keys per parameter actor, a power of two; 0 = about 4 KiB of values */
-  au_place_t place; /* AU_PLACE_CLASSIC (default), _REPLICATE or _RELOCATE */
+  au_place_t place; /* AU_PLACE_CLASSIC (default), _REPLICATE, _RELOCATE, _HOT, _ADAPTIVE */
   const char *name; /* for messages and traces; copied */
+  uint64_t hot;     /* AU_PLACE_HOT: how many keys count as hot (each node counts its own
+                       intents); 0 = 1% of the keys */
 } au_table_opts_t;
 
 int au_table_create(au_node_t *node, au_table_t **table, const au_table_opts_t *opts);
@@ -423,6 +435,10 @@ typedef struct au_node_stats {
   uint64_t moves_out;   /* parameter actors that moved away */
   uint64_t forwards;    /* rows re-sent toward an actor that had moved */
   uint64_t syncs;       /* replica deltas shipped to owners */
+  uint64_t replicas;    /* replicas held here now */
+  uint64_t replicas_made, replicas_dropped; /* replicas this node received / let go */
+  uint64_t claims;     /* intents passed on to owners as claims (AU_PLACE_HOT/_ADAPTIVE) */
+  uint64_t bytes_sent; /* payload bytes this node sent to other nodes */
 } au_node_stats_t;
 void au_node_stats(const au_node_t *node, au_node_stats_t *out);
 

@@ -104,7 +104,8 @@ struct net {
   atomic_size_t *out_bytes;
   pthread_mutex_t wait_mu; /* guards waiters and the low-water check */
   waiter_t **waiters;
-  atomic_ullong sent; /* data frames this node has queued, ever */
+  atomic_ullong sent;       /* data frames this node has queued, ever */
+  atomic_ullong sent_bytes; /* their payload bytes */
 
   /* what the main thread waits for (mu/cv); written by the I/O thread */
   pthread_mutex_t mu;

@@ -82,6 +82,9 @@ int net_error(au_runtime_t *rt);
 /* Main thread, collective: element-wise sum over all nodes, in rank order. */
 int net_allreduce(au_runtime_t *rt, double *v, int n);
 
+/* Any thread: payload bytes of the data frames this node has sent (0 without a cluster). */
+uint64_t net_bytes_sent(au_runtime_t *rt);
+
 /* I/O thread, after draining its commands: one write per connection with queued frames. */
 void net_flush(au_runtime_t *rt);
 /* I/O thread: dispatches a command posted with io_post_msg (type >= IO_CMD_NET). */

@@ -128,6 +128,7 @@ int net_join(au_runtime_t *rt, const au_cluster_opts_t *o, char *err, size_t err
   }
   for (size_t i = 0; i < n; i++) atomic_init(&net->out_bytes[i], 0);
   atomic_init(&net->sent, 0);
+  atomic_init(&net->sent_bytes, 0);
   atomic_init(&net->broken, 0);
   atomic_init(&net->idle, 1);
   net->state = NET_JOINING;
@@ -204,6 +205,7 @@ void net_send_finish(au_runtime_t *rt, au_msg_t *m)
   frame_meta_t *fm = frame_meta(m);
   atomic_fetch_add(&net->out_bytes[fm->node], fm->len);
   atomic_fetch_add(&net->sent, 1);
+  atomic_fetch_add_explicit(&net->sent_bytes, fm->len, memory_order_relaxed);
   m->type = IO_CMD_NET_SEND;
   io_post_msg(rt, m);
 }
@@ -339,4 +341,9 @@ int au_allreduce_sum(au_runtime_t *rt, double *v, int n)
   if (!rt || (n && !v) || n < 0) return AU_EINVAL;
   if (!rt->net) return 0;
   return net_allreduce(rt, v, n);
+}
+
+uint64_t net_bytes_sent(au_runtime_t *rt)
+{
+  return rt->net ? atomic_load_explicit(&rt->net->sent_bytes, memory_order_relaxed) : 0;
 }

@@ -36,8 +36,14 @@ static void usage(FILE *f)
              "  --batch N         ratings per worker step (default 512)\n"
              "  --lookahead N     intents announce the batch N steps ahead (default 2)\n"
              "  --seed N          seed for generation, split, shuffle, initialization (default 1)\n"
-             "  --mode M          parameter placement across nodes: classic (each column row\n"
-             "                    stays on its home node; others fetch and push by message)\n"
+             "  --mode M          parameter placement across nodes (docs/cluster.md):\n"
+             "                    adaptive (default: by the intents, a column used by one node\n"
+             "                    moves there, one used by several is replicated on each),\n"
+             "                    classic (columns stay home; others fetch and push rows),\n"
+             "                    replicate (every node keeps replicas of what it uses),\n"
+             "                    relocate (columns move to the node that uses them),\n"
+             "                    hot (the --hot most used columns replicated, the rest moved)\n"
+             "  --hot N           hot columns for --mode hot (default 1%% of the columns)\n"
              "\n"
              "data:\n"
              "  TRAIN_FILE        ratings to train on\n"
@@ -122,14 +128,10 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->mf.seed = a->gen.seed = u;
     } else if (!strcmp(f, "--mode")) {
       const char *v = VALUE();
-      if (v && !strcmp(v, "classic"))
-        a->mf.place = AU_PLACE_CLASSIC;
-      else if (v && !strcmp(v, "replicate"))
-        a->mf.place = AU_PLACE_REPLICATE;
-      else if (v && !strcmp(v, "relocate"))
-        a->mf.place = AU_PLACE_RELOCATE;
-      else
-        rc = cli_fail_flag(f, v, "classic, replicate or relocate");
+      if (au_place_parse(v, &a->mf.place) != 0)
+        rc = cli_fail_flag(f, v, "classic, replicate, relocate, hot or adaptive");
+    } else if (!strcmp(f, "--hot")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, UINT64_MAX, &u))) a->mf.hot = u;
     } else if (!strcmp(f, "--trace")) {
       if (!(a->trace = VALUE())) rc = cli_fail_flag(f, "", "a file name");
     } else if (!strcmp(f, "--format")) {
@@ -286,11 +288,8 @@ int main(int argc, char **argv)
     printf("model rank=%u biases=%d nodes=%d threads=%d workers=%d kernel=%s mode=%s "
            "lr=%g reg=%g\n",
            a.mf.rank, a.mf.biases, nodes, threads, a.mf.workers ? a.mf.workers : threads,
-           a.mf.kernel == AU_KERNEL_ADD ? "exact" : "hogwild",
-           a.mf.place == AU_PLACE_RELOCATE    ? "relocate"
-           : a.mf.place == AU_PLACE_REPLICATE ? "replicate"
-                                              : "classic",
-           a.mf.lr, a.mf.reg);
+           a.mf.kernel == AU_KERNEL_ADD ? "exact" : "hogwild", au_place_name(a.mf.place), a.mf.lr,
+           a.mf.reg);
     fflush(stdout);
   }
 
@@ -305,9 +304,11 @@ int main(int argc, char **argv)
     if (!talk) continue;
     printf("epoch=%d train_rmse=%.4f", e + 1, st.train_rmse);
     if (d.test.n) printf(" test_rmse=%.4f", st.test_rmse);
-    printf(" seconds=%.3f updates_per_s=%.3g local=%.3f intents=%llu moves=%llu\n", st.seconds,
-           st.updates_per_s, st.local, (unsigned long long)st.intents,
-           (unsigned long long)st.moves);
+    printf(" seconds=%.3f updates_per_s=%.3g local=%.3f intents=%llu moves=%llu replicas=%llu "
+           "bytes_sent=%llu\n",
+           st.seconds, st.updates_per_s, st.local, (unsigned long long)st.intents,
+           (unsigned long long)st.moves, (unsigned long long)st.replicas,
+           (unsigned long long)st.bytes_sent);
     fflush(stdout);
   }
   if (status == 0 && a.save) {

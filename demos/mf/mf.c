@@ -60,6 +60,7 @@ void mf_opts_default(mf_opts_t *o)
                    .workers = 0,
                    .batch = 512,
                    .lookahead = 2,
+                   .place = AU_PLACE_ADAPTIVE,
                    .kernel = AU_KERNEL_HOGWILD,
                    .seed = 1};
 }
@@ -273,6 +274,7 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
                                           .seed = o->seed,
                                           .kernel = o->kernel,
                                           .place = o->place,
+                                          .hot = o->hot,
                                           .name = "columns"});
   if (rc != 0) {
     snprintf(err, errlen, "creating the column table: %s", au_strerror(rc));
@@ -315,8 +317,9 @@ nomem:
 }
 
 /* One collective run of every worker, training or evaluating; sums over the cluster
- * into v: sse, ratings, local rows, remote rows, intents, moves in. */
-static int run_phase(mf_t *m, int eval, float lr, double v[6], double *seconds)
+ * into v: sse, ratings, local rows, remote rows, intents, moves in, replicas held at the
+ * end, bytes sent. */
+static int run_phase(mf_t *m, int eval, float lr, double v[8], double *seconds)
 {
   for (int w = 0; w < m->nshards; w++) {
     m->shards[w].eval = eval;
@@ -340,12 +343,14 @@ static int run_phase(mf_t *m, int eval, float lr, double v[6], double *seconds)
   v[3] = (double)(after.rows_remote - before.rows_remote);
   v[4] = (double)(after.intents - before.intents);
   v[5] = (double)(after.moves_in - before.moves_in);
-  return au_allreduce_sum(au_node_runtime(m->node), v, 6);
+  v[6] = (double)after.replicas;
+  v[7] = (double)(after.bytes_sent - before.bytes_sent);
+  return au_allreduce_sum(au_node_runtime(m->node), v, 8);
 }
 
 int mf_evaluate(mf_t *m, double *rmse)
 {
-  double v[6], seconds;
+  double v[8], seconds;
   int rc = run_phase(m, 1, 0, v, &seconds);
   if (rc == 0) *rmse = v[1] > 0 ? sqrt(v[0] / v[1]) : NAN;
   return rc;
@@ -353,7 +358,7 @@ int mf_evaluate(mf_t *m, double *rmse)
 
 int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
 {
-  double v[6];
+  double v[8];
   int rc = run_phase(m, 0, m->o.lr / (1.0f + m->o.decay * (float)e), v, &out->seconds);
   if (rc != 0) return rc;
   out->updates = (uint64_t)v[1];
@@ -362,6 +367,8 @@ int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
   out->local = v[2] + v[3] > 0 ? v[2] / (v[2] + v[3]) : 1.0;
   out->intents = (uint64_t)v[4];
   out->moves = (uint64_t)v[5];
+  out->replicas = (uint64_t)v[6];
+  out->bytes_sent = (uint64_t)v[7];
   return mf_evaluate(m, &out->test_rmse);
 }
 

@@ -25,8 +25,9 @@ typedef struct mf_opts {
   uint32_t batch;     /* ratings per step */
   int lookahead;      /* intents name the batch this many steps ahead */
   au_kernel_t kernel; /* AU_KERNEL_HOGWILD (default) or AU_KERNEL_ADD (exact) */
-  au_place_t place;   /* AU_PLACE_CLASSIC (default) or AU_PLACE_RELOCATE */
+  au_place_t place;   /* how the column table is placed (default AU_PLACE_ADAPTIVE) */
   uint64_t seed;
+  uint64_t hot; /* AU_PLACE_HOT: hot keys (0: the library's default) */
 } mf_opts_t;
 
 void mf_opts_default(mf_opts_t *o);
@@ -39,7 +40,9 @@ typedef struct mf_epoch {
   double local; /* share of column rows that were local when acquired */
   uint64_t updates;
   uint64_t intents;
-  uint64_t moves; /* parameter actors that moved between nodes */
+  uint64_t moves;      /* parameter actors that moved between nodes */
+  uint64_t replicas;   /* replicas held at the end of the epoch, all nodes */
+  uint64_t bytes_sent; /* bytes the nodes sent each other in the epoch */
 } mf_epoch_t;
 
 typedef struct mf mf_t;

@@ -6,6 +6,10 @@
  *                                      checksums, no loss, no duplicate
  *   cluster_node conserve KEYS ROUNDS  workers push known int32 deltas to keys all over the
  *                                      cluster; every key must end at the exact sum
+ *   cluster_node policy                the adaptive placement's three answers, on 3
+ *                                      nodes: an actor intended by one node moves there;
+ *                                      by two at once, each gets a replica; intents over,
+ *                                      the replicas are dropped
  *   cluster_node serve SECONDS         join, serve for SECONDS, leave
  *
  * Prints one key=value line per node and exits 0 only if every check held on it.
@@ -190,6 +194,15 @@ static int push_step(au_worker_t *w, void *arg)
 {
   pusher_t *p = arg;
   if (p->done == p->rounds) return AU_DONE;
+  /* the keys of the next step, announced (tables placed by intents act on them) */
+  au_key_t next[PUSH_BATCH];
+  uint64_t nn = 0;
+  for (uint64_t i = PUSH_BATCH; i < 2 * PUSH_BATCH && p->done + i < p->rounds; i++) {
+    int32_t x[2];
+    delta_of(p->rank, p->nodes, p->seed, p->done + i, p->keys, &next[nn++], x);
+  }
+  au_clock_t now = au_clock(w);
+  if (nn && au_intent(w, p->t, next, nn, now + 1, now + 2) != 0) return AU_EINVAL;
   au_key_t keys[PUSH_BATCH], far[PUSH_BATCH];
   int32_t d[PUSH_BATCH][2], fd[PUSH_BATCH][2];
   uint64_t n = 0, nf = 0;
@@ -225,10 +238,11 @@ static int conserve(uint64_t keys, uint64_t rounds)
   au_table_t *t;
   /* CLUSTER_PLACE=relocate: the same storm with parameter actors moving to the workers */
   const char *place = getenv("CLUSTER_PLACE");
-  au_place_t pl = !place                        ? AU_PLACE_CLASSIC
-                  : !strcmp(place, "relocate")  ? AU_PLACE_RELOCATE
-                  : !strcmp(place, "replicate") ? AU_PLACE_REPLICATE
-                                                : AU_PLACE_CLASSIC;
+  au_place_t pl = AU_PLACE_CLASSIC;
+  if (place && au_place_parse(place, &pl) != 0) {
+    fprintf(stderr, "cluster_node: CLUSTER_PLACE=%s: unknown\n", place);
+    return 2;
+  }
   au_table_create(node, &t,
                   &(au_table_opts_t){.keys = keys,
                                      .dim = 2,
@@ -260,28 +274,167 @@ static int conserve(uint64_t keys, uint64_t rounds)
     int32_t got[2];
     if (au_table_read(t, &k, 1, got) != 0) continue; /* held by another node */
     checked++;
-    if (got[0] != want[k][0] || got[1] != want[k][1]) wrong++;
+    if (got[0] != want[k][0] || got[1] != want[k][1]) {
+      /* the second value counts pushes: says whether some were lost or doubled */
+      if (wrong++ < 8)
+        fprintf(
+            stderr,
+            "rank %d: key %llu (actor %llu) holds %d pushes summing to %d, want %lld and %lld\n",
+            rank, (unsigned long long)k, (unsigned long long)(k / 4), got[1], got[0],
+            (long long)want[k][1], (long long)want[k][0]);
+    }
   }
   au_node_stats_t st;
   au_node_stats(node, &st);
-  double v[7] = {(double)checked,     (double)wrong,        (double)st.rows_remote,
-                 (double)st.moves_in, (double)st.moves_out, (double)st.forwards,
-                 (double)st.syncs};
-  int rr = rc == 0 ? au_allreduce_sum(au_node_runtime(node), v, 7) : rc;
+  double v[9] = {(double)checked,
+                 (double)wrong,
+                 (double)st.rows_remote,
+                 (double)st.moves_in,
+                 (double)st.moves_out,
+                 (double)st.forwards,
+                 (double)st.syncs,
+                 (double)st.replicas_made,
+                 (double)st.replicas_dropped};
+  int rr = rc == 0 ? au_allreduce_sum(au_node_runtime(node), v, 9) : rc;
   /* Every key exact wherever it is held (owners and replicas alike); each held exactly
    * once without replicas; rows travelled (classic), actors moved and every move in is a
-   * move out (relocate), replicas synced (replicate). */
+   * move out (relocate), replicas synced (replicate), both (by intents). */
   int travelled = pl == AU_PLACE_RELOCATE    ? v[3] > 0 && v[3] == v[4]
                   : pl == AU_PLACE_REPLICATE ? v[6] > 0
-                                             : v[2] > 0;
-  int coverage = pl == AU_PLACE_REPLICATE ? v[0] >= (double)keys : v[0] == (double)keys;
+                  : pl == AU_PLACE_CLASSIC   ? v[2] > 0
+                                             : v[3] + v[7] > 0 && v[3] == v[4];
+  int coverage = pl == AU_PLACE_RELOCATE || pl == AU_PLACE_CLASSIC ? v[0] == (double)keys
+                                                                   : v[0] >= (double)keys;
   int ok = rc == 0 && rr == 0 && wrong == 0 && coverage && v[1] == 0 && travelled;
   printf("rank=%d run=%d checked=%llu wrong=%llu cluster_checked=%.0f of %llu "
          "cluster_wrong=%.0f remote_rows=%.0f moves_in=%.0f moves_out=%.0f forwards=%.0f "
-         "syncs=%.0f %s\n",
+         "syncs=%.0f replicas_made=%.0f replicas_dropped=%.0f %s\n",
          rank, rc, (unsigned long long)checked, (unsigned long long)wrong, v[0],
-         (unsigned long long)keys, v[1], v[2], v[3], v[4], v[5], v[6], ok ? "ok" : "FAILED");
+         (unsigned long long)keys, v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8],
+         ok ? "ok" : "FAILED");
   free(want);
+  au_node_stop(node);
+  return ok ? 0 : 1;
+}
+
+/* --- policy --------------------------------------------------------------------------- */
+
+enum { POLICY_KEYS = 64, POLICY_GROUP = 4, POLICY_MS = 60 };
+
+typedef struct policer {
+  au_table_t *t;
+  int phase, active; /* this node uses the phase's actor */
+  au_key_t first;    /* the actor's first key */
+  uint64_t until_ns, pushes[POLICY_KEYS];
+} policer_t;
+
+/* For POLICY_MS: if active, announce the actor's keys for the next step and add (1, 1)
+ * to each of them through a view; else just let the clock run. */
+static int policy_step(au_worker_t *w, void *arg)
+{
+  policer_t *p = arg;
+  if (!p->until_ns) p->until_ns = au_now_ns() + POLICY_MS * 1000000ull;
+  if (au_now_ns() >= p->until_ns) {
+    p->until_ns = 0;
+    return AU_PAUSE;
+  }
+  if (p->active) {
+    au_key_t keys[POLICY_GROUP];
+    for (int i = 0; i < POLICY_GROUP; i++) keys[i] = p->first + (au_key_t)i;
+    au_clock_t now = au_clock(w);
+    if (au_intent(w, p->t, keys, POLICY_GROUP, now + 1, now + 2) != 0) return AU_EINVAL;
+    au_view_t v;
+    int rc = au_acquire(w, p->t, keys, POLICY_GROUP, &v);
+    if (rc == AU_EAGAIN) return AU_WAIT;
+    if (rc != 0) return rc;
+    int32_t d[2] = {1, 1};
+    for (int i = 0; i < POLICY_GROUP; i++) {
+      au_view_update(&v, (size_t)i, d);
+      p->pushes[keys[i]]++;
+    }
+    au_release(w, &v);
+  }
+  au_clock_advance(w);
+  return AU_CONTINUE;
+}
+
+/* Runs one phase; st gets this node's counters after it. */
+static int policy_phase(au_node_t *node, policer_t *p, int phase, int active, au_key_t first,
+                        au_node_stats_t *st)
+{
+  p->phase = phase;
+  p->active = active;
+  p->first = first;
+  int rc = au_node_run(node);
+  au_node_stats(node, st);
+  return rc;
+}
+
+static int policy(void)
+{
+  au_node_t *node;
+  int rc = au_node_start(&node, &(au_node_opts_t){.threads = 2});
+  if (rc != 0) return 1;
+  int rank = au_node_rank(node), nodes = au_node_nodes(node);
+  const char *trace = getenv("CLUSTER_TRACE"); /* a file per node: trace.RANK */
+  if (trace && au_trace_start(au_node_runtime(node), trace) != 0) return 2;
+  if (nodes != 3) {
+    fprintf(stderr, "cluster_node policy: wants 3 nodes\n");
+    return 2;
+  }
+  au_table_t *t;
+  au_table_create(node, &t,
+                  &(au_table_opts_t){.keys = POLICY_KEYS,
+                                     .dim = 2,
+                                     .type = AU_I32,
+                                     .group = POLICY_GROUP,
+                                     .kernel = AU_KERNEL_ADD,
+                                     .place = AU_PLACE_ADAPTIVE,
+                                     .name = "policy"});
+  policer_t p = {.t = t};
+  au_worker_spawn(node, NULL, &(au_worker_opts_t){policy_step, &p});
+  /* actor 3 (keys 12..15) has home 0, actor 6 (keys 24..27) too */
+  au_node_stats_t a, b, c;
+  int32_t row[2];
+  au_key_t k1 = 12, k2 = 24;
+  /* 1: only node 1 uses actor 3: it moves there */
+  rc = policy_phase(node, &p, 1, rank == 1, k1, &a);
+  int held1 = au_table_read(t, &k1, 1, row) == 0;
+  /* 2: nodes 1 and 2 use actor 6 at once: whoever owns it, the other gets a replica */
+  if (rc == 0) rc = policy_phase(node, &p, 2, rank == 1 || rank == 2, k2, &b);
+  /* read locally in phase 2 (moved here, or a replica): rows acquired that were here */
+  int held2 = b.rows_local > a.rows_local;
+  uint64_t replicas2 = b.replicas_made - a.replicas_made;
+  /* 3: nobody uses anything: the claims lapse, the replicas go */
+  if (rc == 0) rc = policy_phase(node, &p, 3, 0, 0, &c);
+  /* exact sums: each key's pushes from every node against the value where it is held */
+  double v[POLICY_KEYS + 8];
+  for (int k = 0; k < POLICY_KEYS; k++) v[k] = (double)p.pushes[k];
+  v[POLICY_KEYS + 0] = (double)a.moves_in;
+  v[POLICY_KEYS + 1] = (double)(a.replicas_made);
+  v[POLICY_KEYS + 2] = (double)replicas2;
+  v[POLICY_KEYS + 3] = (double)c.replicas;
+  v[POLICY_KEYS + 4] = (double)c.replicas_dropped;
+  v[POLICY_KEYS + 5] = (double)(rank == 1 && held1);
+  v[POLICY_KEYS + 6] = (double)(rank != 0 && held2);
+  v[POLICY_KEYS + 7] = (double)c.claims;
+  int rr = rc == 0 ? au_allreduce_sum(au_node_runtime(node), v, POLICY_KEYS + 8) : rc;
+  uint64_t wrong = 0;
+  for (au_key_t k = 0; k < POLICY_KEYS; k++)
+    if (au_table_read(t, &k, 1, row) == 0 && (row[0] != (int32_t)v[k] || row[1] != (int32_t)v[k]))
+      wrong++;
+  double w = (double)wrong;
+  if (rr == 0) rr = au_allreduce_sum(au_node_runtime(node), &w, 1);
+  double *s = &v[POLICY_KEYS];
+  /* 1: moved to node 1 and no replica made; 2: nodes 1 and 2 both hold actor 6 and a
+   * replica exists; 3: none left, some dropped; every value exact */
+  if (trace && au_trace_stop(au_node_runtime(node)) != 0) rc = 1;
+  int ok = rc == 0 && rr == 0 && s[0] >= 1 && s[1] == 0 && s[5] == 1 && s[2] >= 1 && s[6] == 2 &&
+           s[3] == 0 && s[4] >= 1 && w == 0;
+  printf("rank=%d run=%d phase1_moves_in=%.0f phase1_replicas=%.0f phase1_node1_holds=%.0f "
+         "phase2_replicas=%.0f phase2_holders=%.0f phase3_replicas=%.0f replicas_dropped=%.0f "
+         "claims=%.0f cluster_wrong=%.0f %s\n",
+         rank, rc, s[0], s[1], s[5], s[2], s[6], s[3], s[4], s[7], w, ok ? "ok" : "FAILED");
   au_node_stop(node);
   return ok ? 0 : 1;
 }
@@ -308,11 +461,13 @@ static int serve(au_runtime_t *rt, int seconds)
 
 int main(int argc, char **argv)
 {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc == 2 && !strcmp(argv[1], "policy")) return policy();
   if (argc < 3) {
-    fprintf(stderr, "usage: cluster_node exchange MSGS BYTES | conserve KEYS ROUNDS | serve S\n");
+    fprintf(stderr, "usage: cluster_node exchange MSGS BYTES | conserve KEYS ROUNDS | policy | "
+                    "serve S\n");
     return 2;
   }
-  setvbuf(stdout, NULL, _IOLBF, 0);
   if (!strcmp(argv[1], "conserve") && argc == 4)
     return conserve(strtoull(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
 

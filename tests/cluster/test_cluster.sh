@@ -87,6 +87,45 @@ replicate)
     check "replicate on $n nodes: replicas were synced" grep -q 'syncs=[1-9]' "$tmp/out$n"
   done
   ;;
+intents)
+  # the storm on tables placed by intents: every worker announces the keys of its next
+  # step; actors move, replicas come and go while pushes race with them: every value
+  # exact wherever it is held, every move in a move out
+  for spec in adaptive:3 adaptive:4 hot:3; do
+    mode=${spec%%:*}
+    n=${spec##*:}
+    CLUSTER_PLACE=$mode timeout 120 "$augur" run -n $n "$node" conserve 2000 20000 \
+      >"$tmp/out$n" 2>&1
+    rc=$?
+    cat "$tmp/out$n"
+    check "$mode on $n nodes exits 0" test $rc -eq 0
+    check "$mode on $n nodes: every node ok" test "$(grep -c ' ok$' "$tmp/out$n")" -eq $n
+    check "$mode on $n nodes: owners and replicas all exact" grep -q 'cluster_wrong=0 ' "$tmp/out$n"
+  done
+  ;;
+policy)
+  # adaptive's three answers (cluster_node.c, policy), with a trace of them
+  rm -f "$tmp/trace".*
+  CLUSTER_TRACE="$tmp/trace" timeout 60 "$augur" run -n 3 "$node" policy >"$tmp/out" 2>&1
+  rc=$?
+  cat "$tmp/out"
+  check "policy exits 0" test $rc -eq 0
+  check "policy: every node ok" test "$(grep -c ' ok$' "$tmp/out")" -eq 3
+  check "one node's intents moved the actor there" grep -q 'phase1_moves_in=[1-9].* phase1_node1_holds=1' "$tmp/out"
+  check "two nodes' intents made a replica, both read locally" \
+    grep -q 'phase2_replicas=[1-9][0-9]* phase2_holders=2' "$tmp/out"
+  check "intents over: no replica left, some dropped" \
+    grep -q 'phase3_replicas=0 replicas_dropped=[1-9]' "$tmp/out"
+  ls "$tmp"/trace* >"$tmp/traces" 2>/dev/null
+  check "a trace file per node" test "$(wc -l <"$tmp/traces")" -eq 3
+  "$augur" trace merge -o "$tmp/merged.json" $(cat "$tmp/traces") >"$tmp/merge" 2>&1
+  check "the traces merge (each parses as trace-event JSON)" test $? -eq 0
+  "$augur" trace summary "$tmp/merged.json" >"$tmp/summary" 2>&1
+  cat "$tmp/summary"
+  for ev in intent relocation_start relocation_end replica_create replica_drop; do
+    check "the trace holds $ev events" grep -Eq "kind=$ev +count=[1-9]" "$tmp/summary"
+  done
+  ;;
 refuse)
   # a 2-node cluster with a secret; bad peers knock on rank 0's door meanwhile
   AU_SECRET=s3cret timeout 60 "$augur" run -n 2 "$node" serve 6 >"$tmp/out" 2>"$tmp/err" &

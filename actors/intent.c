@@ -1,0 +1,521 @@
+/* intent.c — placement driven by intents (AU_PLACE_HOT and AU_PLACE_ADAPTIVE).
+ *
+ * A worker's au_intent(keys, start, end) becomes times on its node: the worker's clock
+ * rate (policy.c) says in how many nanoseconds its clock reaches start and end, and the
+ * worker hands the actors and the two delays to its placer (PS_INTENT). The placer keeps,
+ * per actor, the end of the claim its owner has heard of; an intent that ends later is a
+ * new claim, sent once its start is closer than twice the measured action latency (the
+ * time from a claim to the actor or replica being here), batched per owner (PS_CLAIM). A
+ * claim lasts past the intent's end by a lease, twice the gap between this node's intents
+ * for the actor (within bounds), and is renewed when half of that is left: a node that
+ * keeps using an actor sends about two claims per lease, not one per intent.
+ *
+ * The owner keeps the claims of every node and decides (place_decide) when a claim comes
+ * in and on every replica tick: move the actor to the one node that needs it, give a
+ * replica to each of several nodes that need it at once, drop replicas whose node's claim
+ * has lapsed. An actor with replicas does not move: its replicas are dropped first.
+ *
+ * Dropping a replica (PS_REP_DROP): its node marks it remote (new accesses go to the
+ * owner), waits out a grace period over its workers and servers, ships the last delta
+ * (PS_SYNC) and then says so (PS_REP_GONE, on the same connection, so after the delta).
+ * The owner forgets the replica only then, so no update is lost.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/placement.h"
+#include "runtime/net.h"
+#include "runtime/rt.h"
+#include "runtime/trace.h"
+
+#define CLAIM_BYTES 40                      /* see put_claim */
+#define LEASE_MIN   (10 * 1000 * 1000ull)   /* a claim outlives its intent at least this */
+#define LEASE_MAX   (1000 * 1000 * 1000ull) /* ... and at most this */
+#define HOT_EVERY   65536                   /* intent keys between hot-threshold updates */
+#define MOVE_HOLD   (1000 * 1000ull)        /* as placement.c's HOLD_NS */
+
+static param_actor_t *pa_of(const rec_t *r)
+{
+  return &r->t->actors[r->actor];
+}
+
+/* --- the worker's side ---------------------------------------------------------------- */
+
+int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_clock_t start,
+                au_clock_t end)
+{
+  au_node_t *node = w->node;
+  obuf_t *b = &w->intent_buf;
+  b->len = 0;
+  if (obuf_reserve(b, 24 + n * 8) != 0) return AU_ENOMEM;
+  uint64_t from = clock_rate_eta(&w->rate, w->clock, start);
+  uint64_t until = clock_rate_eta(&w->rate, w->clock, end);
+  uint32_t tid = (uint32_t)t->id, cnt = 0;
+  uint8_t *a = b->p + 24;
+  uint64_t last = UINT64_MAX;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t actor = keys[i] >> t->group_shift;
+    if (actor == last) continue; /* neighbouring keys of one actor: once */
+    last = actor;
+    memcpy(a + (size_t)cnt * 8, &actor, 8);
+    cnt++;
+  }
+  if (!cnt) return 0;
+  memcpy(b->p, &tid, 4);
+  memcpy(b->p + 4, &cnt, 4);
+  memcpy(b->p + 8, &from, 8);
+  memcpy(b->p + 16, &until, 8);
+  return au_send_to(node->rt, (uint32_t)node->rank, PS_PLACER_PORT, PS_INTENT, b->p,
+                    24 + (size_t)cnt * 8);
+}
+
+/* --- lists and claims ------------------------------------------------------------------ */
+
+static void list(struct placer *p, rec_t *r)
+{
+  if (r->listed) return;
+  r->listed = 1;
+  r->next_claimed = p->claimed;
+  p->claimed = r;
+  replica_arm(p); /* its tick looks at the list */
+}
+
+/* Claim layout: u32 table, u16 hops, u8 hot, u8 0, u64 actor, u32 node, u32 0,
+ * u64 from (ns from now), u64 until (ns from now). */
+static void put_claim(obuf_t *b, const rec_t *r, uint32_t node, uint16_t hops, int hot,
+                      uint64_t from, uint64_t until)
+{
+  if (b->len == 0) {
+    uint8_t head[8] = {0};
+    if (obuf_put(b, head, 8) != 0) return;
+  }
+  if (obuf_reserve(b, CLAIM_BYTES) != 0) return;
+  uint8_t *e = b->p + b->len;
+  uint32_t tid = (uint32_t)r->t->id, zero = 0, count;
+  uint8_t flags[2] = {(uint8_t)(hot != 0), 0};
+  memcpy(e, &tid, 4);
+  memcpy(e + 4, &hops, 2);
+  memcpy(e + 6, flags, 2);
+  memcpy(e + 8, &r->actor, 8);
+  memcpy(e + 16, &node, 4);
+  memcpy(e + 20, &zero, 4);
+  memcpy(e + 24, &from, 8);
+  memcpy(e + 32, &until, 8);
+  b->len += CLAIM_BYTES;
+  memcpy(&count, b->p, 4);
+  count++;
+  memcpy(b->p, &count, 4);
+}
+
+static void send_batches(struct placer *p, obuf_t *out)
+{
+  au_node_t *n = p->node;
+  for (int node = 0; node < n->nodes; node++) {
+    if (out[node].len)
+      au_send_to(n->rt, (uint32_t)node, PS_PLACER_PORT, PS_CLAIM, out[node].p, out[node].len);
+    out[node].len = 0;
+  }
+}
+
+static void drop_replicas(struct placer *p, rec_t *r, uint64_t nodes)
+{
+  au_node_t *n = p->node;
+  nodes &= r->replicas & ~r->dropping;
+  uint32_t tid = (uint32_t)r->t->id, zero = 0;
+  uint8_t msg[16];
+  memcpy(msg, &tid, 4);
+  memcpy(msg + 4, &zero, 4);
+  memcpy(msg + 8, &r->actor, 8);
+  for (int node = 0; node < n->nodes && node < 64; node++)
+    if (nodes >> node & 1) au_send_to(n->rt, (uint32_t)node, PS_PLACER_PORT, PS_REP_DROP, msg, 16);
+  r->dropping |= nodes;
+}
+
+/* Nodes with a claim that has not lapsed. */
+static uint64_t claimants(const rec_t *r, uint64_t now)
+{
+  uint64_t nodes = 0;
+  for (int i = 0; i < r->nclaims; i++)
+    if (r->claims[i].until_ns > now && r->claims[i].node < 64) nodes |= 1ull << r->claims[i].node;
+  return nodes;
+}
+
+/* The owner decides what to do with an actor it holds, given the claims. */
+static void decide(struct placer *p, rec_t *r, uint64_t now)
+{
+  au_node_t *n = p->node;
+  uint8_t st = atomic_load(&pa_of(r)->state);
+  if (st != PA_OWNER || r->handing_off) return;
+  int k = 0; /* lapsed claims go */
+  for (int i = 0; i < r->nclaims; i++)
+    if (r->claims[i].until_ns > now) r->claims[k++] = r->claims[i];
+  r->nclaims = k;
+  place_action_t act = place_decide((place_mode_t)r->t->place, n->rank, r->claims, r->nclaims,
+                                    r->hot, r->replicas != 0, now);
+  switch (act.kind) {
+  case PLACE_MOVE:
+    if (r->replicas) {
+      drop_replicas(p, r, r->replicas); /* first; the move comes after PS_REP_GONE */
+      break;
+    }
+    if (now - r->arrived_ns < MOVE_HOLD) break; /* the tick looks again */
+    r->nclaims = 0;                             /* the new owner hears new claims */
+    placement_hand_off(p, r, act.node);
+    break;
+  case PLACE_REPLICAS:
+    for (int node = 0; node < n->nodes && node < 64; node++)
+      if ((act.nodes >> node & 1) && !(r->replicas >> node & 1))
+        if (replica_give(p, r, (uint32_t)node) != 0)
+          fprintf(stderr, "augur[rank %d]: cannot send a replica to node %d\n", n->rank, node);
+    break;
+  case PLACE_DROP:
+    drop_replicas(p, r, r->replicas);
+    break;
+  case PLACE_LEAVE:
+    break;
+  }
+  /* adaptive: a replica whose node no longer claims the actor goes (hot keeps its
+   * replicas: they are for the whole run) */
+  if (r->t->place == AU_PLACE_ADAPTIVE && r->replicas)
+    drop_replicas(p, r, r->replicas & ~claimants(r, now));
+}
+
+static void claim_here(struct placer *p, rec_t *r, int node, int hot, uint64_t from, uint64_t until)
+{
+  claim_t *c = NULL;
+  for (int i = 0; i < r->nclaims; i++)
+    if (r->claims[i].node == node) c = &r->claims[i];
+  if (!c) {
+    if (r->nclaims == r->capclaims) {
+      int cap = r->capclaims ? 2 * r->capclaims : 2;
+      claim_t *m = realloc(r->claims, (size_t)cap * sizeof(*m));
+      if (!m) return;
+      r->claims = m;
+      r->capclaims = cap;
+    }
+    c = &r->claims[r->nclaims++];
+    *c = (claim_t){.node = node, .from_ns = from, .until_ns = until};
+  } else {
+    if (c->until_ns <= from || from < c->from_ns) c->from_ns = from;
+    if (until > c->until_ns) c->until_ns = until;
+  }
+  r->hot = (uint8_t)(hot != 0);
+  list(p, r);
+}
+
+/* A claim for r from `node`, here or on its way to the owner. */
+static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int hot, uint64_t from,
+                  uint64_t until, uint64_t now, obuf_t *out)
+{
+  au_node_t *n = p->node;
+  uint8_t st = atomic_load(&pa_of(r)->state);
+  if (st == PA_OWNER && !r->handing_off) {
+    claim_here(p, r, node, hot, from, until);
+    decide(p, r, now);
+    return;
+  }
+  /* in motion: dropped (the claimant renews it); astray: dropped after a few hops */
+  if (st == PA_HANDING_OFF || r->requested || hops > 2 * n->nodes) return;
+  /* the owner as this node knows it (PS_OWNER keeps that fresh); a node that knows
+   * better sends it on */
+  int to = (int)pa_of(r)->owner;
+  if (to == n->rank) to = placement_next_hop(n, r);
+  if (to == n->rank) return;
+  put_claim(&out[to], r, (uint32_t)node, (uint16_t)(hops + 1), hot, from > now ? from - now : 0,
+            until > now ? until - now : 0);
+}
+
+/* This node's claim for r goes out (or is taken here, by its owner). */
+static void claim_out(struct placer *p, rec_t *r, uint64_t from, uint64_t until, uint64_t now,
+                      obuf_t *out)
+{
+  int hot = r->t->place == AU_PLACE_HOT && r->hits >= r->t->hot_min && r->t->hot_min > 0;
+  r->told_until = until;
+  r->due_from = r->due_until = 0;
+  uint8_t st = atomic_load(&pa_of(r)->state);
+  if (st == PA_REMOTE) r->asked_ns = now; /* the latest claim: it may bring it here */
+  counter_add(&p->claims_sent, 1);
+  claim(p, r, p->node->rank, 0, hot, from, until, now, out);
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* AU_PLACE_HOT: the intent count of the table's hot_actors-th most intended actor, from
+ * this node's counts. */
+static void hot_thresholds(struct placer *p)
+{
+  au_node_t *n = p->node;
+  for (int tid = 0; tid < n->ntables; tid++) {
+    au_table_t *t = n->table_by_id[tid];
+    if (!t || t->place != AU_PLACE_HOT) continue;
+    size_t cnt = 0, cap = 1024;
+    uint32_t *hits = malloc(cap * sizeof(*hits));
+    if (!hits) return;
+    for (size_t i = 0; i <= p->recs.mask; i++) {
+      rec_t *r = p->recs.slot[i].key ? p->recs.slot[i].val : NULL;
+      if (!r || r->t != t || !r->hits) continue;
+      if (cnt == cap) {
+        uint32_t *m = realloc(hits, 2 * cap * sizeof(*hits));
+        if (!m) break;
+        hits = m;
+        cap *= 2;
+      }
+      hits[cnt++] = r->hits;
+    }
+    qsort(hits, cnt, sizeof(*hits), cmp_desc);
+    uint64_t want = t->hot_actors;
+    t->hot_min = want == 0 ? 0 : cnt == 0 ? 0 : want <= cnt ? hits[want - 1] : hits[cnt - 1];
+    free(hits);
+  }
+}
+
+/* --- messages -------------------------------------------------------------------------- */
+
+static obuf_t *batches(struct placer *p)
+{
+  return calloc((size_t)p->node->nodes, sizeof(obuf_t));
+}
+
+static void free_batches(struct placer *p, obuf_t *out)
+{
+  for (int i = 0; i < p->node->nodes; i++) free(out[i].p);
+  free(out);
+}
+
+static void on_intent(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  uint32_t tid, cnt;
+  uint64_t from_d, until_d;
+  if (m->len < 24) return;
+  memcpy(&tid, m->data, 4);
+  memcpy(&cnt, m->data + 4, 4);
+  memcpy(&from_d, m->data + 8, 8);
+  memcpy(&until_d, m->data + 16, 8);
+  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
+  if (!t || m->len != 24 + (size_t)cnt * 8) return;
+  obuf_t *out = batches(p);
+  if (!out) return;
+  uint64_t now = au_now_ns();
+  uint64_t margin = (uint64_t)(2.0 * p->lat.ns);
+  for (uint32_t i = 0; i < cnt; i++) {
+    uint64_t actor;
+    memcpy(&actor, m->data + 24 + (size_t)i * 8, 8);
+    if (actor >= t->nactors) continue;
+    rec_t *r = rec_get(p, t, actor);
+    if (!r) break;
+    r->hits++;
+    uint64_t gap = r->last_intent_ns ? now - r->last_intent_ns : 0;
+    r->last_intent_ns = now;
+    uint64_t lease = 2 * gap < LEASE_MIN ? LEASE_MIN : 2 * gap > LEASE_MAX ? LEASE_MAX : 2 * gap;
+    /* the intent needs [from, end); the claim covers a lease beyond, so that a node that
+     * keeps using the actor renews it about once per lease, not once per intent */
+    uint64_t from = now + from_d, end = now + (until_d > from_d ? until_d : from_d);
+    if (end + lease / 2 <= r->told_until) continue; /* the owner knows; renewed halfway */
+    uint64_t until = end + lease;
+    if (from > now + margin) { /* not yet: the tick sends it when due */
+      if (!r->due_from || from < r->due_from) r->due_from = from;
+      if (until > r->due_until) r->due_until = until;
+      list(p, r);
+      continue;
+    }
+    claim_out(p, r, from, until, now, out);
+  }
+  send_batches(p, out);
+  free_batches(p, out);
+  if ((p->intent_keys += cnt) >= HOT_EVERY) {
+    p->intent_keys = 0;
+    hot_thresholds(p);
+  }
+}
+
+static void on_claim(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  uint32_t count;
+  if (m->len < 8) return;
+  memcpy(&count, m->data, 4);
+  if (m->len != 8 + (size_t)count * CLAIM_BYTES) {
+    fprintf(stderr, "augur[rank %d]: malformed claim from node %u\n", n->rank, m->from_node);
+    return;
+  }
+  obuf_t *out = batches(p);
+  if (!out) return;
+  uint64_t now = au_now_ns();
+  for (uint32_t i = 0; i < count; i++) {
+    const uint8_t *e = m->data + 8 + (size_t)i * CLAIM_BYTES;
+    uint32_t tid, node;
+    uint16_t hops;
+    uint64_t actor, from, until;
+    memcpy(&tid, e, 4);
+    memcpy(&hops, e + 4, 2);
+    memcpy(&actor, e + 8, 8);
+    memcpy(&node, e + 16, 4);
+    memcpy(&from, e + 24, 8);
+    memcpy(&until, e + 32, 8);
+    au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
+    if (!t || actor >= t->nactors || node >= (uint32_t)n->nodes) continue;
+    rec_t *r = rec_get(p, t, actor);
+    if (r) claim(p, r, (int)node, hops, e[6] & 1, now + from, now + until, now, out);
+  }
+  send_batches(p, out);
+  free_batches(p, out);
+}
+
+void intent_drop_here(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  uint32_t tid;
+  uint64_t actor;
+  if (m->len != 16) return;
+  memcpy(&tid, m->data, 4);
+  memcpy(&actor, m->data + 8, 8);
+  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
+  if (!t || actor >= t->nactors) return;
+  rec_t *r = rec_get(p, t, actor);
+  if (!r) return;
+  if (atomic_load(&pa_of(r)->state) != PA_REPLICA || r->dropping_here) return;
+  /* no new access from here on; the values stay until the grace period is over */
+  replica_unlist(p, r);
+  r->dropping_here = 1;
+  r->told_until = 0; /* a later intent claims it afresh */
+  placer_pending(p, 1);
+  atomic_store(&pa_of(r)->state, PA_REMOTE);
+  if (placement_grace_begin(p, r, PL_DROP_GRACE) != 0) {
+    /* cannot wait: keep the replica (the owner keeps sending it fresh values) */
+    fprintf(stderr, "augur[rank %d]: out of memory dropping a replica\n", n->rank);
+    atomic_store(&pa_of(r)->state, PA_REPLICA);
+    r->dropping_here = 0;
+    r->next_replica = p->replicas;
+    p->replicas = r;
+    placer_pending(p, -1);
+  }
+}
+
+/* The grace period of a replica leaving is over: its last delta, then the news. */
+static void finish_drop(struct placer *p, rec_t *r)
+{
+  au_node_t *n = p->node;
+  param_actor_t *pa = pa_of(r);
+  uint32_t owner = pa->owner;
+  obuf_t batch = {0};
+  uint8_t *d = replica_entry(&batch, r);
+  if (d && replica_diff(r->t, pa->values, r->base, d)) {
+    au_send_to(n->rt, owner, PS_PLACER_PORT, PS_SYNC, batch.p, batch.len);
+    counter_add(&p->syncs, 1);
+  } else if (!d) {
+    fprintf(stderr, "augur[rank %d]: out of memory: last delta of actor %llu lost\n", n->rank,
+            (unsigned long long)r->actor);
+  }
+  free(batch.p);
+  table_values_free(r->t, r->actor, pa->values);
+  pa->values = NULL;
+  free(r->base);
+  r->base = NULL;
+  r->dropping_here = 0;
+  uint32_t tid = (uint32_t)r->t->id, zero = 0;
+  uint8_t msg[16];
+  memcpy(msg, &tid, 4);
+  memcpy(msg + 4, &zero, 4);
+  memcpy(msg + 8, &r->actor, 8);
+  au_send_to(n->rt, owner, PS_PLACER_PORT, PS_REP_GONE, msg, sizeof(msg));
+  trace_emit(n->rt, TRACE_REPLICA_DROP, tid, r->actor, owner, 0);
+  counter_add(&p->replicas_dropped, 1);
+  atomic_fetch_sub(&p->replicas_held, 1);
+  placer_pending(p, -1);
+}
+
+static void on_gone(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  uint32_t tid;
+  uint64_t actor;
+  if (m->len != 16 || m->from_node >= 64) return;
+  memcpy(&tid, m->data, 4);
+  memcpy(&actor, m->data + 8, 8);
+  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
+  if (!t || actor >= t->nactors) return;
+  rec_t *r = rec_get(p, t, actor);
+  if (!r) return;
+  r->dropping &= ~(1ull << m->from_node);
+  replica_gone(p, r, (int)m->from_node);
+  decide(p, r, au_now_ns());
+}
+
+void intent_handle(struct placer *p, const au_msg_t *m)
+{
+  switch (m->type) {
+  case PS_INTENT:
+    on_intent(p, m);
+    break;
+  case PS_CLAIM:
+    on_claim(p, m);
+    break;
+  case PS_REP_DROP:
+    intent_drop_here(p, m);
+    break;
+  case PS_REP_GONE:
+    on_gone(p, m);
+    break;
+  case PL_DROP_GRACE: {
+    uint64_t k;
+    if (m->len != sizeof(k)) break;
+    memcpy(&k, m->data, sizeof(k));
+    rec_t *r = u64map_get(&p->recs, k);
+    if (!r || !r->dropping_here) break;
+    if (placement_grace_over(p, r))
+      finish_drop(p, r);
+    else
+      au_send(p->actor, PL_DROP_GRACE, &k, sizeof(k)); /* look again after the others */
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+void intent_tick(struct placer *p)
+{
+  if (!p->claimed) return;
+  obuf_t *out = batches(p);
+  if (!out) return;
+  uint64_t now = au_now_ns();
+  uint64_t margin = (uint64_t)(2.0 * p->lat.ns);
+  for (rec_t **pp = &p->claimed; *pp;) {
+    rec_t *r = *pp;
+    if (r->due_from && r->due_from <= now + margin)
+      claim_out(p, r, r->due_from, r->due_until, now, out);
+    decide(p, r, now);
+    if (!r->due_from && !r->nclaims && !r->replicas) { /* nothing left to watch */
+      *pp = r->next_claimed;
+      r->listed = 0;
+      r->next_claimed = NULL;
+      continue;
+    }
+    pp = &r->next_claimed;
+  }
+  send_batches(p, out);
+  free_batches(p, out);
+}
+
+void intent_arrived(struct placer *p, rec_t *r)
+{
+  if (!r->asked_ns) return;
+  uint64_t took = au_now_ns() - r->asked_ns;
+  r->asked_ns = 0;
+  /* a claim that was not acted on at once (the owner waited for other claims to lapse)
+   * says nothing about the latency of the action */
+  if (p->lat.samples == 0 || took < 10.0 * p->lat.ns) action_latency_observe(&p->lat, took);
+}
+
+void intent_free(rec_t *r)
+{
+  free(r->claims);
+  r->claims = NULL;
+  r->nclaims = r->capclaims = 0;
+}
