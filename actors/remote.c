@@ -386,8 +386,10 @@ void remote_serve_local(au_node_t *n, uint32_t type, const uint8_t *p, size_t le
     apply(t, p, scratch);
 }
 
-/* Splits a request or push into the keys held here and the others, headers copied. */
-static void split(au_table_t *t, const au_msg_t *m, size_t each, obuf_t *here, obuf_t *other)
+/* Splits a request or push into the keys held here and the others, headers copied;
+ * returns how many are here. It looks again, key by key: an actor may have arrived (or
+ * begun to leave) since the caller counted. */
+static uint32_t split(au_table_t *t, const au_msg_t *m, size_t each, obuf_t *here, obuf_t *other)
 {
   here->len = other->len = 0;
   obuf_put(here, m->data, HDR);
@@ -404,6 +406,7 @@ static void split(au_table_t *t, const au_msg_t *m, size_t each, obuf_t *here, o
   }
   set_u32(here->p + 4, nh);
   set_u32(other->p + 4, no);
+  return nh;
 }
 
 static void serve(server_t *s, const au_msg_t *m, int is_push)
@@ -435,13 +438,15 @@ static void serve(server_t *s, const au_msg_t *m, int is_push)
     bad_request(n, m, !is_push, "out of memory splitting a request");
     return;
   }
-  split(t, m, each, &s->local, &s->other);
-  if (here) {
+  /* the split's own count, not `here`: a key counted away may be here now, and its
+   * push would otherwise be dropped (it goes in neither part) */
+  if (split(t, m, each, &s->local, &s->other)) {
     if (is_push)
       apply(t, s->local.p, &s->delta);
     else
       answer(n, t, s->local.p, s->local.len);
   }
+  if (get_u32(s->other.p + 4) == 0) return; /* all here after all */
   /* before the message that brought these counts as processed: the node is not idle
    * until the placer has routed them */
   placement_forwarding(n, 1);

@@ -185,8 +185,11 @@ static int delta_of(int rank, int nodes, uint64_t seed, uint64_t i, uint64_t key
   int anywhere = i % 8 == 7;
   uint64_t base = (uint64_t)rank * (keys / (uint64_t)nodes) + i / WINDOW_ROUNDS * WINDOW;
   *k = anywhere ? x % keys : (base + x % WINDOW) % keys;
-  d[0] = (int32_t)(x >> 40 & 0xff) - 100;
-  d[1] = 1;
+  /* Traceable: a push by au_push adds a million besides its value, and the second
+   * value counts pushes per node (a byte each), so a key off by one push says whose
+   * and which kind it was. */
+  d[0] = (int32_t)(x >> 40 & 0xff) - 100 + (anywhere ? 1000000 : 0);
+  d[1] = (int32_t)(1u << (8 * (rank % 4)));
   return anywhere;
 }
 
@@ -275,13 +278,10 @@ static int conserve(uint64_t keys, uint64_t rounds)
     if (au_table_read(t, &k, 1, got) != 0) continue; /* held by another node */
     checked++;
     if (got[0] != want[k][0] || got[1] != want[k][1]) {
-      /* the second value counts pushes: says whether some were lost or doubled */
       if (wrong++ < 8)
-        fprintf(
-            stderr,
-            "rank %d: key %llu (actor %llu) holds %d pushes summing to %d, want %lld and %lld\n",
-            rank, (unsigned long long)k, (unsigned long long)(k / 4), got[1], got[0],
-            (long long)want[k][1], (long long)want[k][0]);
+        fprintf(stderr, "rank %d: key %llu (actor %llu) holds %d and %#x, want %lld and %#llx\n",
+                rank, (unsigned long long)k, (unsigned long long)(k / 4), got[0], (unsigned)got[1],
+                (long long)want[k][0], (unsigned long long)(uint32_t)want[k][1]);
     }
   }
   au_node_stats_t st;
