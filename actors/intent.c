@@ -481,7 +481,10 @@ void intent_handle(struct placer *p, const au_msg_t *m)
 
 void intent_tick(struct placer *p)
 {
-  if (!p->claimed) return;
+  /* Only while this node's workers run: a timer is not a message, so what a tick starts
+   * on an idle node would escape the end-of-run detection (a move still on the wire when
+   * au_node_run returns). Claims and answers that arrive as messages are acted on always. */
+  if (!p->claimed || atomic_load(&p->node->active) == 0) return;
   obuf_t *out = batches(p);
   if (!out) return;
   uint64_t now = au_now_ns();
