@@ -30,6 +30,14 @@ typedef struct frame_meta {
   uint64_t extra[4];
 } frame_meta_t;
 
+/* netdelay.c: an added one-way delay on data frames (AU_NET_DELAY_US, testing only) */
+typedef struct netdelay netdelay_t;
+int netdelay_start(au_runtime_t *rt, uint64_t delay_ns, netdelay_t **out);
+/* Any thread: posts m to the I/O thread once the delay has passed. 0 or AU_ENOMEM. */
+int netdelay_push(netdelay_t *d, au_msg_t *m);
+/* Posts what is left at once and ends the thread. */
+void netdelay_stop(netdelay_t *d);
+
 static inline frame_meta_t *frame_meta(au_msg_t *m)
 {
   return (frame_meta_t *)(void *)m->data;
@@ -106,6 +114,7 @@ struct net {
   waiter_t **waiters;
   atomic_ullong sent;       /* data frames this node has queued, ever */
   atomic_ullong sent_bytes; /* their payload bytes */
+  netdelay_t *delay;        /* AU_NET_DELAY_US, or NULL */
 
   /* what the main thread waits for (mu/cv); written by the I/O thread */
   pthread_mutex_t mu;

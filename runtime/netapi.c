@@ -139,6 +139,23 @@ int net_join(au_runtime_t *rt, const au_cluster_opts_t *o, char *err, size_t err
    * cluster; runs end by the cluster's termination protocol instead */
   atomic_fetch_add(&rt->io_pending, 1);
 
+  /* testing only: an added delay on data frames (docs/cluster.md) */
+  const char *dv = getenv("AU_NET_DELAY_US");
+  if (dv && *dv) {
+    char *end;
+    errno = 0;
+    unsigned long long us = strtoull(dv, &end, 10);
+    if (errno || *end || us > 1000000 || *dv == '-') {
+      snprintf(err, errlen, "AU_NET_DELAY_US: expected microseconds from 0 to 1000000, got '%s'",
+               dv);
+      fprintf(stderr, "augur[rank %d]: %s\n", o->rank, err);
+      return AU_EINVAL;
+    }
+    if (us && netdelay_start(rt, us * 1000, &net->delay) != 0) {
+      snprintf(err, errlen, "AU_NET_DELAY_US: cannot start the delay thread");
+      return AU_ENOMEM;
+    }
+  }
   int rc = post_cmd(rt, IO_CMD_NET_START, NULL, 0);
   pthread_mutex_lock(&net->mu);
   /* the I/O thread enforces the deadline itself; the margin here only guards a wedged
@@ -153,6 +170,8 @@ void net_leave(au_runtime_t *rt)
 {
   net_t *net = rt->net;
   if (!net) return;
+  netdelay_stop(net->delay); /* frames still waiting go out before BYE */
+  net->delay = NULL;
   if (post_cmd(rt, IO_CMD_NET_LEAVE, NULL, 0) == 0) {
     pthread_mutex_lock(&net->mu);
     int rc = wait_for(net, is_left, 0, LEAVE_TIMEOUT_MS);
@@ -207,7 +226,7 @@ void net_send_finish(au_runtime_t *rt, au_msg_t *m)
   atomic_fetch_add(&net->sent, 1);
   atomic_fetch_add_explicit(&net->sent_bytes, fm->len, memory_order_relaxed);
   m->type = IO_CMD_NET_SEND;
-  io_post_msg(rt, m);
+  if (!net->delay || netdelay_push(net->delay, m) != 0) io_post_msg(rt, m);
 }
 
 int net_send(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, au_port_t from_port,

@@ -1,0 +1,95 @@
+#!/bin/bash
+# bench/modes.sh — augur-mf on N local nodes in every placement mode, with no added
+# delay and with an added one-way delay on every data link (AU_NET_DELAY_US, a transport
+# option for testing: docs/cluster.md), one row per mode and delay, then the ratios the
+# adaptive mode is judged by. docs/benchmarks.md explains the rows and the targets.
+#
+#   bench/modes.sh [--nodes N] [--delay-us D] [--epochs E] [--runs R] [--build DIR]
+#                  [-- AUGUR_MF_FLAGS...]
+set -u
+nodes=4
+delay=200
+epochs=4
+runs=1
+build=build
+modes="classic replicate relocate hot adaptive"
+usage() {
+  sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+  exit "${1:-0}"
+}
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --nodes) nodes=$2; shift 2 ;;
+  --delay-us) delay=$2; shift 2 ;;
+  --epochs) epochs=$2; shift 2 ;;
+  --runs) runs=$2; shift 2 ;;
+  --build) build=$2; shift 2 ;;
+  --modes) modes=$2; shift 2 ;;
+  --help | -h) usage 0 ;;
+  --) shift; break ;;
+  *) echo "modes.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+for v in "$nodes" "$delay" "$epochs" "$runs"; do
+  case "$v" in '' | *[!0-9]*) echo "modes.sh: expected a whole number, got '$v'" >&2; exit 2 ;; esac
+done
+[ "$epochs" -ge 2 ] || { echo "modes.sh: --epochs must be at least 2" >&2; exit 2; }
+augur=$build/tools/augur
+mf=$build/demos/augur-mf
+[ -x "$augur" ] && [ -x "$mf" ] || { echo "modes.sh: build first (make build)" >&2; exit 2; }
+# the data set: sized so that classic finishes an epoch in seconds on 2 cores
+data=(--rows 8000 --cols 2000 --ratings 1000000 --threads 1)
+[ $# -gt 0 ] && data=("$@")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR) print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+field() { grep -o " $1=[^ ]*" | cut -d= -f2; }
+
+echo "bench=modes nodes=$nodes delay_us=$delay epochs=$epochs runs=$runs data=\"${data[*]}\""
+declare -A secs bytes
+for d in 0 "$delay"; do
+  for m in $modes; do
+    : >"$tmp/secs" && : >"$tmp/bytes" && : >"$tmp/local" && : >"$tmp/rmse"
+    for r in $(seq 1 "$runs"); do
+      AU_NET_DELAY_US=$d timeout 900 "$augur" run -n "$nodes" "$mf" --mode "$m" \
+        --epochs "$epochs" "${data[@]}" >"$tmp/out" 2>&1
+      if [ $? -ne 0 ]; then
+        echo "modes.sh: $m with delay $d failed:" >&2
+        tail -5 "$tmp/out" >&2
+        exit 1
+      fi
+      # the first epoch warms up (replicas, moves): epochs 2.. are the steady state
+      grep '^\[0\] epoch=' "$tmp/out" | tail -n +2 >"$tmp/ep"
+      field seconds <"$tmp/ep" >>"$tmp/secs"
+      field bytes_sent <"$tmp/ep" >>"$tmp/bytes"
+      field local <"$tmp/ep" >>"$tmp/local"
+      tail -1 "$tmp/ep" | field test_rmse >>"$tmp/rmse"
+    done
+    s=$(median <"$tmp/secs")
+    b=$(median <"$tmp/bytes")
+    secs[$d.$m]=$s
+    bytes[$d.$m]=$b
+    printf 'delay_us=%s mode=%s epoch_seconds=%s bytes_per_epoch=%.0f local=%s test_rmse=%s\n' \
+      "$d" "$m" "$s" "$b" "$(median <"$tmp/local")" "$(median <"$tmp/rmse")"
+  done
+done
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
+has() { case " $modes " in *" $1 "*) return 0 ;; esac; return 1; }
+if has adaptive; then
+  best=""
+  for m in classic replicate relocate hot; do
+    has $m || continue
+    s=${secs[$delay.$m]}
+    if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+      best=$s
+      bestm=$m
+    fi
+  done
+  a=${secs[$delay.adaptive]}
+  [ -n "$best" ] && echo "delay_us=$delay best_static=$bestm adaptive_over_best_static=$(ratio "$a" "$best")  # target <= 1.10"
+  has classic && echo "delay_us=$delay classic_over_adaptive=$(ratio "${secs[$delay.classic]}" "$a")  # target >= 3"
+  has replicate && echo "delay_us=$delay adaptive_bytes_over_replicate=$(ratio "${bytes[$delay.adaptive]}" "${bytes[$delay.replicate]}")  # target < 1"
+  has classic && echo "delay_us=0 adaptive_over_classic=$(ratio "${secs[0.adaptive]}" "${secs[0.classic]}")  # target <= 1"
+fi

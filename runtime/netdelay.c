@@ -1,0 +1,111 @@
+/* netdelay.c — an added one-way delay on the data frames a node sends, for testing and
+ * benchmarks only (AU_NET_DELAY_US; docs/cluster.md, "Simulated latency").
+ *
+ * These machines' kernels lack tc netem, and libuv's timers count milliseconds, so a
+ * frame waits here instead: net_send_finish hands it to one delay thread, which keeps a
+ * FIFO (every frame waits equally long, so FIFO order is due order), sleeps until the
+ * head is due and then posts it to the I/O thread as if it had just been sent. Per-sender
+ * FIFO order is kept; control frames (joining, end-of-run polls, heartbeats) are not
+ * delayed. A delayed frame counts as sent from the start, so a run does not end while
+ * frames wait here.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "runtime/cluster.h"
+#include "runtime/rt.h"
+
+typedef struct delayed {
+  struct delayed *next;
+  au_msg_t *m;
+  uint64_t due_ns;
+} delayed_t;
+
+struct netdelay {
+  au_runtime_t *rt;
+  uint64_t delay_ns;
+  pthread_t tid;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  delayed_t *head, **tail;
+  int stop;
+};
+
+static void sleep_until(uint64_t due_ns)
+{
+  struct timespec ts = {.tv_sec = (time_t)(due_ns / 1000000000ull),
+                        .tv_nsec = (long)(due_ns % 1000000000ull)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
+static void *delay_main(void *arg)
+{
+  netdelay_t *d = arg;
+  pthread_mutex_lock(&d->mu);
+  for (;;) {
+    while (!d->head && !d->stop) pthread_cond_wait(&d->cv, &d->mu);
+    if (!d->head) break; /* stopping, nothing left */
+    delayed_t *e = d->head;
+    d->head = e->next;
+    if (!d->head) d->tail = &d->head;
+    pthread_mutex_unlock(&d->mu);
+    if (!d->stop) sleep_until(e->due_ns); /* stopping: what is left goes at once */
+    io_post_msg(d->rt, e->m);
+    free(e);
+    pthread_mutex_lock(&d->mu);
+  }
+  pthread_mutex_unlock(&d->mu);
+  return NULL;
+}
+
+int netdelay_start(au_runtime_t *rt, uint64_t delay_ns, netdelay_t **out)
+{
+  netdelay_t *d = calloc(1, sizeof(*d));
+  if (!d) return AU_ENOMEM;
+  d->rt = rt;
+  d->delay_ns = delay_ns;
+  d->tail = &d->head;
+  pthread_mutex_init(&d->mu, NULL);
+  pthread_cond_init(&d->cv, NULL);
+  if (pthread_create(&d->tid, NULL, delay_main, d) != 0) {
+    pthread_cond_destroy(&d->cv);
+    pthread_mutex_destroy(&d->mu);
+    free(d);
+    return AU_ENOMEM;
+  }
+  *out = d;
+  return 0;
+}
+
+int netdelay_push(netdelay_t *d, au_msg_t *m)
+{
+  delayed_t *e = malloc(sizeof(*e));
+  if (!e) return AU_ENOMEM;
+  /* CLOCK_MONOTONIC, as au_now_ns and sleep_until */
+  e->due_ns = au_now_ns() + d->delay_ns;
+  e->m = m;
+  e->next = NULL;
+  pthread_mutex_lock(&d->mu);
+  int was_empty = d->head == NULL;
+  *d->tail = e;
+  d->tail = &e->next;
+  if (was_empty) pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+  return 0;
+}
+
+void netdelay_stop(netdelay_t *d)
+{
+  if (!d) return;
+  pthread_mutex_lock(&d->mu);
+  d->stop = 1;
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+  pthread_join(d->tid, NULL);
+  pthread_cond_destroy(&d->cv);
+  pthread_mutex_destroy(&d->mu);
+  free(d);
+}
