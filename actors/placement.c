@@ -278,10 +278,13 @@ static void on_move_req(struct placer *p, const au_msg_t *m)
       return;
     }
     placement_hand_off(p, r, (int)requester);
-  } else if (st == PA_HANDING_OFF || r->requested) {
-    hold(p, r, m, PS_MOVE_REQ, m->data, m->len);
+  } else if (st == PA_HANDING_OFF) {
+    hold(p, r, m, PS_MOVE_REQ, m->data, m->len); /* ship() sends it on to the new owner */
   } else {
-    /* not here: toward the home node, which knows the owner */
+    /* Not here, and not leaving: toward the owner, even when this node waits for the
+     * actor itself. Holding it here instead deadlocked: a request that came back to its
+     * own node (or to the home, which alone knows the owner) waited for an actor that
+     * nobody had been asked for (4 nodes, relocate). The home node knows the owner. */
     hops++;
     if (hops > 4u * (uint32_t)n->nodes)
       fprintf(stderr,
