@@ -207,3 +207,9 @@ int au_table_read(au_table_t *t, const au_key_t *keys, size_t n, void *out)
   }
   return 0;
 }
+
+int au_table_owns(const au_table_t *t, au_key_t key)
+{
+  if (!t || key >= t->keys) return AU_ERANGE;
+  return atomic_load(&t->actors[key >> t->group_shift].state) == PA_OWNER;
+}

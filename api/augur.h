@@ -324,6 +324,10 @@ size_t au_table_memory(const au_table_t *t);
 /* Reads rows from outside any worker (e.g. main, between au_node_run calls): copies
  * n rows into out. AU_ERANGE for a bad key, AU_EAGAIN if a row is not on this node. */
 int au_table_read(au_table_t *t, const au_key_t *keys, size_t n, void *out);
+/* 1 if this node owns the key's parameter actor (a replica is held, not owned), 0 if not,
+ * AU_ERANGE for a bad key. Between runs every key has exactly one owner in the cluster:
+ * reductions over a table that may have replicas count the owners' rows only. */
+int au_table_owns(const au_table_t *t, au_key_t key);
 
 /* --- workers -------------------------------------------------------------------------- */
 

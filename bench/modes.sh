@@ -4,17 +4,20 @@
 # option for testing: docs/cluster.md), one row per mode and delay, then the ratios the
 # adaptive mode is judged by. docs/benchmarks.md explains the rows and the targets.
 #
-#   bench/modes.sh [--nodes N] [--delay-us D] [--epochs E] [--runs R] [--build DIR]
-#                  [-- AUGUR_MF_FLAGS...]
+#   bench/modes.sh [--nodes N] [--delay-us D] [--epochs E] [--runs R] [--limit S]
+#                  [--modes "M..."] [--build DIR] [-- AUGUR_MF_FLAGS...]
+# A run that takes longer than S seconds (default 120) is stopped and its row says
+# epoch_seconds=inf (relocate thrashes when every node wants every column).
 set -u
 nodes=4
 delay=200
 epochs=4
 runs=1
+limit=120
 build=build
 modes="classic replicate relocate hot adaptive"
 usage() {
-  sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
   exit "${1:-0}"
 }
 while [ $# -gt 0 ]; do
@@ -23,6 +26,7 @@ while [ $# -gt 0 ]; do
   --delay-us) delay=$2; shift 2 ;;
   --epochs) epochs=$2; shift 2 ;;
   --runs) runs=$2; shift 2 ;;
+  --limit) limit=$2; shift 2 ;;
   --build) build=$2; shift 2 ;;
   --modes) modes=$2; shift 2 ;;
   --help | -h) usage 0 ;;
@@ -30,15 +34,15 @@ while [ $# -gt 0 ]; do
   *) echo "modes.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-for v in "$nodes" "$delay" "$epochs" "$runs"; do
+for v in "$nodes" "$delay" "$epochs" "$runs" "$limit"; do
   case "$v" in '' | *[!0-9]*) echo "modes.sh: expected a whole number, got '$v'" >&2; exit 2 ;; esac
 done
 [ "$epochs" -ge 2 ] || { echo "modes.sh: --epochs must be at least 2" >&2; exit 2; }
 augur=$build/tools/augur
 mf=$build/demos/augur-mf
 [ -x "$augur" ] && [ -x "$mf" ] || { echo "modes.sh: build first (make build)" >&2; exit 2; }
-# the data set: sized so that classic finishes an epoch in seconds on 2 cores
-data=(--rows 8000 --cols 2000 --ratings 1000000 --threads 1)
+# the data set: the generated default (20000 x 5000, 5M ratings), one thread per node
+data=(--threads 1)
 [ $# -gt 0 ] && data=("$@")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -51,10 +55,15 @@ declare -A secs bytes
 for d in 0 "$delay"; do
   for m in $modes; do
     : >"$tmp/secs" && : >"$tmp/bytes" && : >"$tmp/local" && : >"$tmp/rmse"
+    over=0
     for r in $(seq 1 "$runs"); do
-      AU_NET_DELAY_US=$d timeout 900 "$augur" run -n "$nodes" "$mf" --mode "$m" \
+      AU_NET_DELAY_US=$d timeout "$limit" "$augur" run -n "$nodes" "$mf" --mode "$m" \
         --epochs "$epochs" "${data[@]}" >"$tmp/out" 2>&1
-      if [ $? -ne 0 ]; then
+      rc=$?
+      if [ $rc -eq 124 ]; then
+        over=1
+        break
+      elif [ $rc -ne 0 ]; then
         echo "modes.sh: $m with delay $d failed:" >&2
         tail -5 "$tmp/out" >&2
         exit 1
@@ -66,6 +75,10 @@ for d in 0 "$delay"; do
       field local <"$tmp/ep" >>"$tmp/local"
       tail -1 "$tmp/ep" | field test_rmse >>"$tmp/rmse"
     done
+    if [ $over -eq 1 ]; then
+      echo "delay_us=$d mode=$m epoch_seconds=inf (over the ${limit} s limit)"
+      continue
+    fi
     s=$(median <"$tmp/secs")
     b=$(median <"$tmp/bytes")
     secs[$d.$m]=$s
@@ -81,15 +94,16 @@ if has adaptive; then
   best=""
   for m in classic replicate relocate hot; do
     has $m || continue
-    s=${secs[$delay.$m]}
+    s=${secs[$delay.$m]:-}
+    [ -n "$s" ] || continue
     if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then
       best=$s
       bestm=$m
     fi
   done
-  a=${secs[$delay.adaptive]}
+  a=${secs[$delay.adaptive]:-0}
   [ -n "$best" ] && echo "delay_us=$delay best_static=$bestm adaptive_over_best_static=$(ratio "$a" "$best")  # target <= 1.10"
-  has classic && echo "delay_us=$delay classic_over_adaptive=$(ratio "${secs[$delay.classic]}" "$a")  # target >= 3"
-  has replicate && echo "delay_us=$delay adaptive_bytes_over_replicate=$(ratio "${bytes[$delay.adaptive]}" "${bytes[$delay.replicate]}")  # target < 1"
-  has classic && echo "delay_us=0 adaptive_over_classic=$(ratio "${secs[0.adaptive]}" "${secs[0.classic]}")  # target <= 1"
+  has classic && echo "delay_us=$delay classic_over_adaptive=$(ratio "${secs[$delay.classic]:-0}" "$a")  # target >= 3"
+  has replicate && echo "delay_us=$delay adaptive_bytes_over_replicate=$(ratio "${bytes[$delay.adaptive]:-0}" "${bytes[$delay.replicate]:-0}")  # target < 1"
+  has classic && echo "delay_us=0 adaptive_over_classic=$(ratio "${secs[0.adaptive]:-0}" "${secs[0.classic]:-0}")  # target <= 1"
 fi

@@ -28,7 +28,8 @@ void lda_opts_default(lda_opts_t *o)
                     .batch = 262144,
                     .lookahead = 2,
                     .mh_steps = 1,
-                    .seed = 1};
+                    .seed = 1,
+                    .place = AU_PLACE_ADAPTIVE};
 }
 
 /* ---- steps ------------------------------------------------------------------------------ */
@@ -500,6 +501,7 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
                                           .type = AU_I32,
                                           .init = AU_INIT_ZERO,
                                           .kernel = AU_KERNEL_ADD,
+                                          .place = o->place,
                                           .name = "word_topic"});
   if (rc == 0)
     rc = au_table_create(node, &m->totals,
@@ -508,6 +510,7 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
                                             .type = AU_I32,
                                             .init = AU_INIT_ZERO,
                                             .kernel = AU_KERNEL_ADD,
+                                            .place = o->place,
                                             .name = "topic_totals"});
   if (rc != 0) {
     snprintf(err, errlen, "creating the count tables (%u x %u int32): %s", c->nwords, o->topics,
@@ -588,7 +591,8 @@ int lda__each_row(lda_t *m, uint64_t first, uint64_t end, lda__row_fn fn, void *
   for (uint64_t a = first - first % g; a < end && rc == 0; a += g) {
     uint32_t n = (uint32_t)(m->V - a < g ? m->V - a : g);
     for (uint32_t i = 0; i < n; i++) keys[i] = a + i;
-    rc = au_table_read(m->words, keys, n, rows);
+    /* owners only: a replica's rows are counted at their owner */
+    rc = au_table_owns(m->words, keys[0]) == 1 ? au_table_read(m->words, keys, n, rows) : AU_EAGAIN;
     if (rc == AU_EAGAIN) {
       rc = 0; /* held by another node */
       continue;
@@ -604,6 +608,7 @@ int lda__each_row(lda_t *m, uint64_t first, uint64_t end, lda__row_fn fn, void *
 int lda__read_totals(lda_t *m, int32_t *row)
 {
   au_key_t zero = 0;
+  if (au_table_owns(m->totals, zero) != 1) return 0; /* a replica counts at its owner */
   int rc = au_table_read(m->totals, &zero, 1, row);
   return rc == 0 ? 1 : rc == AU_EAGAIN ? 0 : rc;
 }

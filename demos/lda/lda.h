@@ -27,10 +27,11 @@ typedef struct lda_opts {
   int lookahead;      /* intents name the batch this many steps ahead */
   int mh_steps;       /* Metropolis-Hastings steps per token */
   uint64_t seed;
+  au_place_t place; /* both count tables across nodes (default AU_PLACE_ADAPTIVE) */
 } lda_opts_t;
 
 /* topics 20, alpha 0.1, beta 0.01, workers 0, batch 262144, lookahead 2, mh_steps 1,
- * seed 1. */
+ * seed 1, place adaptive. */
 void lda_opts_default(lda_opts_t *o);
 
 typedef struct lda_iter {

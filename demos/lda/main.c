@@ -38,8 +38,10 @@ static void usage(FILE *f)
              "  --batch N         tokens per worker step, whole documents (default 262144)\n"
              "  --lookahead N     intents announce the batch N steps ahead (default 2)\n"
              "  --seed N          seed for generation, initial topics and sampling (default 1)\n"
-             "  --mode M          parameter placement across nodes: classic (each word row\n"
-             "                    stays on its home node; others fetch and push by message)\n"
+             "  --mode M          placement of the count tables across nodes, as augur-mf's\n"
+             "                    (docs/cluster.md): adaptive (default), classic, replicate,\n"
+             "                    relocate, hot\n"
+             "  --trace FILE      write a Chrome trace of the run (FILE.<rank> on a cluster)\n"
              "\n"
              "data:\n"
              "  FILE              the corpus\n"
@@ -72,7 +74,7 @@ typedef struct args {
   lda_gen_opts_t gen;
   int iterations, threads, format, check, have_min_count;
   uint32_t top_words, min_count;
-  const char *file, *vocab, *save;
+  const char *file, *vocab, *save, *trace;
 } args_t;
 
 /* Returns -1 to go on, or an exit status. */
@@ -121,7 +123,10 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->lda.seed = a->gen.seed = u;
     } else if (!strcmp(f, "--mode")) {
       const char *v = VALUE();
-      if (!v || strcmp(v, "classic") != 0) rc = cli_fail_flag(f, v, "classic");
+      if (au_place_parse(v, &a->lda.place) != 0)
+        rc = cli_fail_flag(f, v, "classic, replicate, relocate, hot or adaptive");
+    } else if (!strcmp(f, "--trace")) {
+      if (!(a->trace = VALUE())) rc = cli_fail_flag(f, "", "a file name");
     } else if (!strcmp(f, "--format")) {
       const char *v = VALUE();
       if (v && !strcmp(v, "uci"))
@@ -274,6 +279,12 @@ int main(int argc, char **argv)
   }
   /* every node computes the same lines; rank 0 prints them */
   int talk = au_node_rank(node) == 0, nodes = au_node_nodes(node);
+  if (a.trace && (rc = au_trace_start(au_node_runtime(node), a.trace)) != 0) {
+    fprintf(stderr, PROG ": --trace %s: %s\n", a.trace, au_strerror(rc));
+    au_node_stop(node);
+    lda_corpus_free(&c);
+    return 1;
+  }
   if (talk) {
     printf("data=%s docs=%u vocab=%u tokens=%zu load_seconds=%.2f\n", a.file ? a.file : "generated",
            c.ndocs, c.nwords, c.ntokens, load_s);
@@ -294,10 +305,10 @@ int main(int argc, char **argv)
     fprintf(stderr, PROG ": log-likelihood: %s\n", au_strerror(rc));
     status = 1;
   } else if (talk) {
-    printf("model topics=%u alpha=%g beta=%g nodes=%d threads=%d workers=%d mode=classic "
+    printf("model topics=%u alpha=%g beta=%g nodes=%d threads=%d workers=%d mode=%s "
            "mh_steps=%d batch=%u\n",
            a.lda.topics, a.lda.alpha, a.lda.beta, nodes, au_runtime_threads(au_node_runtime(node)),
-           lda_workers(m), a.lda.mh_steps, a.lda.batch);
+           lda_workers(m), au_place_name(a.lda.place), a.lda.mh_steps, a.lda.batch);
     printf("init llh_per_token=%.4f seconds=%.3f\n", llh, init_s);
     fflush(stdout);
   }
@@ -339,6 +350,12 @@ int main(int argc, char **argv)
     } else if (talk) {
       printf("saved=%s%s\n", a.save, nodes > 1 ? " (word_topic.txt.<rank> per node)" : "");
     }
+  }
+  if (a.trace && (rc = au_trace_stop(au_node_runtime(node))) != 0) {
+    fprintf(stderr, PROG ": writing the trace %s: %s\n", a.trace, au_strerror(rc));
+    status = 1;
+  } else if (a.trace && talk) {
+    printf("trace=%s%s\n", a.trace, nodes > 1 ? ".<rank>" : "");
   }
   fflush(stdout);
   au_node_stop(node);

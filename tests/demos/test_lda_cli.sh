@@ -34,13 +34,14 @@ expect_error() { # expect_error NAME PATTERN ARGS...
   check "$name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
 }
 expect_error "unknown flag" "unknown flag '--bogus'" --bogus
-expect_error "tracing is not there yet" "unknown flag '--trace'" --trace t.json
+expect_error "trace without a file" "--trace: expected a file name" --trace
 expect_error "bad number" "--topics: expected" --topics abc
 expect_error "too many topics" "--topics: expected a whole number in \[1, 65535\]" --topics 70000
 expect_error "negative number" "--iterations: expected" --iterations -3
 expect_error "missing value" "--alpha: expected" --alpha
 expect_error "bad format" "--format: expected uci or text" --format xml
-expect_error "other modes later" "--mode: expected classic" --mode adaptive
+expect_error "unknown mode" "--mode: expected classic, replicate, relocate, hot or adaptive" \
+  --mode sideways
 expect_error "missing file" "$tmp/nope.txt" "$tmp/nope.txt"
 expect_error "vocab without a file" "need a FILE" --vocab "$tmp/v.txt"
 expect_error "impossible generator" "planted topics x vocabulary size must be at most" \
@@ -111,7 +112,8 @@ check "generated run: llh rises ($first -> $last)" awk -v a="$first" -v b="$last
 if [ -n "$augur" ]; then
   args=(--docs 900 --vocab-size 600 --doc-length 40 --topics 12 --iterations 4 --threads 2
         --batch 3000 --top-words 2 --check)
-  out=$(timeout 120 "$augur" run -n 3 "$lda" "${args[@]}" --save "$tmp/three" 2>&1); rc=$?
+  out=$(timeout 120 "$augur" run -n 3 "$lda" "${args[@]}" --mode classic --save "$tmp/three" 2>&1)
+  rc=$?
   echo "$out" | grep -v '^\[0\] topic='
   check "3 nodes: exit 0" test $rc -eq 0
   check "3 nodes: rank 0 prints" test "$(grep -c '^\[0\] iteration=' <<<"$out")" -eq 4
@@ -127,6 +129,25 @@ if [ -n "$augur" ]; then
   check "3 nodes: saved counts add up to the tokens ($saved of $tokens)" test "$saved" = "$tokens"
   rows=$(cat "$tmp"/three/word_topic.txt.* | grep -vc '^#')
   check "3 nodes: every word row saved once" test "$rows" -eq 600
+
+  # the other placements: counts exact and every row saved once (owners only, never a
+  # replica as well); adaptive with a trace of what moved
+  for mode in adaptive replicate relocate hot; do
+    rm -rf "$tmp/m" "$tmp/trace".*
+    out=$(timeout 120 "$augur" run -n 3 "$lda" "${args[@]}" --mode $mode --save "$tmp/m" \
+      --trace "$tmp/trace" 2>&1)
+    rc=$?
+    check "3 nodes, $mode: exit 0" test $rc -eq 0
+    check "3 nodes, $mode: counts exact" \
+      grep -q '^\[0\] check=ok negative=0 row_sums=0 totals=0 recount=0 ' <<<"$out"
+    saved=$(cat "$tmp"/m/word_topic.txt.* | grep -v '^#' | tr ' ' '\n' | grep ':' | cut -d: -f2 |
+      awk '{ s += $1 } END { print s }')
+    check "3 nodes, $mode: saved counts add up ($saved of $tokens)" test "$saved" = "$tokens"
+    rows=$(cat "$tmp"/m/word_topic.txt.* | grep -vc '^#')
+    check "3 nodes, $mode: every word row saved once ($rows)" test "$rows" -eq 600
+    check "3 nodes, $mode: a trace per node" test -s "$tmp/trace.0" -a -s "$tmp/trace.1" -a \
+      -s "$tmp/trace.2"
+  done
 fi
 
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
