@@ -256,16 +256,17 @@ int replica_diff(const au_table_t *t, const uint8_t *a, const uint8_t *b, uint8_
     uint32_t x, y, d;
     memcpy(&x, a + 4 * i, 4);
     memcpy(&y, b + 4 * i, 4);
+    /* changed means other bits: a NaN that stays NaN is no change (a diverged model
+     * would otherwise keep the replicas syncing, and the run from ending, for ever) */
+    any |= x != y;
     if (t->type == AU_F32) {
       float fx, fy, fd;
       memcpy(&fx, &x, 4);
       memcpy(&fy, &y, 4);
-      fd = fx - fy;
+      fd = x == y ? 0.0f : fx - fy;
       memcpy(&d, &fd, 4);
-      any |= fd != 0.0f;
     } else {
       d = x - y;
-      any |= d != 0;
     }
     memcpy(out + 4 * i, &d, 4);
   }
@@ -289,7 +290,7 @@ static void merge_f32(rec_t *r, const uint8_t *fresh)
     do {
       float cur, next;
       memcpy(&cur, &old, 4);
-      next = cur == b ? f : f + (cur - b);
+      next = memcmp(&cur, &b, 4) == 0 ? f : f + (cur - b); /* bits: NaN stays put */
       memcpy(&upd, &next, 4);
     } while (!atomic_compare_exchange_weak_explicit(&v[i], &old, upd, memory_order_relaxed,
                                                     memory_order_relaxed));
