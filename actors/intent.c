@@ -6,9 +6,10 @@
  * per actor, the end of the claim its owner has heard of; an intent that ends later is a
  * new claim, sent once its start is closer than twice the measured action latency (the
  * time from a claim to the actor or replica being here), batched per owner (PS_CLAIM). A
- * claim lasts past the intent's end by a lease, twice the gap between this node's intents
- * for the actor (within bounds), and is renewed when half of that is left: a node that
- * keeps using an actor sends about two claims per lease, not one per intent.
+ * claim lasts past the intent's end by a lease, twice the usual gap between this node's
+ * intents for the actor (within bounds; a pause such as the next epoch is not a gap), and
+ * is renewed when half of that is left: a node that keeps using an actor sends about two
+ * claims per lease, not one per intent, and its claim lapses soon after it stops.
  *
  * The owner keeps the claims of every node and decides (place_decide) when a claim comes
  * in and on every replica tick: move the actor to the one node that needs it, give a
@@ -33,6 +34,7 @@
 #define LEASE_MIN   (10 * 1000 * 1000ull)   /* a claim outlives its intent at least this */
 #define LEASE_MAX   (1000 * 1000 * 1000ull) /* ... and at most this */
 #define HOT_EVERY   65536                   /* intent keys between hot-threshold updates */
+#define GAP_PAUSE   10.0 /* a gap this many times the usual one is a pause, not rhythm */
 #define MOVE_HOLD   (1000 * 1000ull)        /* as placement.c's HOLD_NS */
 
 static param_actor_t *pa_of(const rec_t *r)
@@ -310,9 +312,18 @@ static void on_intent(struct placer *p, const au_msg_t *m)
     rec_t *r = rec_get(p, t, actor);
     if (!r) break;
     r->hits++;
-    uint64_t gap = r->last_intent_ns ? now - r->last_intent_ns : 0;
+    /* the rhythm of this node's intents for the actor: quick to follow a shorter gap,
+     * slow to follow a longer one, deaf to a pause (the next epoch, another phase) */
+    if (r->last_intent_ns) {
+      double gap = (double)(now - r->last_intent_ns);
+      if (r->gap_ns == 0 || gap < r->gap_ns)
+        r->gap_ns = (float)gap;
+      else if (gap < GAP_PAUSE * r->gap_ns)
+        r->gap_ns += (float)(0.25 * (gap - r->gap_ns));
+    }
     r->last_intent_ns = now;
-    uint64_t lease = 2 * gap < LEASE_MIN ? LEASE_MIN : 2 * gap > LEASE_MAX ? LEASE_MAX : 2 * gap;
+    double g2 = 2.0 * r->gap_ns;
+    uint64_t lease = g2 < LEASE_MIN ? LEASE_MIN : g2 > LEASE_MAX ? LEASE_MAX : (uint64_t)g2;
     /* the intent needs [from, end); the claim covers a lease beyond, so that a node that
      * keeps using the actor renews it about once per lease, not once per intent */
     uint64_t from = now + from_d, end = now + (until_d > from_d ? until_d : from_d);

@@ -38,6 +38,7 @@ typedef struct rec {
   uint8_t dropping_here;        /* this node's replica leaves after a grace period */
   uint8_t listed;               /* on the placer's `claimed` list */
   uint64_t last_intent_ns;      /* this node's latest intent naming it */
+  float gap_ns;                 /* the usual gap between those intents (intent.c) */
   uint64_t told_until;          /* end of the claim its owner has heard of from this node */
   uint64_t due_from, due_until; /* a claim to send once due_from is near (0: none) */
   uint64_t asked_ns;            /* when a claim that may bring it here went out */
