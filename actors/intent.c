@@ -35,7 +35,7 @@
 #define LEASE_MAX   (1000 * 1000 * 1000ull) /* ... and at most this */
 #define HOT_EVERY   65536                   /* intent keys between hot-threshold updates */
 #define GAP_PAUSE   10.0 /* a gap this many times the usual one is a pause, not rhythm */
-#define MOVE_HOLD   (1000 * 1000ull)        /* as placement.c's HOLD_NS */
+#define MOVE_HOLD   (1000 * 1000ull) /* as placement.c's HOLD_NS */
 
 static param_actor_t *pa_of(const rec_t *r)
 {
@@ -50,16 +50,23 @@ int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, a
   au_node_t *node = w->node;
   obuf_t *b = &w->intent_buf;
   b->len = 0;
-  if (obuf_reserve(b, 24 + n * 8) != 0) return AU_ENOMEM;
+  /* room for the message and, after it, a hash set of the actors seen (a batch names
+   * an actor many times; the placer should look each up once) */
+  size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  if (obuf_reserve(b, 24 + n * 8 + cap * 8) != 0) return AU_ENOMEM;
   uint64_t from = clock_rate_eta(&w->rate, w->clock, start);
   uint64_t until = clock_rate_eta(&w->rate, w->clock, end);
   uint32_t tid = (uint32_t)t->id, cnt = 0;
   uint8_t *a = b->p + 24;
-  uint64_t last = UINT64_MAX;
+  uint64_t *seen = (uint64_t *)(void *)(b->p + 24 + ((n * 8 + 7) & ~(size_t)7));
+  memset(seen, 0xff, cap * 8); /* UINT64_MAX: empty (no actor id is that large) */
   for (size_t i = 0; i < n; i++) {
     uint64_t actor = keys[i] >> t->group_shift;
-    if (actor == last) continue; /* neighbouring keys of one actor: once */
-    last = actor;
+    size_t h = (size_t)((actor * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+    while (seen[h] != UINT64_MAX && seen[h] != actor) h = (h + 1) & (cap - 1);
+    if (seen[h] == actor) continue; /* named already */
+    seen[h] = actor;
     memcpy(a + (size_t)cnt * 8, &actor, 8);
     cnt++;
   }
