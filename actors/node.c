@@ -21,6 +21,11 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
   au_node_t *n = calloc(1, sizeof(*n));
   if (!n) return AU_ENOMEM;
   au_node_opts_t o = opts ? *opts : (au_node_opts_t){0};
+  if (o.sync_ms < 0 || o.sync_ms > 1000) {
+    free(n);
+    return AU_EINVAL;
+  }
+  n->sync_ms = o.sync_ms ? o.sync_ms : 2;
   rc = au_runtime_create(
       &n->rt, &(au_runtime_opts_t){.threads = o.threads, .keep_denormals = o.keep_denormals});
   if (rc != 0) {

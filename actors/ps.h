@@ -98,6 +98,7 @@ struct au_worker {
 struct au_node {
   au_runtime_t *rt;
   int rank, nodes;
+  int sync_ms; /* replica sync period (au_node_opts_t) */
   au_table_t *tables;
   au_table_t **table_by_id; /* tables in creation order: ids agree across nodes */
   int ntables;

@@ -2,7 +2,8 @@
  *
  * A node that needs rows of a replicated table asks the owner for a copy (PS_REP_REQ /
  * PS_REP_DATA) and keeps two: the values its workers read and update in place, and
- * `base`, the owner's values as last synced. Every SYNC_MS the placer ships, per owner
+ * `base`, the owner's values as last synced. Every sync_ms (au_node_opts_t, default 2)
+ * the placer ships, per owner
  * node in one message, delta = values - base for each replica that changed, and sets
  * base = the values it read. The owner applies the deltas through the table's kernel and,
  * at its next tick, sends its fresh values to every replica (PS_FRESH), which merges them
@@ -22,8 +23,7 @@
 #include "runtime/rt.h"
 #include "runtime/trace.h"
 
-#define SYNC_MS 2  /* staleness bound of a replica, in milliseconds */
-#define ENTRY   16 /* u32 table, u32 0, u64 actor; then the group's values */
+#define ENTRY 16 /* u32 table, u32 0, u64 actor; then the group's values */
 
 static param_actor_t *pa_of(const rec_t *r)
 {
@@ -40,7 +40,8 @@ void replica_arm(struct placer *p)
   if (atomic_load(&p->sync_armed)) return;
   au_timer_id_t id;
   atomic_store(&p->sync_armed,
-               au_timer_start(p->node->rt, p->actor, PL_SYNC, SYNC_MS, SYNC_MS, &id) == 0);
+               au_timer_start(p->node->rt, p->actor, PL_SYNC, (uint64_t)p->node->sync_ms,
+                              (uint64_t)p->node->sync_ms, &id) == 0);
 }
 
 /* The node is not idle while the placer has syncs to finish. */

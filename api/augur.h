@@ -239,6 +239,8 @@ typedef int64_t au_clock_t;
 typedef struct au_node_opts {
   int threads;        /* scheduler threads; 0 = online cores */
   int keep_denormals; /* see au_runtime_opts_t */
+  int sync_ms;        /* replicas ship deltas and get fresh values every this many ms:
+                         their staleness bound (1..1000; 0 = 2) */
 } au_node_opts_t;
 
 /* Starts a node (its runtime and I/O thread). opts may be NULL. When the environment

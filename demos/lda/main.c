@@ -42,6 +42,7 @@ static void usage(FILE *f)
              "                    (docs/cluster.md): adaptive (default), classic, replicate,\n"
              "                    relocate, hot\n"
              "  --trace FILE      write a Chrome trace of the run (FILE.<rank> on a cluster)\n"
+             "  --sync-ms N       replicas sync every N ms, their staleness bound (default 2)\n"
              "\n"
              "data:\n"
              "  FILE              the corpus\n"
@@ -72,7 +73,7 @@ enum { FMT_AUTO, FMT_UCI, FMT_TEXT };
 typedef struct args {
   lda_opts_t lda;
   lda_gen_opts_t gen;
-  int iterations, threads, format, check, have_min_count;
+  int iterations, threads, sync_ms, format, check, have_min_count;
   uint32_t top_words, min_count;
   const char *file, *vocab, *save, *trace;
 } args_t;
@@ -85,6 +86,7 @@ static int parse_args(int argc, char **argv, args_t *a)
   lda_gen_opts_default(&a->gen);
   a->iterations = 50;
   a->threads = 0;
+  a->sync_ms = 0;
   a->format = FMT_AUTO;
   a->check = a->have_min_count = 0;
   a->top_words = 10;
@@ -113,6 +115,8 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1000, &u))) a->lda.mh_steps = (int)u;
     } else if (!strcmp(f, "--threads")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
+    } else if (!strcmp(f, "--sync-ms")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1000, &u))) a->sync_ms = (int)u;
     } else if (!strcmp(f, "--workers")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 4096, &u))) a->lda.workers = (int)u;
     } else if (!strcmp(f, "--batch")) {
@@ -272,7 +276,8 @@ int main(int argc, char **argv)
   double load_s = (double)(au_now_ns() - t0) / 1e9;
 
   au_node_t *node;
-  if ((rc = au_node_start(&node, &(au_node_opts_t){.threads = a.threads})) != 0) {
+  if ((rc = au_node_start(&node, &(au_node_opts_t){.threads = a.threads, .sync_ms = a.sync_ms})) !=
+      0) {
     fprintf(stderr, PROG ": starting the node: %s\n", au_strerror(rc));
     lda_corpus_free(&c);
     return 1;

@@ -44,6 +44,7 @@ static void usage(FILE *f)
              "                    relocate (columns move to the node that uses them),\n"
              "                    hot (the --hot most used columns replicated, the rest moved)\n"
              "  --hot N           hot columns for --mode hot (default 1%% of the columns)\n"
+             "  --sync-ms N       replicas sync every N ms, their staleness bound (default 2)\n"
              "\n"
              "data:\n"
              "  TRAIN_FILE        ratings to train on\n"
@@ -72,7 +73,7 @@ static void usage(FILE *f)
 typedef struct args {
   mf_opts_t mf;
   mf_gen_opts_t gen;
-  int epochs, threads;
+  int epochs, threads, sync_ms;
   const char *train, *test, *save, *trace;
   double test_ratio;
   int have_test_ratio;
@@ -87,6 +88,7 @@ static int parse_args(int argc, char **argv, args_t *a)
   mf_gen_opts_default(&a->gen);
   a->epochs = 10;
   a->threads = 0;
+  a->sync_ms = 0;
   a->train = a->test = a->save = a->trace = NULL;
   a->test_ratio = 0.1;
   a->have_test_ratio = 0;
@@ -118,6 +120,8 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_double(f, VALUE(), 0, 100, &d))) a->mf.init_sd = (float)d;
     } else if (!strcmp(f, "--threads")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
+    } else if (!strcmp(f, "--sync-ms")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1000, &u))) a->sync_ms = (int)u;
     } else if (!strcmp(f, "--workers")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 65536, &u))) a->mf.workers = (int)u;
     } else if (!strcmp(f, "--batch")) {
@@ -254,7 +258,8 @@ int main(int argc, char **argv)
   double load_s = (double)(au_now_ns() - t0) / 1e9;
 
   au_node_t *node;
-  if ((rc = au_node_start(&node, &(au_node_opts_t){.threads = a.threads})) != 0) {
+  if ((rc = au_node_start(&node, &(au_node_opts_t){.threads = a.threads, .sync_ms = a.sync_ms})) !=
+      0) {
     fprintf(stderr, PROG ": starting the node: %s\n", au_strerror(rc));
     dataset_free(&d);
     return 1;
