@@ -42,6 +42,28 @@ static param_actor_t *pa_of(const rec_t *r)
   return &r->t->actors[r->actor];
 }
 
+/* The 16-byte head that names an actor: u32 table, u32 0, u64 actor. */
+static void put_head(uint8_t msg[16], const rec_t *r)
+{
+  uint32_t tid = (uint32_t)r->t->id, zero = 0;
+  memcpy(msg, &tid, 4);
+  memcpy(msg + 4, &zero, 4);
+  memcpy(msg + 8, &r->actor, 8);
+}
+
+/* The record of the actor a 16-byte head message names, or NULL if it names none. */
+static rec_t *head_rec(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  uint32_t tid;
+  uint64_t actor;
+  if (m->len != 16) return NULL;
+  memcpy(&tid, m->data, 4);
+  memcpy(&actor, m->data + 8, 8);
+  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
+  return t && actor < t->nactors ? rec_get(p, t, actor) : NULL;
+}
+
 /* --- the worker's side ---------------------------------------------------------------- */
 
 int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_clock_t start,
@@ -131,11 +153,8 @@ static void drop_replicas(struct placer *p, rec_t *r, uint64_t nodes)
 {
   au_node_t *n = p->node;
   nodes &= r->replicas & ~r->dropping;
-  uint32_t tid = (uint32_t)r->t->id, zero = 0;
   uint8_t msg[16];
-  memcpy(msg, &tid, 4);
-  memcpy(msg + 4, &zero, 4);
-  memcpy(msg + 8, &r->actor, 8);
+  put_head(msg, r);
   for (int node = 0; node < n->nodes && node < 64; node++)
     if (nodes >> node & 1) au_send_to(n->rt, (uint32_t)node, PS_PLACER_PORT, PS_REP_DROP, msg, 16);
   r->dropping |= nodes;
@@ -388,14 +407,7 @@ static void on_claim(struct placer *p, const au_msg_t *m)
 void intent_drop_here(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
-  uint32_t tid;
-  uint64_t actor;
-  if (m->len != 16) return;
-  memcpy(&tid, m->data, 4);
-  memcpy(&actor, m->data + 8, 8);
-  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
-  if (!t || actor >= t->nactors) return;
-  rec_t *r = rec_get(p, t, actor);
+  rec_t *r = head_rec(p, m);
   if (!r) return;
   if (atomic_load(&pa_of(r)->state) != PA_REPLICA || r->dropping_here) return;
   /* no new access from here on; the values stay until the grace period is over */
@@ -436,13 +448,10 @@ static void finish_drop(struct placer *p, rec_t *r)
   free(r->base);
   r->base = NULL;
   r->dropping_here = 0;
-  uint32_t tid = (uint32_t)r->t->id, zero = 0;
   uint8_t msg[16];
-  memcpy(msg, &tid, 4);
-  memcpy(msg + 4, &zero, 4);
-  memcpy(msg + 8, &r->actor, 8);
+  put_head(msg, r);
   au_send_to(n->rt, owner, PS_PLACER_PORT, PS_REP_GONE, msg, sizeof(msg));
-  trace_emit(n->rt, TRACE_REPLICA_DROP, tid, r->actor, owner, 0);
+  trace_emit(n->rt, TRACE_REPLICA_DROP, (uint64_t)r->t->id, r->actor, owner, 0);
   counter_add(&p->replicas_dropped, 1);
   atomic_fetch_sub(&p->replicas_held, 1);
   placer_pending(p, -1);
@@ -450,15 +459,7 @@ static void finish_drop(struct placer *p, rec_t *r)
 
 static void on_gone(struct placer *p, const au_msg_t *m)
 {
-  au_node_t *n = p->node;
-  uint32_t tid;
-  uint64_t actor;
-  if (m->len != 16 || m->from_node >= 64) return;
-  memcpy(&tid, m->data, 4);
-  memcpy(&actor, m->data + 8, 8);
-  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
-  if (!t || actor >= t->nactors) return;
-  rec_t *r = rec_get(p, t, actor);
+  rec_t *r = m->from_node < 64 ? head_rec(p, m) : NULL;
   if (!r) return;
   r->dropping &= ~(1ull << m->from_node);
   replica_gone(p, r, (int)m->from_node);

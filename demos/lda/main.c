@@ -82,6 +82,7 @@ typedef struct args {
 static int parse_args(int argc, char **argv, args_t *a)
 {
   cli_set_prog(PROG);
+  *a = (args_t){0}; /* every field has a value, whatever the defaults below forget */
   lda_opts_default(&a->lda);
   lda_gen_opts_default(&a->gen);
   a->iterations = 50;

@@ -84,6 +84,7 @@ typedef struct args {
 static int parse_args(int argc, char **argv, args_t *a)
 {
   cli_set_prog(PROG);
+  *a = (args_t){0}; /* every field has a value, whatever the defaults below forget */
   mf_opts_default(&a->mf);
   mf_gen_opts_default(&a->gen);
   a->epochs = 10;

@@ -102,6 +102,7 @@ check "text run: topic words" grep -q '^topic=0 tokens=[0-9]* words=[a-z]*,[a-z]
 
 out=$("$lda" --docs 400 --vocab-size 300 --doc-length 30 --planted-topics 5 --topics 5 \
   --iterations 8 --top-words 3 --check 2>&1); rc=$?
+[ $rc -eq 0 ] || echo "$out"
 check "generated run: exit 0" test $rc -eq 0
 check "generated run: check ok" grep -q '^check=ok negative=0 row_sums=0 totals=0 recount=0 ' <<<"$out"
 check "generated run: words shown as ids" grep -q '^topic=4 tokens=[0-9]* words=w[0-9]*,w[0-9]*,w' <<<"$out"
