@@ -46,8 +46,9 @@ typedef struct sched_thread {
   unsigned tick;
   au_actor_t *deferred; /* still runnable after its turn: runs once the deque is empty */
   unsigned deferred_at; /* tick when it was deferred */
-  /* counters: written by the owner only (relaxed), read by au_runtime_stats */
-  atomic_ullong runs, msgs, steals, parks;
+  /* counters: written by the owner only (relaxed), read by au_runtime_stats; a line of
+   * their own, away from `bottom`, which thieves read (local_sent changes per send) */
+  _Alignas(64) atomic_ullong runs, msgs, steals, parks;
   atomic_ullong remote_msgs; /* messages from other nodes handled (cluster termination) */
   /* Local messages sent by behaviours on this thread and such messages handled here:
    * their difference is local work in flight, which the cluster's end-of-run detection

@@ -50,8 +50,10 @@ static inline void count(atomic_ullong *c, uint64_t n)
 
 int sched_init(au_runtime_t *rt)
 {
-  rt->threads = calloc((size_t)rt->nthreads, sizeof(sched_thread_t));
+  /* aligned: the deque's ends and the counters each have a cache line of their own */
+  rt->threads = aligned_alloc(64, (size_t)rt->nthreads * sizeof(sched_thread_t));
   if (!rt->threads) return AU_ENOMEM;
+  memset(rt->threads, 0, (size_t)rt->nthreads * sizeof(sched_thread_t));
   for (int i = 0; i < rt->nthreads; i++) {
     sched_thread_t *t = &rt->threads[i];
     if (deque_init(&t->dq, 8) != 0) {
