@@ -29,9 +29,9 @@ enum pa_state {
 /* A parameter actor: `group` consecutive keys of one table, the unit of placement.
  * Kept to 16 bytes so that tables of small rows stay within 1.2x of their raw values. */
 typedef struct param_actor {
-  void *values;          /* group * dim values, or NULL when not held here */
-  _Atomic uint8_t state; /* enum pa_state */
-  uint8_t pad;
+  void *values;           /* group * dim values, or NULL when not held here */
+  _Atomic uint8_t state;  /* enum pa_state */
+  _Atomic uint8_t dirty;  /* written since the replica tick last looked (replica.c) */
   uint16_t version;       /* moves so far (wraps): orders ownership news at the home node */
   _Atomic uint32_t owner; /* node rank of the owner, as far as this node knows (the
                              placer writes it while workers read it) */
@@ -141,6 +141,14 @@ static inline void *table_row_held(au_table_t *t, au_key_t k)
 {
   char *v = t->actors[k >> t->group_shift].values;
   return v ? v + (size_t)(k & (t->group - 1)) * t->row_bytes : NULL;
+}
+
+/* Marks an actor's values written, after the writes: the replica tick ships (or sends
+ * fresh) only what is marked. Only tables that can have replicas keep the mark. */
+static inline void table_mark(au_table_t *t, au_key_t k)
+{
+  if (t->place == AU_PLACE_CLASSIC || t->place == AU_PLACE_RELOCATE) return;
+  atomic_store_explicit(&t->actors[k >> t->group_shift].dirty, 1, memory_order_release);
 }
 
 /* kernel.c */

@@ -374,6 +374,7 @@ static void apply(au_table_t *t, const uint8_t *p, obuf_t *delta)
       continue;
     }
     t->kernel(row, delta->p, t->dim, t->kernel_arg);
+    table_mark(t, k);
   }
 }
 

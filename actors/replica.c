@@ -1,4 +1,5 @@
-/* replica.c — replicas of parameter actors (AU_PLACE_REPLICATE), kept by the placer.
+/* replica.c — replicas of parameter actors (AU_PLACE_REPLICATE, _HOT, _ADAPTIVE), kept by
+ * the placer.
  *
  * A node that needs rows of a replicated table asks the owner for a copy (PS_REP_REQ /
  * PS_REP_DATA) and keeps two: the values its workers read and update in place, and
@@ -151,6 +152,7 @@ int replica_give(struct placer *p, rec_t *r, uint32_t to)
   memcpy(out + 8, &r->actor, 8);
   copy_values(r, out + ENTRY); /* newer than base, maybe: the next tick sends the rest */
   au_send_to_finish(&ob);
+  atomic_store(&pa_of(r)->dirty, 1); /* ... so it must look */
   replica_arm(p);
   /* busy until a tick has sent whatever changed after the copy */
   placement_touched(n);
@@ -322,6 +324,7 @@ static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
     if (!fresh) {
       if (st != PA_OWNER) continue;
       apply_group(r, vals, &p->scratch);
+      atomic_store(&pa_of(r)->dirty, 1); /* the replicas must hear */
       continue;
     }
     if (st != PA_REPLICA) continue;
@@ -379,6 +382,9 @@ static void on_tick(struct placer *p)
   int sent = 0;
   /* replicas here: ship what the workers changed since the last sync */
   for (rec_t *r = p->replicas; r; r = r->next_replica) {
+    /* unmarked: nobody wrote it since the last look (marks come after the writes, so a
+     * write during this look marks it again for the next) */
+    if (!atomic_exchange(&pa_of(r)->dirty, 0)) continue;
     size_t bytes = group_bytes(r->t);
     if (now_cap < bytes) {
       uint8_t *b = realloc(now, bytes);
@@ -406,6 +412,7 @@ static void on_tick(struct placer *p)
   /* owned actors whose values changed since last sent, whoever changed them (synced
    * deltas, pushes, local workers): send them to every replica */
   for (rec_t *r = p->owned; r; r = r->next_owned) {
+    if (!atomic_exchange(&pa_of(r)->dirty, 0)) continue;
     size_t bytes = group_bytes(r->t);
     if (now_cap < bytes) {
       uint8_t *b = realloc(now, bytes);

@@ -425,7 +425,15 @@ void au__view_update_remote(const au_view_t *v, size_t i, const void *delta)
 
 void au_release(au_worker_t *w, au_view_t *v)
 {
-  if (v->table) w->views--;
+  au_table_t *t = v->table;
+  if (t) {
+    w->views--;
+    /* the view's local rows may have been written: mark them for the replica tick (after
+     * the writes; a row fetched from elsewhere went back as a push) */
+    if (w->node->nodes > 1 && t->place != AU_PLACE_CLASSIC && t->place != AU_PLACE_RELOCATE)
+      for (size_t i = 0; i < v->n; i++)
+        if (!v->au__remote || !v->au__remote[i]) table_mark(t, v->au__keys[i]);
+  }
   v->table = NULL;
 }
 
@@ -467,6 +475,7 @@ int au_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, const
     void *row = table_row(t, keys[i]);
     if (row) {
       t->kernel(row, d, t->dim, t->kernel_arg);
+      table_mark(t, keys[i]);
     } else {
       /* held by another node: the delta goes there after the step */
       if ((rc = remote_push(w, t, keys[i], d)) != 0) return rc;
