@@ -482,15 +482,8 @@ void intent_handle(struct placer *p, const au_msg_t *m)
     on_gone(p, m);
     break;
   case PL_DROP_GRACE: {
-    uint64_t k;
-    if (m->len != sizeof(k)) break;
-    memcpy(&k, m->data, sizeof(k));
-    rec_t *r = u64map_get(&p->recs, k);
-    if (!r || !r->dropping_here) break;
-    if (placement_grace_over(p, r))
-      finish_drop(p, r);
-    else
-      au_send(p->actor, PL_DROP_GRACE, &k, sizeof(k)); /* look again after the others */
+    rec_t *r = placement_grace_poll(p, m);
+    if (r && r->dropping_here) finish_drop(p, r);
     break;
   }
   default:

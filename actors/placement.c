@@ -163,6 +163,18 @@ int placement_grace_begin(struct placer *p, rec_t *r, uint32_t kind)
   return 0;
 }
 
+rec_t *placement_grace_poll(struct placer *p, const au_msg_t *m)
+{
+  uint64_t k;
+  if (m->len != sizeof(k)) return NULL;
+  memcpy(&k, m->data, sizeof(k));
+  rec_t *r = u64map_get(&p->recs, k);
+  if (!r || !r->snap) return NULL;
+  if (placement_grace_over(p, r)) return r;
+  au_send(p->actor, m->type, &k, sizeof(k)); /* look again after the others */
+  return NULL;
+}
+
 int placement_grace_over(struct placer *p, rec_t *r)
 {
   au_node_t *n = p->node;
@@ -512,15 +524,8 @@ static void placer_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     intent_handle(p, m);
     break;
   case PL_GRACE: {
-    uint64_t k;
-    if (m->len != sizeof(k)) break;
-    memcpy(&k, m->data, sizeof(k));
-    rec_t *r = u64map_get(&p->recs, k);
-    if (!r || !r->handing_off) break;
-    if (placement_grace_over(p, r))
-      ship(p, r);
-    else
-      au_send(p->actor, PL_GRACE, &k, sizeof(k)); /* look again after the others */
+    rec_t *r = placement_grace_poll(p, m);
+    if (r && r->handing_off) ship(p, r);
     break;
   }
   default:

@@ -88,6 +88,9 @@ void placement_hand_off(struct placer *p, rec_t *r, int to);
 int placement_grace_begin(struct placer *p, rec_t *r, uint32_t kind);
 /* Every worker and server that was in a message at the snapshot has left it. */
 int placement_grace_over(struct placer *p, rec_t *r);
+/* A PL_GRACE-kind message: the actor's record if its grace period is over, else NULL
+ * (and, while it lasts, the message goes round again, after the others). */
+rec_t *placement_grace_poll(struct placer *p, const au_msg_t *m);
 /* The owner if it is here, else where a message for it goes next. */
 int placement_next_hop(const au_node_t *n, const rec_t *r);
 uint64_t placement_rec_key(const rec_t *r);
