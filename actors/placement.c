@@ -87,11 +87,7 @@ static void forward_one(struct placer *p, uint32_t type, const uint8_t *one, uin
   memcpy(&key, one + 16, 8);
   au_table_t *t = p->node->table_by_id[tid];
   trace_emit(p->node->rt, TRACE_FORWARD, tid, key >> t->group_shift, (uint64_t)to, 1);
-  /* a push to this node's own server counts as pending until it is served (remote.c) */
-  int self = to == p->node->rank && type == PS_PUSH;
-  if (self) placer_pending(p, 1);
-  if (au_send_to(p->node->rt, (uint32_t)to, PS_SERVER_PORT(0), type, one, len) != 0 && self)
-    placer_pending(p, -1);
+  au_send_to(p->node->rt, (uint32_t)to, PS_SERVER_PORT(0), type, one, len);
 }
 
 /* A one-key request or push for an actor that is here now: serve it as a server would. */
@@ -448,7 +444,6 @@ static void route_one_cb(void *arg, au_table_t *t, uint64_t actor, const au_msg_
 static void on_forward(struct placer *p, const au_msg_t *m)
 {
   remote_split(p->node, m, m->type == PS_FWD_REQ ? PS_REQ : PS_PUSH, route_one_cb, p);
-  placer_pending(p, -1); /* taken on by the server that sent it */
 }
 
 static void on_tick(struct placer *p)

@@ -59,8 +59,9 @@ struct placer {
   rec_t *replicas, *owned; /* replicas held here; owned actors that have replicas */
   atomic_int sync_armed;   /* the sync timer runs (read by the servers) */
   atomic_int busy;         /* sent syncs in the last tick: the node is not idle */
-  atomic_long pending;     /* held messages, hand-offs under way, forwards on their way
-                              here from the servers: the node is not idle while > 0 */
+  atomic_long pending;     /* held messages, hand-offs and replica drops under way: work
+                              in no mailbox, so the node is not idle while > 0 (messages
+                              in flight are counted by the runtime) */
   atomic_int touched;      /* a replicated actor owned here changed since the last tick */
   atomic_ullong syncs;
   /* intents (intent.c) */

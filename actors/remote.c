@@ -199,12 +199,10 @@ void remote_step_done(au_worker_t *w, int waiting)
     obuf_t *b = &r->push[i];
     if (b->len == 0) continue;
     int to = i / n->ntables;
-    /* a push to this node's own server (its actor was moving away) is invisible to the
-     * cluster's message counts: the node stays busy until the server has handled it */
-    if (to == n->rank) placement_forwarding(n, 1);
+    /* to this node's own server too (its actor was moving away): a local message, which
+     * the end-of-run detection counts like a frame */
     int rc =
         au_send_to(n->rt, (uint32_t)to, PS_SERVER_PORT(w->id % n->nservers), PS_PUSH, b->p, b->len);
-    if (rc != 0 && to == n->rank) placement_forwarding(n, -1);
     if (rc != 0 && !r->failed) r->failed = rc;
     b->len = 0;
   }
@@ -448,12 +446,10 @@ static void serve(server_t *s, const au_msg_t *m, int is_push)
       answer(n, t, s->local.p, s->local.len);
   }
   if (get_u32(s->other.p + 4) == 0) return; /* all here after all */
-  /* before the message that brought these counts as processed: the node is not idle
-   * until the placer has routed them */
-  placement_forwarding(n, 1);
+  /* the placer routes them (a local message: the run cannot end before it is handled) */
   if (au_send_to(n->rt, (uint32_t)n->rank, PS_PLACER_PORT, is_push ? PS_FWD_PUSH : PS_FWD_REQ,
                  s->other.p, s->other.len) != 0)
-    placement_forwarding(n, -1);
+    bad_request(n, m, !is_push, "out of memory handing keys to the placer");
 }
 
 void remote_split(au_node_t *n, const au_msg_t *m, uint32_t type, remote_one_fn fn, void *arg)
@@ -490,8 +486,6 @@ static void server_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     break;
   case PS_PUSH:
     serve(s, m, 1);
-    if (m->from_node == (uint32_t)s->node->rank)
-      placement_forwarding(s->node, -1); /* remote_step_done */
     break;
   default:
     break;

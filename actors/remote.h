@@ -129,9 +129,6 @@ void placement_free(au_node_t *node);
 /* A server or the placer changed values of a replicated actor owned here: the placer
  * must send them on before the node may count as idle (replica.c). */
 void placement_touched(au_node_t *node);
-/* A server hands the placer a forward (+1; the placer says -1 when it has handled it):
- * the node is not idle meanwhile (replica.c). */
-void placement_forwarding(au_node_t *node, long d);
 /* The placer has replica syncs or held messages to finish: the node is not idle. */
 int placer_busy(const au_node_t *node);
 /* Adds the placer's counters (moves, forwards, syncs) to st. */

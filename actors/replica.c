@@ -82,11 +82,6 @@ void placer_pending(struct placer *p, long d)
     net_set_idle(p->node->rt, 1);
 }
 
-void placement_forwarding(au_node_t *n, long d)
-{
-  if (n->placer) placer_pending(n->placer, d);
-}
-
 void replica_want(struct placer *p, rec_t *r)
 {
   if (r->requested) return;
