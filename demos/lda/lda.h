@@ -20,7 +20,7 @@
 #include "corpus.h"
 
 typedef struct lda_opts {
-  uint32_t topics;    /* K, at most 65536 */
+  uint32_t topics;    /* K, at most 65535 */
   double alpha, beta; /* symmetric Dirichlet priors of theta_d and phi_k */
   int workers;        /* worker actors per node; 0 = one per scheduler thread */
   uint32_t batch;     /* tokens per step (whole documents; at least one) */

@@ -28,7 +28,7 @@ static void usage(FILE *f)
              "then the top words of each topic.\n"
              "\n"
              "model and training:\n"
-             "  --topics K        topics (default 20, at most 65536)\n"
+             "  --topics K        topics (default 20, at most 65535)\n"
              "  --alpha X         Dirichlet prior of document-topic mixtures (default 0.1)\n"
              "  --beta X          Dirichlet prior of topic-word distributions (default 0.01)\n"
              "  --iterations N    sweeps over the corpus (default 50)\n"
@@ -86,13 +86,9 @@ static int parse_args(int argc, char **argv, args_t *a)
   lda_opts_default(&a->lda);
   lda_gen_opts_default(&a->gen);
   a->iterations = 50;
-  a->threads = 0;
-  a->sync_ms = 0;
   a->format = FMT_AUTO;
-  a->check = a->have_min_count = 0;
   a->top_words = 10;
   a->min_count = 2;
-  a->file = a->vocab = a->save = NULL;
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i];
     uint64_t u;

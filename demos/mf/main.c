@@ -45,6 +45,7 @@ static void usage(FILE *f)
              "                    hot (the --hot most used columns replicated, the rest moved)\n"
              "  --hot N           hot columns for --mode hot (default 1%% of the columns)\n"
              "  --sync-ms N       replicas sync every N ms, their staleness bound (default 2)\n"
+             "  --trace FILE      write a Chrome trace of the run (FILE.<rank> on a cluster)\n"
              "\n"
              "data:\n"
              "  TRAIN_FILE        ratings to train on\n"
@@ -88,11 +89,7 @@ static int parse_args(int argc, char **argv, args_t *a)
   mf_opts_default(&a->mf);
   mf_gen_opts_default(&a->gen);
   a->epochs = 10;
-  a->threads = 0;
-  a->sync_ms = 0;
-  a->train = a->test = a->save = a->trace = NULL;
   a->test_ratio = 0.1;
-  a->have_test_ratio = 0;
   a->format = MF_FMT_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i];

@@ -209,12 +209,15 @@ mf_modes)
   mf=$build/demos/augur-mf
   small=(--ratings 20000 --rows 500 --cols 200 --epochs 3)
   for spec in replicate:3 relocate:2; do
-    mode=${spec%:*} n=${spec#*:} fails=0
+    mode=${spec%:*} n=${spec#*:} bad=0 # not `fails`: check() counts failed checks there
     for i in 1 2 3 4 5; do
-      timeout 60 "$augur" run -n $n "$mf" "${small[@]}" --mode $mode >"$tmp/s" 2>&1 || fails=$((fails + 1))
+      if ! timeout 60 "$augur" run -n $n "$mf" "${small[@]}" --mode $mode >"$tmp/s" 2>&1; then
+        bad=$((bad + 1))
+        tail -5 "$tmp/s"
+      fi
     done
-    echo "$mode: $fails of 5 small $n-node runs failed"
-    check "$mode: 5 small $n-node runs exit 0" test $fails -eq 0
+    echo "$mode: $bad of 5 small $n-node runs failed"
+    check "$mode: 5 small $n-node runs exit 0" test $bad -eq 0
   done
   # against one node on the same data: relocate on 1M ratings, 6 epochs; replicate on
   # the generated default, 10 epochs. Replicas see each other's updates every 2 ms, so

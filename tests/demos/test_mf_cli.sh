@@ -16,8 +16,10 @@ check() { # check NAME CONDITION...
 out=$("$mf" --help); rc=$?
 check "--help exits 0" test $rc -eq 0
 for flag in --rank --epochs --lr --decay --reg --biases --threads --seed --test --test-ratio \
-            --format --save --rows --cols --ratings --noise; do
-  check "--help documents $flag" grep -q -- "$flag" <<<"$out"
+            --format --save --rows --cols --ratings --noise --mode --hot --sync-ms --trace \
+            --workers --batch --lookahead; do
+  # the flag itself, at the start of a help line (not --test inside --test-ratio)
+  check "--help documents $flag" grep -qE -- "^ +$flag( |\$)" <<<"$out"
 done
 
 expect_error() { # expect_error NAME PATTERN ARGS...
