@@ -37,11 +37,6 @@
 #define GAP_PAUSE   10.0 /* a gap this many times the usual one is a pause, not rhythm */
 #define MOVE_HOLD   (1000 * 1000ull) /* as placement.c's HOLD_NS */
 
-static param_actor_t *pa_of(const rec_t *r)
-{
-  return &r->t->actors[r->actor];
-}
-
 /* The 16-byte head that names an actor: u32 table, u32 0, u64 actor. */
 static void put_head(uint8_t msg[16], const rec_t *r)
 {
@@ -179,8 +174,10 @@ static void decide(struct placer *p, rec_t *r, uint64_t now)
   for (int i = 0; i < r->nclaims; i++)
     if (r->claims[i].until_ns > now) r->claims[k++] = r->claims[i];
   r->nclaims = k;
-  place_action_t act = place_decide((place_mode_t)r->t->place, n->rank, r->claims, r->nclaims,
-                                    r->hot, r->replicas != 0, now);
+  int hot = 0; /* hot if any claimant counts it hot (nodes count their own intents) */
+  for (int i = 0; i < r->nclaims; i++) hot |= r->claims[i].hot;
+  place_action_t act = place_decide((place_mode_t)r->t->place, n->rank, r->claims, r->nclaims, hot,
+                                    r->replicas != 0, now);
   switch (act.kind) {
   case PLACE_MOVE:
     if (r->replicas) {
@@ -228,7 +225,7 @@ static void claim_here(struct placer *p, rec_t *r, int node, int hot, uint64_t f
     if (c->until_ns <= from || from < c->from_ns) c->from_ns = from;
     if (until > c->until_ns) c->until_ns = until;
   }
-  r->hot = (uint8_t)(hot != 0);
+  c->hot = hot != 0;
   list(p, r);
 }
 
@@ -409,7 +406,15 @@ void intent_drop_here(struct placer *p, const au_msg_t *m)
   au_node_t *n = p->node;
   rec_t *r = head_rec(p, m);
   if (!r) return;
-  if (atomic_load(&pa_of(r)->state) != PA_REPLICA || r->dropping_here) return;
+  if (r->dropping_here) return; /* on its way out already: PS_REP_GONE follows */
+  if (atomic_load(&pa_of(r)->state) != PA_REPLICA) {
+    /* none here (it never arrived, or this node refused it): say so, or the owner
+     * would wait for it for ever and never move the actor */
+    uint8_t msg[16];
+    put_head(msg, r);
+    au_send_to(n->rt, m->from_node, PS_PLACER_PORT, PS_REP_GONE, msg, sizeof(msg));
+    return;
+  }
   /* no new access from here on; the values stay until the grace period is over */
   replica_unlist(p, r);
   r->dropping_here = 1;

@@ -6,8 +6,9 @@
  * forwarded through the home node when it went elsewhere). The owner marks it
  * handing-off, waits until every local worker that might hold a view of it has finished
  * its step (a grace period over the workers' step epochs), ships the values (PS_MOVE_DATA)
- * and tells the home node (PS_OWNER). Rows requested or pushed meanwhile are queued and
- * sent on after the values, on the same connection, so they arrive after them.
+ * and tells every other node (PS_OWNER; the home node must know, the others save a hop). Rows
+ * requested or pushed meanwhile are queued and sent on after the values, on the same connection, so
+ * they arrive after them.
  *
  * The invariants: exactly one node holds an actor as owner or is handing it off; no
  * update is lost (a push reaches the values wherever they are, once); a node keeps an
@@ -44,11 +45,6 @@ rec_t *rec_get(struct placer *p, au_table_t *t, uint64_t actor)
   r->to = -1;
   r->held_tail = &r->held;
   return r;
-}
-
-static param_actor_t *pa_of(const rec_t *r)
-{
-  return &r->t->actors[r->actor];
 }
 
 static int home_of(const au_node_t *n, uint64_t actor)

@@ -34,7 +34,6 @@ typedef struct rec {
   struct rec *next_replica, *next_owned; /* lists the tick walks */
   /* intents (intent.c) */
   uint32_t hits;                /* this node's intents naming it (AU_PLACE_HOT) */
-  uint8_t hot;                  /* the owner: the latest claim called it hot */
   uint8_t dropping_here;        /* this node's replica leaves after a grace period */
   uint8_t listed;               /* on the placer's `claimed` list */
   uint64_t last_intent_ns;      /* this node's latest intent naming it */
@@ -75,6 +74,11 @@ struct placer {
 enum { PL_GRACE = 0x50534c01, PL_TICK, PL_SYNC, PL_DROP_GRACE };
 
 rec_t *rec_get(struct placer *p, au_table_t *t, uint64_t actor);
+
+static inline param_actor_t *pa_of(const rec_t *r)
+{
+  return &r->t->actors[r->actor];
+}
 /* Work the placer has taken on (+1) or finished (-1); the node's idleness follows. */
 void placer_pending(struct placer *p, long d);
 /* Tells the waiting local workers that the actor is here. */

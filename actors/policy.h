@@ -64,6 +64,7 @@ const char *place_mode_name(place_mode_t mode);
 /* One node's need for a parameter actor: from..until in the deciding node's clock. */
 typedef struct claim {
   int node;
+  int hot; /* AU_PLACE_HOT: the claiming node counts the actor among its hot ones */
   uint64_t from_ns, until_ns;
 } claim_t;
 

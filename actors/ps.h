@@ -1,10 +1,10 @@
 /* ps.h — the parameter server's internal state on one node: tables made of parameter
- * actors, and worker actors. Shared by node.c, table.c, kernel.c and worker.c.
+ * actors, and worker actors. Shared by every file of actors/.
  *
  * The invariant: a row's values are reachable through its parameter actor only while
- * the actor's state says this node holds them (owner or replica); placement (a later
- * issue) changes state before it moves or drops values, and waits until no view pins
- * the actor.
+ * the actor's state says this node holds them (owner or replica); placement
+ * (placement.c, replica.c, intent.c) changes state before it moves or drops values, and
+ * waits until no view pins the actor.
  */
 #ifndef AUGUR_ACTORS_PS_H
 #define AUGUR_ACTORS_PS_H

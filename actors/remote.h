@@ -27,7 +27,8 @@ enum {
   PS_ARRIVED,          /* placer -> worker: an actor it wanted is here */
   PS_MOVE_REQ,         /* placer -> placer: u32 table, u32 to, u64 actor, u32 hops */
   PS_MOVE_DATA,        /* placer -> placer: u32 table, u32 version, u64 actor, values */
-  PS_OWNER,            /* placer -> home placer: u32 table, u32 owner, u64 actor, u32 version */
+  PS_OWNER,            /* placer -> every other placer: u32 table, u32 owner, u64 actor,
+                          u32 version */
   PS_FWD_REQ,          /* server -> its placer: a request's keys whose actors are not here */
   PS_FWD_PUSH,         /* server -> its placer: the same for a push */
   PS_REP_REQ,          /* placer -> owner's placer: u32 table, u32 to, u64 actor */

@@ -26,11 +26,6 @@
 
 #define ENTRY 16 /* u32 table, u32 0, u64 actor; then the group's values */
 
-static param_actor_t *pa_of(const rec_t *r)
-{
-  return &r->t->actors[r->actor];
-}
-
 static size_t group_bytes(const au_table_t *t)
 {
   return (size_t)t->group * t->row_bytes;
@@ -140,7 +135,10 @@ int replica_give(struct placer *p, rec_t *r, uint32_t to)
   r->replicas |= 1ull << to;
   au_outbuf_t ob;
   uint8_t *out = au_send_to_start(n->rt, to, PS_PLACER_PORT, PS_REP_DATA, ENTRY + bytes, &ob);
-  if (!out) return ob.rc;
+  if (!out) {
+    replica_gone(p, r, (int)to); /* never sent: no replica to keep track of */
+    return ob.rc;
+  }
   uint32_t tid = (uint32_t)r->t->id, zero = 0;
   memcpy(out, &tid, 4);
   memcpy(out + 4, &zero, 4);
@@ -207,7 +205,9 @@ static void on_rep_data(struct placer *p, const au_msg_t *m)
   void *values = table_values_alloc(r->t, r->actor);
   r->base = malloc(bytes);
   if (!values || !r->base) {
-    fprintf(stderr, "augur[rank %d]: out of memory for a replica\n", n->rank);
+    fprintf(stderr, "augur[rank %d]: out of memory for a replica of actor %llu\n", n->rank,
+            (unsigned long long)r->actor);
+    if (values) table_values_free(r->t, r->actor, values);
     free(r->base);
     r->base = NULL;
     return;

@@ -20,7 +20,9 @@ static void test_modes(void **state)
 {
   (void)state;
   /* owner 0; node 1 needs it now, node 2 at the same time, node 3 later */
-  claim_t both[] = {{1, 90 * MS, 200 * MS}, {2, 150 * MS, 300 * MS}, {3, 400 * MS, 500 * MS}};
+  claim_t both[] = {{.node = 1, .from_ns = 90 * MS, .until_ns = 200 * MS},
+                    {.node = 2, .from_ns = 150 * MS, .until_ns = 300 * MS},
+                    {.node = 3, .from_ns = 400 * MS, .until_ns = 500 * MS}};
   place_action_t a = decide(PLACE_CLASSIC, 0, both, 3, 0, 0);
   assert_int_equal(a.kind, PLACE_LEAVE);
 
@@ -43,19 +45,22 @@ static void test_modes(void **state)
   assert_int_equal(a.nodes, (1u << 1) | (1u << 2));
 
   /* adaptive: one node -> move there, whatever its window */
-  claim_t one[] = {{2, 150 * MS, 300 * MS}, {2, 400 * MS, 500 * MS}};
+  claim_t one[] = {{.node = 2, .from_ns = 150 * MS, .until_ns = 300 * MS},
+                   {.node = 2, .from_ns = 400 * MS, .until_ns = 500 * MS}};
   a = decide(PLACE_ADAPTIVE, 0, one, 2, 0, 0);
   assert_int_equal(a.kind, PLACE_MOVE);
   assert_int_equal(a.node, 2);
 
   /* adaptive: back to back, no overlap -> move to the first, not replicate */
-  claim_t seq[] = {{3, 300 * MS, 400 * MS}, {1, 100 * MS, 200 * MS}};
+  claim_t seq[] = {{.node = 3, .from_ns = 300 * MS, .until_ns = 400 * MS},
+                   {.node = 1, .from_ns = 100 * MS, .until_ns = 200 * MS}};
   a = decide(PLACE_ADAPTIVE, 0, seq, 2, 0, 0);
   assert_int_equal(a.kind, PLACE_MOVE);
   assert_int_equal(a.node, 1);
 
   /* the owner needs it with someone else: the other gets a replica, the owner keeps it */
-  claim_t mine[] = {{0, 90 * MS, 200 * MS}, {2, 100 * MS, 200 * MS}};
+  claim_t mine[] = {{.node = 0, .from_ns = 90 * MS, .until_ns = 200 * MS},
+                    {.node = 2, .from_ns = 100 * MS, .until_ns = 200 * MS}};
   a = decide(PLACE_ADAPTIVE, 0, mine, 2, 0, 0);
   assert_int_equal(a.kind, PLACE_REPLICAS);
   assert_int_equal(a.nodes, 1u << 2);
@@ -69,7 +74,7 @@ static void test_modes(void **state)
   assert_int_equal(a.kind, PLACE_DROP);
 
   /* expired claims are absent */
-  claim_t old[] = {{1, 10 * MS, 50 * MS}};
+  claim_t old[] = {{.node = 1, .from_ns = 10 * MS, .until_ns = 50 * MS}};
   a = decide(PLACE_ADAPTIVE, 0, old, 1, 0, 1);
   assert_int_equal(a.kind, PLACE_DROP);
   a = decide(PLACE_RELOCATE, 0, old, 1, 0, 0);
