@@ -38,9 +38,12 @@ for v in "$nodes" "$delay" "$epochs" "$runs" "$limit"; do
   case "$v" in '' | *[!0-9]*) echo "modes.sh: expected a whole number, got '$v'" >&2; exit 2 ;; esac
 done
 [ "$epochs" -ge 2 ] || { echo "modes.sh: --epochs must be at least 2" >&2; exit 2; }
+[ "$runs" -ge 1 ] && [ "$nodes" -ge 2 ] || { echo "modes.sh: --runs must be at least 1 and --nodes at least 2" >&2; exit 2; }
 augur=$build/tools/augur
 mf=$build/demos/augur-mf
-[ -x "$augur" ] && [ -x "$mf" ] || { echo "modes.sh: build first (make build)" >&2; exit 2; }
+for b in "$augur" "$mf"; do
+  [ -x "$b" ] || { echo "modes.sh: $b is missing: build first (make build, or --build DIR)" >&2; exit 2; }
+done
 # the data set: the generated default (20000 x 5000, 5M ratings), one thread per node
 data=(--threads 1)
 [ $# -gt 0 ] && data=("$@")
@@ -52,7 +55,9 @@ field() { grep -o " $1=[^ ]*" | cut -d= -f2; }
 
 echo "bench=modes nodes=$nodes delay_us=$delay epochs=$epochs runs=$runs data=\"${data[*]}\""
 declare -A secs bytes
-for d in 0 "$delay"; do
+delays=0
+[ "$delay" -gt 0 ] && delays="0 $delay"
+for d in $delays; do
   for m in $modes; do
     : >"$tmp/secs" && : >"$tmp/bytes" && : >"$tmp/local" && : >"$tmp/rmse"
     over=0
@@ -88,7 +93,10 @@ for d in 0 "$delay"; do
   done
 done
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
+ratio() { # a / b, or n/a when either is missing (a mode over the limit)
+  if [ -z "$1" ] || [ -z "$2" ]; then echo n/a; return; fi
+  awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'
+}
 has() { case " $modes " in *" $1 "*) return 0 ;; esac; return 1; }
 if has adaptive; then
   best=""
@@ -101,9 +109,9 @@ if has adaptive; then
       bestm=$m
     fi
   done
-  a=${secs[$delay.adaptive]:-0}
+  a=${secs[$delay.adaptive]:-}
   [ -n "$best" ] && echo "delay_us=$delay best_static=$bestm adaptive_over_best_static=$(ratio "$a" "$best")  # target <= 1.10"
-  has classic && echo "delay_us=$delay classic_over_adaptive=$(ratio "${secs[$delay.classic]:-0}" "$a")  # target >= 3"
-  has replicate && echo "delay_us=$delay adaptive_bytes_over_replicate=$(ratio "${bytes[$delay.adaptive]:-0}" "${bytes[$delay.replicate]:-0}")  # target < 1"
-  has classic && echo "delay_us=0 adaptive_over_classic=$(ratio "${secs[0.adaptive]:-0}" "${secs[0.classic]:-0}")  # target <= 1"
+  has classic && echo "delay_us=$delay classic_over_adaptive=$(ratio "${secs[$delay.classic]:-}" "$a")  # target >= 3"
+  has replicate && echo "delay_us=$delay adaptive_bytes_over_replicate=$(ratio "${bytes[$delay.adaptive]:-}" "${bytes[$delay.replicate]:-}")  # target < 1"
+  has classic && echo "delay_us=0 adaptive_over_classic=$(ratio "${secs[0.adaptive]:-}" "${secs[0.classic]:-}")  # target <= 1"
 fi

@@ -180,7 +180,7 @@ static void actor_free(au_runtime_t *rt, pool_cache_t *cache, au_actor_t *a)
 {
   au_msg_t *m, *rel;
   while ((m = mailbox_pop(&a->mq, &rel)) != NULL) {
-    if (m->sender && m->from_node == (uint32_t)rt->rank) atomic_fetch_add(&rt->local_dropped, 1);
+    if (m->sender || m->from_node != (uint32_t)rt->rank) atomic_fetch_add(&rt->dropped, 1);
     pool_free(&rt->pool, cache, rel);
   }
   pool_free(&rt->pool, cache, mailbox_stub(&a->mq));
@@ -192,6 +192,7 @@ void actor_run(rt_ctx_t *ctx, au_actor_t *a)
 {
   au_runtime_t *rt = ctx->rt;
   unsigned n = 0, batch = (unsigned)rt->batch;
+  uint64_t handled = 0;
   ctx->current = a;
   a->yield = 0;
   while (n < batch) {
@@ -199,17 +200,17 @@ void actor_run(rt_ctx_t *ctx, au_actor_t *a)
     au_msg_t *m = mailbox_pop(&a->mq, &rel);
     if (rel) pool_free(&rt->pool, ctx->cache, rel);
     if (!m) break;
-    int remote = m->from_node != (uint32_t)rt->rank;
-    int counted = !remote && m->sender != NULL; /* see au_msg_send */
+    /* from another node, or from a behaviour here: counted as sent (see au_msg_send) */
+    handled += m->from_node != (uint32_t)rt->rank || m->sender != NULL;
     a->fn(a, a->state, m);
     n++;
-    if (remote) counter_add(&ctx->sched->remote_msgs, 1);
-    /* release: a reader that sees this count also sees what the handler sent */
-    if (counted) counter_add_release(&ctx->sched->local_done, 1);
     /* A message to itself is a loop: end the turn, so that what it woke runs first. */
     if (a->stopping || a->yield) break;
   }
   ctx->current = NULL;
+  /* after the handlers, with release: a reader that sees these handled also sees what
+   * they sent (runtime/cluster.c) */
+  if (handled) counter_add_release(&ctx->sched->handled, handled);
   sched_count_turn(ctx->sched, n);
 
   if (a->stopping) {

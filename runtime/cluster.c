@@ -92,10 +92,8 @@ static void send_ctrl(net_t *net, int to, int kind, const uint64_t *extra, int n
 static void node_counts(net_t *net, uint64_t *sent, uint64_t *processed)
 {
   au_runtime_t *rt = net->rt;
-  uint64_t p = atomic_load(&rt->local_dropped), s = 0;
-  for (int i = 0; i < rt->nthreads; i++)
-    p += counter_get_acquire(&rt->threads[i].remote_msgs) +
-         counter_get_acquire(&rt->threads[i].local_done);
+  uint64_t p = atomic_load(&rt->dropped), s = 0;
+  for (int i = 0; i < rt->nthreads; i++) p += counter_get_acquire(&rt->threads[i].handled);
   for (int i = 0; i < rt->nthreads; i++) s += counter_get(&rt->threads[i].local_sent);
   *sent = s + atomic_load(&net->sent);
   *processed = p;

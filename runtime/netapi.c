@@ -148,7 +148,6 @@ int net_join(au_runtime_t *rt, const au_cluster_opts_t *o, char *err, size_t err
     if (errno || *end || us > 1000000 || *dv == '-') {
       snprintf(err, errlen, "AU_NET_DELAY_US: expected microseconds from 0 to 1000000, got '%s'",
                dv);
-      fprintf(stderr, "augur[rank %d]: %s\n", o->rank, err);
       return AU_EINVAL;
     }
     if (us && netdelay_start(rt, us * 1000, &net->delay) != 0) {

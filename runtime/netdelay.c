@@ -51,8 +51,9 @@ static void *delay_main(void *arg)
     delayed_t *e = d->head;
     d->head = e->next;
     if (!d->head) d->tail = &d->head;
+    int stopping = d->stop;
     pthread_mutex_unlock(&d->mu);
-    if (!d->stop) sleep_until(e->due_ns); /* stopping: what is left goes at once */
+    if (!stopping) sleep_until(e->due_ns); /* stopping: what is left goes at once */
     io_post_msg(d->rt, e->m);
     free(e);
     pthread_mutex_lock(&d->mu);

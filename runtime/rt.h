@@ -46,14 +46,14 @@ typedef struct sched_thread {
   unsigned tick;
   au_actor_t *deferred; /* still runnable after its turn: runs once the deque is empty */
   unsigned deferred_at; /* tick when it was deferred */
-  /* counters: written by the owner only (relaxed), read by au_runtime_stats; a line of
+  /* counters: written by the owner only, read by au_runtime_stats; a line of
    * their own, away from `bottom`, which thieves read (local_sent changes per send) */
   _Alignas(64) atomic_ullong runs, msgs, steals, parks;
-  atomic_ullong remote_msgs; /* messages from other nodes handled (cluster termination) */
-  /* Local messages sent by behaviours on this thread and such messages handled here:
-   * their difference is local work in flight, which the cluster's end-of-run detection
-   * counts beside network messages (runtime/cluster.c). */
-  atomic_ullong local_sent, local_done;
+  /* For the cluster's end-of-run detection (runtime/cluster.c): local messages that
+   * behaviours on this thread sent, and messages handled here that count as sent
+   * somewhere (from another node, or from a behaviour); `handled` is stored with
+   * release, after the handlers. */
+  atomic_ullong local_sent, handled;
 } sched_thread_t;
 
 typedef struct io {
@@ -91,8 +91,8 @@ struct au_runtime {
   atomic_int stop;      /* au_runtime_stop was called */
   atomic_int quiescent; /* the last thread to park found nothing to do */
   atomic_int running;
-  atomic_long io_pending;      /* armed timers: sources of future messages */
-  atomic_ullong local_dropped; /* counted local messages freed unhandled (stopped actors) */
+  atomic_long io_pending; /* armed timers: sources of future messages */
+  atomic_ullong dropped;  /* counted messages freed unhandled (stopped actors) */
 
   io_t io;
 };
