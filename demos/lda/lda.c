@@ -130,10 +130,10 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
 {
   lda_t *m = s->m;
   const uint32_t K = m->p.K, k0 = s->batch_kstart[b], kn = s->batch_kstart[b + 1] - k0;
-  const lda_draw_ctx_t ctx = {m->p, s->inv,   &s->smooth,   s->smooth_inv,
-                              s->w, s->block, m->o.mh_steps};
+  const lda_draw_ctx_t ctx = {m->p, &s->smooth, s->smooth_inv, s->w, s->block, m->o.mh_steps};
+  const float beta = (float)m->p.beta;
   int32_t *wdelta = s->wdelta, *nt = s->nt;
-  float *inv = s->inv;
+  float *inv = s->inv, *f = s->f, *wq = s->wq;
   uint16_t *z = s->z;
   uint64_t moved = 0;
   int rc = 0;
@@ -147,9 +147,13 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
         __builtin_prefetch(next + at, 0, 2);
     }
     const int32_t *row = au_view_row(wv, i);
+    /* the word's factor of every topic, kept current below as this worker's moves change
+     * the word's counts and the totals (wdelta is zero here) */
+    lda_bases(f, row, inv, beta, K);
     lda_alias_t *a = &s->alias[s->batch_lw[k0 + i]];
     const lda_ref_t *ref = &s->ord[s->tstart[k0 + i]], *end = &s->ord[s->tstart[k0 + i + 1]];
     uint32_t n = 0;
+    lda_alias_spread(a, wq, 0);
     for (; ref < end && rc == 0; ref++) {
       if (ref + 1 < end) { /* the next token's document and topic */
         const lda_doc_t *next = &s->docs[ref[1].doc];
@@ -160,32 +164,38 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
       /* The word's table is a snapshot, rebuilt once per sweep and after K draws from it
        * (LightLDA's rule: an O(K) build amortized over as many draws). */
       if (a->stamp != s->sweep || a->draws >= K) {
+        lda_alias_spread(a, wq, 1);
         if (lda_alias_build_word(a, row, wdelta, inv, m->p.alpha, K, &s->build) != 0)
           rc = AU_ENOMEM;
         a->stamp = s->sweep;
+        lda_alias_spread(a, wq, 0);
       }
       const uint32_t j = ref->tok, z0 = z[j];
       lda_doc_t *doc = &s->docs[ref->doc];
       /* the token out of every count, a new topic, the token back in */
       lda_doc_remove_at(doc, lda_doc_find(doc, z0));
       wdelta[z0]--;
-      const float inv0 = inv[z0];
+      const float inv0 = inv[z0], f0 = f[z0];
       nt[z0]--;
       set_inv(s, z0);
-      uint32_t t = lda_sample(&ctx, row, wdelta, doc, a, z0, &s->rng);
+      f[z0] = lda_base(lda_count(row, z0) + wdelta[z0], beta, inv[z0]);
+      uint32_t t = lda_sample(&ctx, f, doc, a, wq, z0, &s->rng);
       lda_doc_add(doc, t);
       wdelta[t]++;
       nt[t]++;
       if (t == z0) {
         inv[z0] = inv0;
+        f[z0] = f0;
         continue;
       }
       set_inv(s, t);
+      f[t] = lda_base(lda_count(row, t) + wdelta[t], beta, inv[t]);
       z[j] = (uint16_t)t;
       s->tdelta[z0]--;
       s->tdelta[t]++;
       s->mv[n++] = (lda_move_t){(uint16_t)z0, (uint16_t)t};
     }
+    lda_alias_spread(a, wq, 1);
     moved += n;
     int r2 = apply_word(w, s, wv, i, s->batch_keys[k0 + i], n);
     if (rc == 0) rc = r2;
@@ -279,6 +289,8 @@ static void shard_free(shard_t *s)
   free(s->smooth_inv);
   free(s->w);
   free(s->block);
+  free(s->f);
+  free(s->wq);
   free(s->tdelta);
   free(s->wdelta);
   free(s->at);
@@ -434,6 +446,8 @@ static int deal(lda_t *m, const lda_corpus_t *c)
     s->smooth_inv = calloc(K, sizeof(float));
     s->w = calloc((size_t)K + 8, sizeof(float));
     s->block = calloc((size_t)K / 8 + 2, sizeof(float));
+    s->f = calloc(K, sizeof(float));
+    s->wq = calloc(K, sizeof(float));
     s->tdelta = calloc(K, sizeof(int32_t));
     s->wdelta = calloc(K, sizeof(int32_t));
     s->at = calloc(K, sizeof(uint32_t));
@@ -441,8 +455,8 @@ static int deal(lda_t *m, const lda_corpus_t *c)
     s->dtop = malloc(((size_t)s->max_room + 8) * sizeof(uint16_t));
     s->dcnt = malloc(((size_t)s->max_room + 8) * sizeof(float));
     s->mv = malloc(((size_t)s->max_tokens + 1) * sizeof(lda_move_t));
-    if (!s->nt || !s->inv || !s->smooth_inv || !s->w || !s->block || !s->tdelta || !s->wdelta ||
-        !s->at || !s->docs || !s->dtop || !s->dcnt || !s->mv ||
+    if (!s->nt || !s->inv || !s->smooth_inv || !s->w || !s->block || !s->f || !s->wq ||
+        !s->tdelta || !s->wdelta || !s->at || !s->docs || !s->dtop || !s->dcnt || !s->mv ||
         lda_build_scratch_init(&s->build, K) != 0) {
       rc = AU_ENOMEM;
       break;

@@ -51,6 +51,8 @@ typedef struct shard {
   float *inv;         /* K: 1 / (nt + V beta) */
   float *smooth_inv;  /* K: inv when the smoothing table was built */
   float *w, *block;   /* K + 8, K / 8 + 2: the document bucket's weights */
+  float *f;           /* K: (n_wk + beta) inv_k of the word being sampled */
+  float *wq;          /* K: its word table's weights, 0 elsewhere (lda_alias_spread) */
   int32_t *tdelta;    /* K: the step's change of the totals */
   int32_t *wdelta;    /* K: the current word's change */
   uint32_t *at;       /* K, zero: building document entries */

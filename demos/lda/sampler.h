@@ -28,6 +28,8 @@
 #include <emmintrin.h>
 #endif
 
+#include <augur.h> /* AU__TSAN */
+
 #include "rng.h"
 
 #define LDA_MAX_TOPICS 65535 /* topics are uint16_t everywhere */
@@ -79,6 +81,14 @@ static inline double lda_alias_weight(const lda_alias_t *a, uint32_t k)
       hi = mid;
   }
   return lo < a->n && a->key[lo] == k ? (double)a->weight[lo] : 0.0;
+}
+
+/* Writes a word table's weights into dense[key] (dense has K entries), or with clear,
+ * sets those entries back to 0: a dense copy makes q(k) one load while one word's tokens
+ * are drawn. */
+static inline void lda_alias_spread(const lda_alias_t *a, float *dense, int clear)
+{
+  for (uint32_t i = 0; i < a->n; i++) dense[a->key[i]] = clear ? 0.0f : a->weight[i];
 }
 
 /* Work space for building alias tables over K topics (no allocation per build). */
@@ -168,37 +178,49 @@ typedef struct lda_params {
   double alpha, beta, vbeta, kalpha; /* vbeta = V beta, kalpha = K alpha */
 } lda_params_t;
 
-/* What a worker's draws share: inv[k] = 1 / (n_k + V beta) for the current totals; the
- * smoothing table and the inv it was built from; room for the document bucket's weights
+/* What a worker's draws share: the smoothing table and the inv[k] = 1 / (n_k + V beta)
+ * it was built from; room for the document bucket's weights
  * (K + 8) and their sums by blocks of 8 (K / 8 + 2). Single precision: the weights only
  * need to be consistent, and floats halve what the inner loop reads. */
 typedef struct lda_draw_ctx {
   lda_params_t p;
-  const float *inv;
   const lda_alias_t *smooth;
   const float *smooth_inv;
   float *w, *block;
   int mh; /* MH steps per token */
 } lda_draw_ctx_t;
 
-/* (n_wk + beta) inv_k: the word and totals factors of topic k. */
-static inline float lda_base(const int32_t *row, const int32_t *wdelta, const float *inv,
-                             float beta, uint32_t k)
+/* (n_wk + beta) inv_k: the word and totals factors of topic k, from the word's count n
+ * (clamped at 0) and inv_k. */
+static inline float lda_base(int32_t n, float beta, float inv_k)
 {
-  int32_t n = lda_count(row, k) + wdelta[k];
-  return ((float)(n > 0 ? n : 0) + beta) * inv[k];
+  return ((float)(n > 0 ? n : 0) + beta) * inv_k;
+}
+
+/* f[k] = lda_base(row[k], beta, inv[k]) for k < K. Other workers may be adding to row
+ * meanwhile: outside ThreadSanitizer builds the row is read with plain loads, so that the
+ * loop vectorizes (as augur's Hogwild kernel, api/augur.h; a value read is at worst a
+ * little stale), and with relaxed atomic loads under it. */
+static inline void lda_bases(float *restrict f, const int32_t *restrict row,
+                             const float *restrict inv, float beta, uint32_t K)
+{
+#ifdef AU__TSAN
+  for (uint32_t k = 0; k < K; k++) f[k] = lda_base(lda_count(row, k), beta, inv[k]);
+#else
+  for (uint32_t k = 0; k < K; k++) f[k] = lda_base(row[k], beta, inv[k]);
+#endif
 }
 
 /* Redraws the topic of a token of a word in a document, whose counts no longer include
- * it: n_wk = row[k] + wdelta[k] (the shared row and this worker's pending change of it),
- * n_dk from doc, n_k through c->inv; word is the word's table. Starts from topic s and
- * runs c->mh Metropolis-Hastings steps with the proposal of the file comment. */
-static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const int32_t *row,
-                                  const int32_t *wdelta, const lda_doc_t *doc, lda_alias_t *word,
-                                  uint32_t s, lda_rng_t *r)
+ * it: f[k] = lda_base(n_wk, beta, inv_k) for every topic (the caller keeps it current as
+ * counts change), n_dk from doc; word is the word's table and wq its weights spread over
+ * all K topics (lda_alias_spread). Starts from topic s and runs
+ * c->mh Metropolis-Hastings steps with the proposal of the file comment. */
+static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const lda_doc_t *doc,
+                                  lda_alias_t *word, const float *wq, uint32_t s, lda_rng_t *r)
 {
-  const float alpha = (float)c->p.alpha, beta = (float)c->p.beta, ab = alpha * beta;
-  const float *inv = c->inv, *sinv = c->smooth_inv;
+  const float alpha = (float)c->p.alpha, ab = alpha * (float)c->p.beta;
+  const float *sinv = c->smooth_inv;
   float *w = c->w, *block = c->block;
   double dsum = 0;
   const uint32_t n = doc->n, nb = (n + 7) / 8;
@@ -207,7 +229,7 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const int32_t *row,
   for (uint32_t b = 0; b < nb; b++) {
     float sb = 0;
     for (uint32_t i = 8 * b; i < 8 * b + 8; i++) {
-      float x = doc->count[i] * lda_base(row, wdelta, inv, beta, doc->topic[i]);
+      float x = doc->count[i] * f[doc->topic[i]];
       w[i] = x;
       sb += x;
     }
@@ -217,9 +239,9 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const int32_t *row,
   const double total = dsum + word->mass + c->smooth->mass;
   /* p(k) = (n_dk + alpha) base_k and q(k) = n_dk base_k + word(k) + smoothing(k) */
   uint32_t at = lda_doc_find(doc, s);
-  float cnt = at < n ? doc->count[at] : 0.0f, base = lda_base(row, wdelta, inv, beta, s);
+  float cnt = at < n ? doc->count[at] : 0.0f, base = f[s];
   double ps = (cnt + alpha) * base;
-  double qs = cnt * base + lda_alias_weight(word, s) + ab * sinv[s];
+  double qs = cnt * base + wq[s] + ab * sinv[s];
   for (int step = 0; step < c->mh; step++) {
     double u = lda_rng_double(r) * total;
     uint32_t k;
@@ -241,9 +263,9 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const int32_t *row,
       cnt = at < n ? doc->count[at] : 0.0f;
     }
     if (k == s) continue;
-    base = lda_base(row, wdelta, inv, beta, k);
+    base = f[k];
     double pk = (cnt + alpha) * base;
-    double qk = cnt * base + lda_alias_weight(word, k) + ab * sinv[k];
+    double qk = cnt * base + wq[k] + ab * sinv[k];
     /* accept with min(1, p(k) q(s) / (p(s) q(k))) */
     if (lda_rng_double(r) * ps * qk < pk * qs) s = k, ps = pk, qs = qk;
   }

@@ -36,8 +36,8 @@ enum { TK = 8 };
  * p(k) ∝ (n_dk + alpha)(n_wk + beta)/(n_k + V beta). */
 typedef struct problem {
   lda_params_t p;
-  int32_t row[TK], wdelta[TK], nt[TK];
-  float inv[TK], sinv[TK], w[TK + 8], block[TK / 8 + 2];
+  int32_t nt[TK];
+  float inv[TK], sinv[TK], f[TK], wq[TK], w[TK + 8], block[TK / 8 + 2];
   uint16_t topic[TK + 8];
   float count[TK + 8];
   lda_doc_t doc;
@@ -57,16 +57,17 @@ static void problem_init(problem_t *pr, int stale)
   memset(pr, 0, sizeof(*pr));
   const double alpha = 0.3, beta = 0.05, V = 50;
   pr->p = (lda_params_t){TK, alpha, beta, beta * V, alpha * TK};
-  memcpy(pr->row, row, sizeof(row));
   memcpy(pr->nt, nt, sizeof(nt));
   for (int k = 0; k < TK; k++) {
     pr->inv[k] = (float)(1.0 / (nt[k] + pr->p.vbeta));
+    pr->f[k] = lda_base(row[k], (float)beta, pr->inv[k]);
     pr->sinv[k] = stale ? (float)(1.0 / (1.5 * nt[k] + 3 + pr->p.vbeta)) : pr->inv[k];
   }
   assert_int_equal(lda_build_scratch_init(&pr->build, TK), 0);
   assert_int_equal(
       lda_alias_build_word(&pr->word, stale ? old_row : row, NULL, pr->sinv, alpha, TK, &pr->build),
       0);
+  lda_alias_spread(&pr->word, pr->wq, 0);
   assert_int_equal(lda_alias_build_smooth(&pr->smooth, pr->sinv, alpha, beta, TK, &pr->build), 0);
   /* the document's entries, in a scrambled order, padded */
   pr->doc = (lda_doc_t){pr->topic, pr->count, 0};
@@ -76,7 +77,7 @@ static void problem_init(problem_t *pr, int stale)
     pr->count[i] = (float)ndk[order[i]];
   }
   pr->doc.n = 3;
-  pr->ctx = (lda_draw_ctx_t){pr->p, pr->inv, &pr->smooth, pr->sinv, pr->w, pr->block, 1};
+  pr->ctx = (lda_draw_ctx_t){pr->p, &pr->smooth, pr->sinv, pr->w, pr->block, 1};
   double sum = 0;
   for (int k = 0; k < TK; k++)
     sum += pr->target[k] = (ndk[k] + alpha) * (row[k] + beta) / (nt[k] + pr->p.vbeta);
@@ -120,7 +121,7 @@ static double run_draws(problem_t *pr, int start, int mh, uint64_t seed)
       double u = lda_rng_double(&r);
       for (s = 0; s < TK - 1 && u >= pr->target[s]; s++) u -= pr->target[s];
     }
-    uint32_t t = lda_sample(&pr->ctx, pr->row, pr->wdelta, &pr->doc, &pr->word, (uint32_t)s, &r);
+    uint32_t t = lda_sample(&pr->ctx, pr->f, &pr->doc, &pr->word, pr->wq, (uint32_t)s, &r);
     assert_true(t < TK);
     cnt[t]++;
   }
