@@ -194,7 +194,8 @@ typedef struct lda_draw_ctx {
  * (clamped at 0) and inv_k. */
 static inline float lda_base(int32_t n, float beta, float inv_k)
 {
-  return ((float)(n > 0 ? n : 0) + beta) * inv_k;
+  const float c = (float)n; /* clamped as a float: a select the compiler vectorizes */
+  return ((c > 0.0f ? c : 0.0f) + beta) * inv_k;
 }
 
 /* f[k] = lda_base(row[k], beta, inv[k]) for k < K. Other workers may be adding to row
