@@ -40,13 +40,13 @@ void kernel_add_i32(void *row, const void *delta, uint32_t dim, void *arg)
   _Atomic int32_t *r = row;
   const int32_t *d = delta;
   uint32_t j = 0;
-  /* sparse deltas (a few changed counts in a wide row) skip zeros four at a time */
-  for (; j + 4 <= dim; j += 4) {
-    uint64_t lo, hi;
-    memcpy(&lo, &d[j], sizeof(lo));
-    memcpy(&hi, &d[j + 2], sizeof(hi));
-    if (!(lo | hi)) continue;
-    for (uint32_t i = j; i < j + 4; i++)
+  /* sparse deltas (a few changed counts in a wide row) skip zeros 16 at a time */
+  for (; j + 16 <= dim; j += 16) {
+    uint64_t v[8], any = 0;
+    memcpy(v, &d[j], sizeof(v));
+    for (int i = 0; i < 8; i++) any |= v[i];
+    if (!any) continue;
+    for (uint32_t i = j; i < j + 16; i++)
       if (d[i]) atomic_fetch_add_explicit(&r[i], d[i], memory_order_relaxed);
   }
   for (; j < dim; j++)
