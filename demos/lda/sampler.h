@@ -13,7 +13,7 @@
  *
  * With fresh snapshots q = p and every proposal is accepted; stale ones only lower the
  * acceptance rate, never the exactness: the MH test evaluates q exactly, looking the
- * snapshot up. A draw costs O(K_d + log K_w): it does not grow with K once documents hold
+ * snapshot up. A draw costs O(K_d): it does not grow with K once documents hold
  * fewer topics than K. A word's table costs O(K) to build and is reused for many draws.
  * Counts read from shared rows may be transiently stale or negative; they are clamped at
  * 0 here and never written.
@@ -69,7 +69,8 @@ typedef struct lda_alias {
   uint32_t draws;  /* draws since the build */
 } lda_alias_t;
 
-/* The weight of topic k in a word table: binary search, O(log n). */
+/* The weight of topic k in a word table: binary search, O(log n) (draws read the dense
+ * spread below instead). */
 static inline double lda_alias_weight(const lda_alias_t *a, uint32_t k)
 {
   uint32_t lo = 0, hi = a->n;
