@@ -154,16 +154,11 @@ static void init_rows(const mf_t *m, shard_t *s, int shard)
   }
 }
 
-int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start, int of,
-                   uint32_t align)
+int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start, int of)
 {
   size_t per_block = BLOCK_BYTES / ((size_t)dim * sizeof(float));
   if (per_block == 0) per_block = 1;
-  /* at least `of` column blocks, so that each worker starts in a block of its own */
-  size_t col_block = per_block, least = of > 1 ? ((size_t)ncols + (size_t)of - 1) / (size_t)of : 0;
-  if (least > 0 && least < col_block) col_block = least;
-  if (align > 1) col_block = (col_block + align - 1) / align * align; /* whole actors */
-  size_t ncb = ((size_t)ncols + col_block - 1) / col_block;
+  size_t ncb = ((size_t)ncols + per_block - 1) / per_block;
   size_t nrb = ((size_t)nrows + per_block - 1) / per_block;
   if (ncb == 0) ncb = 1;
   if (nrb == 0) nrb = 1;
@@ -174,7 +169,7 @@ int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim
     free(first), free(out);
     return MF_ENOMEM;
   }
-#define BLOCK_OF(x) ((((x).col / col_block + ncb - off) % ncb) * nrb + (x).row / per_block)
+#define BLOCK_OF(x) ((((x).col / per_block + ncb - off) % ncb) * nrb + (x).row / per_block)
   for (size_t i = 0; i < r->n; i++) first[BLOCK_OF(r->r[i]) + 1]++;
   for (size_t b = 0; b < nb; b++) first[b + 1] += first[b];
   for (size_t i = 0; i < r->n; i++) out[first[BLOCK_OF(r->r[i])]++] = r->r[i];
@@ -225,11 +220,7 @@ static int deal(mf_t *m, const mf_ratings_t *all, int test)
   for (uint32_t w = 0; w < shards; w++) {
     shard_t *s = &m->shards[w];
     mf_ratings_t *r = test ? &s->test : &s->r;
-    /* every worker of the cluster starts in a column block of its own, with a free block
-     * between two workers (of = 2 x workers, every other start) */
-    const int workers = m->nodes * m->nshards, me = m->rank * m->nshards + (int)w;
-    if (!test && mf_block_order(r, s->nrows_local, m->ncols, m->dim, 2 * me, 2 * workers,
-                                au_table_group(m->cols)) != 0)
+    if (!test && mf_block_order(r, s->nrows_local, m->ncols, m->dim, (int)w, m->nshards) != 0)
       return AU_ENOMEM;
     au_key_t *keys = test ? s->test_keys : s->keys;
     for (size_t i = 0; i < r->n; i++) keys[i] = r->r[i].col;

@@ -66,13 +66,11 @@ int mf_save(mf_t *m, const char *path, const mf_idmap_t *rows, const mf_idmap_t 
 void mf_free(mf_t *m);
 
 /* The cache-aware walking order: ratings grouped into blocks of rows x columns whose
- * factors (dim floats each) fit in about 256 KiB, column blocks outermost, at least `of`
- * of them, starting at column block start * (blocks / of) so that `of` workers (all of
- * the cluster's) start in different blocks and walk them in step; column blocks are
- * whole multiples of `align` columns (the table's group: no parameter actor is shared
- * by two blocks); stable within a block. Used for each worker's shard, and by the
- * benchmark's serial baseline. 0 or MF_ENOMEM. */
-int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start, int of,
-                   uint32_t align);
+ * factors (dim floats each) fit in about 256 KiB, column blocks outermost, starting at
+ * column block start * (blocks / of) so that `of` workers start apart; stable within a
+ * block. Used for each worker's shard, and by the benchmark's serial baseline.
+ * 0 or MF_ENOMEM. */
+int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start,
+                   int of);
 
 #endif
