@@ -99,8 +99,9 @@ static place_action_t replicate_to(int owner, uint64_t nodes)
 }
 
 place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims, int n, int hot,
-                            int has_replicas, uint64_t now_ns)
+                            uint64_t replicas, uint64_t now_ns)
 {
+  const int has_replicas = replicas != 0;
   switch (mode) {
   case PLACE_CLASSIC:
     return (place_action_t){.kind = PLACE_LEAVE};
@@ -121,6 +122,10 @@ place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims,
      * at once -> a replica for each, the owner keeps it */
     uint64_t together = claimants(claims, n, now_ns, first);
     if ((together & (together - 1)) == 0) {
+      /* a lone claimant that holds a replica keeps reading it: moving the actor there
+       * would first drop that replica, and its workers would wait for the move */
+      if (first->node != owner && first->node < 64 && (replicas >> first->node & 1))
+        return (place_action_t){.kind = PLACE_LEAVE};
       if (first->node != owner) return (place_action_t){.kind = PLACE_MOVE, .node = first->node};
       return has_replicas ? (place_action_t){.kind = PLACE_DROP}
                           : (place_action_t){.kind = PLACE_LEAVE};

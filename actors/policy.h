@@ -83,8 +83,9 @@ typedef struct place_action {
 
 /* Decides for one parameter actor owned by `owner` at time now_ns. claims may overlap
  * and come in any order; expired ones (until_ns <= now_ns) count as absent. hot: the
- * actor is among the hot ones (PLACE_HOT only). has_replicas: some node holds one. */
+ * actor is among the hot ones (PLACE_HOT only). replicas: the nodes (bits) that hold a
+ * replica of it. */
 place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims, int n, int hot,
-                            int has_replicas, uint64_t now_ns);
+                            uint64_t replicas, uint64_t now_ns);
 
 #endif

@@ -11,7 +11,7 @@
 #define MS 1000000ull
 
 static place_action_t decide(place_mode_t m, int owner, const claim_t *c, int n, int hot,
-                             int replicas)
+                             uint64_t replicas)
 {
   return place_decide(m, owner, c, n, hot, replicas, 100 * MS);
 }
@@ -66,16 +66,24 @@ static void test_modes(void **state)
   assert_int_equal(a.nodes, 1u << 2);
 
   /* only the owner, or nobody: leave, or drop replicas no one needs */
-  a = decide(PLACE_ADAPTIVE, 0, mine, 1, 0, 1);
+  a = decide(PLACE_ADAPTIVE, 0, mine, 1, 0, 1u << 2);
   assert_int_equal(a.kind, PLACE_DROP);
   a = decide(PLACE_ADAPTIVE, 0, NULL, 0, 0, 0);
   assert_int_equal(a.kind, PLACE_LEAVE);
-  a = decide(PLACE_ADAPTIVE, 0, NULL, 0, 0, 1);
+  a = decide(PLACE_ADAPTIVE, 0, NULL, 0, 0, 1u << 2);
   assert_int_equal(a.kind, PLACE_DROP);
+
+  /* one claimant that already holds a replica keeps it (no drop, then move); one that
+   * holds none, while another node does, gets the actor */
+  a = decide(PLACE_ADAPTIVE, 0, one, 2, 0, 1u << 2);
+  assert_int_equal(a.kind, PLACE_LEAVE);
+  a = decide(PLACE_ADAPTIVE, 0, one, 2, 0, 1u << 3);
+  assert_int_equal(a.kind, PLACE_MOVE);
+  assert_int_equal(a.node, 2);
 
   /* expired claims are absent */
   claim_t old[] = {{.node = 1, .from_ns = 10 * MS, .until_ns = 50 * MS}};
-  a = decide(PLACE_ADAPTIVE, 0, old, 1, 0, 1);
+  a = decide(PLACE_ADAPTIVE, 0, old, 1, 0, 1u << 1);
   assert_int_equal(a.kind, PLACE_DROP);
   a = decide(PLACE_RELOCATE, 0, old, 1, 0, 0);
   assert_int_equal(a.kind, PLACE_LEAVE);
