@@ -35,6 +35,8 @@ static void usage(FILE *f)
              "  --workers N       worker actors (default: one per thread)\n"
              "  --batch N         ratings per worker step (default 512)\n"
              "  --lookahead N     intents announce the batch N steps ahead (default 2)\n"
+             "  --stagger         stagger all workers of the cluster over the column blocks,\n"
+             "                    so that a column is used by one node at a time\n"
              "  --seed N          seed for generation, split, shuffle, initialization (default 1)\n"
              "  --mode M          parameter placement across nodes (docs/cluster.md):\n"
              "                    adaptive (default: by the intents, a column used by one node\n"
@@ -124,6 +126,8 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 65536, &u))) a->mf.workers = (int)u;
     } else if (!strcmp(f, "--batch")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1 << 24, &u))) a->mf.batch = (uint32_t)u;
+    } else if (!strcmp(f, "--stagger")) {
+      a->mf.stagger = 1;
     } else if (!strcmp(f, "--lookahead")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, 1 << 20, &u))) a->mf.lookahead = (int)u;
     } else if (!strcmp(f, "--seed")) {
@@ -289,10 +293,10 @@ int main(int argc, char **argv)
   int threads = au_runtime_threads(au_node_runtime(node));
   if (talk) {
     printf("model rank=%u biases=%d nodes=%d threads=%d workers=%d kernel=%s mode=%s "
-           "lr=%g reg=%g\n",
+           "lr=%g reg=%g stagger=%d\n",
            a.mf.rank, a.mf.biases, nodes, threads, a.mf.workers ? a.mf.workers : threads,
            a.mf.kernel == AU_KERNEL_ADD ? "exact" : "hogwild", au_place_name(a.mf.place), a.mf.lr,
-           a.mf.reg);
+           a.mf.reg, a.mf.stagger);
     fflush(stdout);
   }
 

@@ -104,7 +104,15 @@ static int step(au_worker_t *w, void *arg)
   au_clock_t now = au_clock(w);
 
   /* Announce the columns of the batch `lookahead` steps ahead (wrapping into the next
-   * epoch). A re-run after AU_WAIT repeats this; intents are idempotent. */
+   * epoch). A re-run after AU_WAIT repeats this; intents are idempotent. The first step
+   * of an epoch also announces the batches before that one: their intents, sent at the
+   * end of the last epoch, were for clocks that the pause between epochs has pushed
+   * back. */
+  for (size_t j = 1; s->pos == 0 && j < (size_t)s->lookahead && j * s->batch < s->r.n; j++) {
+    size_t at = j * s->batch, m = s->r.n - at < s->batch ? s->r.n - at : s->batch;
+    int rc = au_intent(w, s->cols_table, &s->keys[at], m, now + j, now + j + 1);
+    if (rc != 0) return rc;
+  }
   if (s->lookahead > 0) {
     size_t ahead = (s->pos + (size_t)s->lookahead * s->batch) % s->r.n;
     size_t m = s->r.n - ahead < s->batch ? s->r.n - ahead : s->batch;
@@ -154,11 +162,19 @@ static void init_rows(const mf_t *m, shard_t *s, int shard)
   }
 }
 
-int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start, int of)
+int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start, int of,
+                   uint32_t align)
 {
   size_t per_block = BLOCK_BYTES / ((size_t)dim * sizeof(float));
   if (per_block == 0) per_block = 1;
-  size_t ncb = ((size_t)ncols + per_block - 1) / per_block;
+  size_t col_block = per_block;
+  if (align > 0) {
+    /* at least `of` column blocks of whole actors: each worker starts in one of its own */
+    size_t least = of > 1 ? ((size_t)ncols + (size_t)of - 1) / (size_t)of : 0;
+    if (least > 0 && least < col_block) col_block = least;
+    col_block = (col_block + align - 1) / align * align;
+  }
+  size_t ncb = ((size_t)ncols + col_block - 1) / col_block;
   size_t nrb = ((size_t)nrows + per_block - 1) / per_block;
   if (ncb == 0) ncb = 1;
   if (nrb == 0) nrb = 1;
@@ -169,7 +185,7 @@ int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim
     free(first), free(out);
     return MF_ENOMEM;
   }
-#define BLOCK_OF(x) ((((x).col / per_block + ncb - off) % ncb) * nrb + (x).row / per_block)
+#define BLOCK_OF(x) ((((x).col / col_block + ncb - off) % ncb) * nrb + (x).row / per_block)
   for (size_t i = 0; i < r->n; i++) first[BLOCK_OF(r->r[i]) + 1]++;
   for (size_t b = 0; b < nb; b++) first[b + 1] += first[b];
   for (size_t i = 0; i < r->n; i++) out[first[BLOCK_OF(r->r[i])]++] = r->r[i];
@@ -220,8 +236,16 @@ static int deal(mf_t *m, const mf_ratings_t *all, int test)
   for (uint32_t w = 0; w < shards; w++) {
     shard_t *s = &m->shards[w];
     mf_ratings_t *r = test ? &s->test : &s->r;
-    if (!test && mf_block_order(r, s->nrows_local, m->ncols, m->dim, (int)w, m->nshards) != 0)
-      return AU_ENOMEM;
+    /* the node's workers start apart; with stagger every worker of the cluster starts in
+     * a column block of its own, a free block between two (of = 2 x workers) */
+    const int workers = m->nodes * m->nshards, me = m->rank * m->nshards + (int)w;
+    int rc2 = 0;
+    if (!test && m->o.stagger)
+      rc2 = mf_block_order(r, s->nrows_local, m->ncols, m->dim, 2 * me, 2 * workers,
+                           au_table_group(m->cols));
+    else if (!test)
+      rc2 = mf_block_order(r, s->nrows_local, m->ncols, m->dim, (int)w, m->nshards, 0);
+    if (rc2 != 0) return AU_ENOMEM;
     au_key_t *keys = test ? s->test_keys : s->keys;
     for (size_t i = 0; i < r->n; i++) keys[i] = r->r[i].col;
   }

@@ -24,6 +24,7 @@ typedef struct mf_opts {
   int workers;        /* worker actors; 0 = one per scheduler thread */
   uint32_t batch;     /* ratings per step */
   int lookahead;      /* intents name the batch this many steps ahead */
+  int stagger;        /* column blocks staggered over all workers of the cluster */
   au_kernel_t kernel; /* AU_KERNEL_HOGWILD (default) or AU_KERNEL_ADD (exact) */
   au_place_t place;   /* how the column table is placed (default AU_PLACE_ADAPTIVE) */
   uint64_t seed;
@@ -68,9 +69,11 @@ void mf_free(mf_t *m);
 /* The cache-aware walking order: ratings grouped into blocks of rows x columns whose
  * factors (dim floats each) fit in about 256 KiB, column blocks outermost, starting at
  * column block start * (blocks / of) so that `of` workers start apart; stable within a
- * block. Used for each worker's shard, and by the benchmark's serial baseline.
- * 0 or MF_ENOMEM. */
-int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start,
-                   int of);
+ * block. With align > 0 there are at least `of` column blocks, each a whole multiple of
+ * `align` columns (the table's group: no parameter actor is shared by two blocks), so
+ * that `of` workers start in different blocks and walk them in step (--stagger). Used
+ * for each worker's shard, and by the benchmark's serial baseline. 0 or MF_ENOMEM. */
+int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start, int of,
+                   uint32_t align);
 
 #endif

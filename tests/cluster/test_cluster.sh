@@ -201,6 +201,22 @@ mf)
   check "3 nodes within 2% of one node" awk -v a="$one" -v b="$three" \
     'BEGIN { d = (b - a) / a; exit !(a > 0 && b > 0 && d < 0.02 && d > -0.02) }'
   check "3 nodes fetched remote columns" grep -q '^\[0\] epoch=8 .*local=0\.[0-9]' "$tmp/three"
+  # --stagger: each column block is used by one node at a time, so adaptive moves the
+  # columns to their user (reads are local) and the model still trains
+  st=(--ratings 1000000 --rows 8000 --cols 2000 --epochs 4 --mode adaptive --stagger)
+  timeout 200 "$augur" run -n 3 "$mf" "${st[@]}" >"$tmp/stagger" 2>&1
+  rc=$?
+  grep '^\[0\]' "$tmp/stagger"
+  check "3-node --stagger exits 0" test $rc -eq 0
+  check "--stagger is on" grep -q '^\[0\] model .*stagger=1' "$tmp/stagger"
+  check "--stagger moved columns" grep -q '^\[0\] epoch=4 .*moves=[1-9]' "$tmp/stagger"
+  e1=$(grep '^\[0\] epoch=1 ' "$tmp/stagger" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+  e4=$(grep '^\[0\] epoch=4 ' "$tmp/stagger" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+  l4=$(grep '^\[0\] epoch=4 ' "$tmp/stagger" | grep -o ' local=[0-9.]*' | cut -d= -f2)
+  echo "--stagger: test_rmse $e1 -> $e4, local=$l4"
+  check "--stagger trains (test RMSE falls by a fifth)" awk -v a="$e1" -v b="$e4" \
+    'BEGIN { exit !(a > 0 && b > 0 && b < 0.8 * a) }'
+  check "--stagger reads locally (>= 0.9)" awk -v l="$l4" 'BEGIN { exit !(l >= 0.9) }'
   ;;
 mf_modes)
   # replicate (3 nodes) and relocate (2 nodes) train as well as one node; small runs are
