@@ -10,6 +10,7 @@
  * frames wait here.
  */
 #include <errno.h>
+#include <sys/prctl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -44,18 +45,33 @@ static void sleep_until(uint64_t due_ns)
 static void *delay_main(void *arg)
 {
   netdelay_t *d = arg;
+  /* wake-ups at the due time, not up to the default 50 us (or the container's) later */
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   pthread_mutex_lock(&d->mu);
   for (;;) {
     while (!d->head && !d->stop) pthread_cond_wait(&d->cv, &d->mu);
     if (!d->head) break; /* stopping, nothing left */
-    delayed_t *e = d->head;
-    d->head = e->next;
-    if (!d->head) d->tail = &d->head;
+    uint64_t due = d->head->due_ns;
     int stopping = d->stop;
+    if (!stopping && due > au_now_ns()) {
+      pthread_mutex_unlock(&d->mu);
+      sleep_until(due);
+      pthread_mutex_lock(&d->mu);
+    }
+    /* everything due by now goes in one batch, taken under one lock (stopping: all) */
+    uint64_t now = au_now_ns();
+    delayed_t *batch = d->head, **cut = &d->head;
+    while (*cut && (stopping || (*cut)->due_ns <= now)) cut = &(*cut)->next;
+    d->head = *cut;
+    *cut = NULL;
+    if (!d->head) d->tail = &d->head;
     pthread_mutex_unlock(&d->mu);
-    if (!stopping) sleep_until(e->due_ns); /* stopping: what is left goes at once */
-    io_post_msg(d->rt, e->m);
-    free(e);
+    while (batch) {
+      delayed_t *next = batch->next;
+      io_post_msg(d->rt, batch->m);
+      free(batch);
+      batch = next;
+    }
     pthread_mutex_lock(&d->mu);
   }
   pthread_mutex_unlock(&d->mu);
