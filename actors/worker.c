@@ -134,6 +134,7 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     atomic_fetch_add(&w->epoch, 1);
     rc = w->step(w, w->arg);
     atomic_fetch_add(&w->epoch, 1);
+    sched_long_turn(); /* user code ran: let queued network messages in next */
     rows_reset(w);
     if (w->views != 0) {
       fprintf(stderr, "augur: worker %d: step returned holding %d view(s) without au_release\n",

@@ -46,6 +46,7 @@ typedef struct sched_thread {
   unsigned tick;
   au_actor_t *deferred; /* still runnable after its turn: runs once the deque is empty */
   unsigned deferred_at; /* tick when it was deferred */
+  int long_turn;        /* the last turn was long: look at the inject queue first */
   /* counters: written by the owner only, read by au_runtime_stats; a line of
    * their own, away from `bottom`, which thieves read (local_sent changes per send) */
   _Alignas(64) atomic_ullong runs, msgs, steals, parks;
@@ -135,6 +136,10 @@ void sched_poke(au_runtime_t *rt);
 void sched_defer(rt_ctx_t *ctx, au_actor_t *a);
 /* Adds one actor turn that handled `msgs` messages to the thread's counters. */
 void sched_count_turn(sched_thread_t *t, unsigned msgs);
+/* The calling thread's turn was a long one (a worker's step): its next turn looks at the
+ * inject queue first, so that messages from other threads (the network's, to a placer
+ * or a server) wait one such turn, not INJECT_INTERVAL of them. */
+void sched_long_turn(void);
 
 /* actor.c */
 void actor_run(rt_ctx_t *ctx, au_actor_t *a);

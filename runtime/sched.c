@@ -167,6 +167,11 @@ void sched_defer(rt_ctx_t *ctx, au_actor_t *a)
   notify(t->rt);
 }
 
+void sched_long_turn(void)
+{
+  if (rt_tls && rt_tls->sched) rt_tls->sched->long_turn = 1;
+}
+
 static au_actor_t *take_deferred(sched_thread_t *t)
 {
   au_actor_t *a = t->deferred;
@@ -183,7 +188,10 @@ static au_actor_t *find_work(sched_thread_t *t)
   /* Fairness: a deferred actor waits at most INJECT_INTERVAL turns, and the inject
    * queue is looked at every INJECT_INTERVAL turns, even while the deque has work. */
   if (t->deferred && t->tick - t->deferred_at >= INJECT_INTERVAL) return take_deferred(t);
-  if (t->tick % INJECT_INTERVAL == 0) a = actor_of_node(injectq_pop(&rt->inject));
+  if (t->tick % INJECT_INTERVAL == 0 || t->long_turn) {
+    t->long_turn = 0;
+    a = actor_of_node(injectq_pop(&rt->inject));
+  }
   if (!a) a = deque_pop(&t->dq);
   if (!a && t->deferred) a = take_deferred(t);
   if (!a) a = actor_of_node(injectq_pop(&rt->inject));
