@@ -45,6 +45,18 @@ exchange)
     check "exchange on $n nodes: backpressure was hit" \
       grep -q 'cluster_backpressure_waits=[1-9]' "$tmp/out$n"
   done
+  # the testing-only link delay (AU_NET_DELAY_US) batches frames that fall due together:
+  # still every frame, in order, checksums intact
+  AU_NET_DELAY_US=500 timeout 120 "$augur" run -n 3 "$node" exchange 3000 4096 >"$tmp/delay" 2>&1
+  rc=$?
+  cat "$tmp/delay"
+  check "exchange with a 500 us link delay exits 0" test $rc -eq 0
+  check "exchange with a link delay: every node ok, no order or checksum error" \
+    test "$(grep -c 'cluster_errors=0 .* ok$' "$tmp/delay")" -eq 3
+  AU_NET_DELAY_US=abc timeout 60 "$augur" run -n 2 "$node" exchange 10 64 >"$tmp/baddelay" 2>&1
+  rc=$?
+  check "a bad AU_NET_DELAY_US stops the run" test $rc -ne 0
+  check "a bad AU_NET_DELAY_US is named" grep -q 'AU_NET_DELAY_US' "$tmp/baddelay"
   ;;
 conserve)
   timeout 120 "$augur" run -n 3 "$node" conserve 2000 30000 >"$tmp/out" 2>&1
