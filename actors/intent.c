@@ -177,7 +177,7 @@ static void decide(struct placer *p, rec_t *r, uint64_t now)
   int hot = 0; /* hot if any claimant counts it hot (nodes count their own intents) */
   for (int i = 0; i < r->nclaims; i++) hot |= r->claims[i].hot;
   place_action_t act = place_decide((place_mode_t)r->t->place, n->rank, r->claims, r->nclaims, hot,
-                                    r->replicas, now);
+                                    r->replicas & ~r->dropping, now);
   switch (act.kind) {
   case PLACE_MOVE:
     if (r->replicas) {

@@ -124,7 +124,8 @@ place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims,
     if ((together & (together - 1)) == 0) {
       /* a lone claimant that holds a replica keeps reading it: moving the actor there
        * would first drop that replica, and its workers would wait for the move */
-      if (first->node != owner && first->node < 64 && (replicas >> first->node & 1))
+      if (first->node != owner && first->node >= 0 && first->node < 64 &&
+          (replicas >> first->node & 1))
         return (place_action_t){.kind = PLACE_LEAVE};
       if (first->node != owner) return (place_action_t){.kind = PLACE_MOVE, .node = first->node};
       return has_replicas ? (place_action_t){.kind = PLACE_DROP}

@@ -3,11 +3,12 @@
  *
  * These machines' kernels lack tc netem, and libuv's timers count milliseconds, so a
  * frame waits here instead: net_send_finish hands it to one delay thread, which keeps a
- * FIFO (every frame waits equally long, so FIFO order is due order), sleeps until the
- * head is due and then posts it to the I/O thread as if it had just been sent. Per-sender
- * FIFO order is kept; control frames (joining, end-of-run polls, heartbeats) are not
- * delayed. A delayed frame counts as sent from the start, so a run does not end while
- * frames wait here.
+ * FIFO (every frame waits equally long, so FIFO order is due order, up to the moments
+ * between a sender reading the clock and taking the lock), sleeps until the head is due
+ * and then posts every frame due by then to the I/O thread, in one batch, as if it had
+ * just been sent. Per-sender FIFO order is kept; control frames (joining, end-of-run polls,
+ * heartbeats) are not delayed. A delayed frame counts as sent from the start, so a run does not end
+ * while frames wait here.
  */
 #include <errno.h>
 #include <sys/prctl.h>

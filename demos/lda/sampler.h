@@ -14,7 +14,8 @@
  * With fresh snapshots q = p and every proposal is accepted; stale ones only lower the
  * acceptance rate, never the exactness: the MH test evaluates q exactly, looking the
  * snapshot up. A draw costs O(K_d): it does not grow with K once documents hold
- * fewer topics than K. A word's table costs O(K) to build and is reused for many draws.
+ * fewer topics than K. Per word and step there are O(K) passes (the factors lda_bases,
+ * the delta row), and a word's table costs O(K) to build and is reused for many draws.
  * Counts read from shared rows may be transiently stale or negative; they are clamped at
  * 0 here and never written.
  */

@@ -169,10 +169,12 @@ int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim
   if (per_block == 0) per_block = 1;
   size_t col_block = per_block;
   if (align > 0) {
-    /* at least `of` column blocks of whole actors: each worker starts in one of its own */
-    size_t least = of > 1 ? ((size_t)ncols + (size_t)of - 1) / (size_t)of : 0;
-    if (least > 0 && least < col_block) col_block = least;
-    col_block = (col_block + align - 1) / align * align;
+    /* at least `of` column blocks of whole actors (rounded down, so there are no fewer),
+     * each worker starting in one of its own; fewer when ncols < of x align */
+    size_t most = of > 1 ? (size_t)ncols / (size_t)of : col_block;
+    if (most < col_block) col_block = most;
+    col_block = col_block / align * align;
+    if (col_block < align) col_block = align;
   }
   size_t ncb = ((size_t)ncols + col_block - 1) / col_block;
   size_t nrb = ((size_t)nrows + per_block - 1) / per_block;
@@ -239,10 +241,16 @@ static int deal(mf_t *m, const mf_ratings_t *all, int test)
     /* the node's workers start apart; with stagger every worker of the cluster starts in
      * a column block of its own, a free block between two (of = 2 x workers) */
     const int workers = m->nodes * m->nshards, me = m->rank * m->nshards + (int)w;
+    const uint32_t group = au_table_group(m->cols);
+    if (!test && m->o.stagger && w == 0 && m->rank == 0 && m->ncols / group < 2 * (uint32_t)workers)
+      fprintf(stderr,
+              "augur-mf: --stagger: %u columns make %u column blocks of whole parameter actors "
+              "(%u columns each) for %d workers, fewer than 2 each: some workers share a "
+              "block\n",
+              m->ncols, (m->ncols + group - 1) / group, group, workers);
     int rc2 = 0;
     if (!test && m->o.stagger)
-      rc2 = mf_block_order(r, s->nrows_local, m->ncols, m->dim, 2 * me, 2 * workers,
-                           au_table_group(m->cols));
+      rc2 = mf_block_order(r, s->nrows_local, m->ncols, m->dim, 2 * me, 2 * workers, group);
     else if (!test)
       rc2 = mf_block_order(r, s->nrows_local, m->ncols, m->dim, (int)w, m->nshards, 0);
     if (rc2 != 0) return AU_ENOMEM;

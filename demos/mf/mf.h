@@ -69,9 +69,10 @@ void mf_free(mf_t *m);
 /* The cache-aware walking order: ratings grouped into blocks of rows x columns whose
  * factors (dim floats each) fit in about 256 KiB, column blocks outermost, starting at
  * column block start * (blocks / of) so that `of` workers start apart; stable within a
- * block. With align > 0 there are at least `of` column blocks, each a whole multiple of
- * `align` columns (the table's group: no parameter actor is shared by two blocks), so
- * that `of` workers start in different blocks and walk them in step (--stagger). Used
+ * block. With align > 0 the column blocks are whole multiples of `align` columns (the
+ * table's group: no parameter actor is shared by two blocks), at least `of` of them
+ * when ncols >= of x align, so that `of` workers start in different blocks and walk them
+ * in step (--stagger; every node runs the same number of workers). Used
  * for each worker's shard, and by the benchmark's serial baseline. 0 or MF_ENOMEM. */
 int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start, int of,
                    uint32_t align);
