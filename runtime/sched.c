@@ -192,8 +192,6 @@ static au_actor_t *find_work(sched_thread_t *t)
    * earn another such look (two workers in the inject queue would otherwise keep the
    * deque waiting). */
   if (t->deferred && t->tick - t->deferred_at >= INJECT_INTERVAL) return take_deferred(t);
-  /* (the flags are written only when they change: a store per turn to this line slows
-   * message-heavy runs 2.5x, measured with augur-bench-sched) */
   const int long_turn = t->long_turn;
   if (t->inject_first) t->inject_first = 0;
   if (t->tick % INJECT_INTERVAL == 0 || long_turn) {
