@@ -8,6 +8,7 @@
  */
 #include "model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,29 @@ static void doc_entries(shard_t *s, uint32_t b)
   }
 }
 
+#ifdef LDA_CHECK_FACTORS
+/* A testing aid (test_lda_checked): after every token, the word's factors f and its
+ * spread table weights wq against values computed afresh. Meaningful with one worker,
+ * whose row nobody else changes while it samples. */
+unsigned long lda_factor_checks, lda_factor_mismatches;
+
+static void check_factors(const shard_t *s, const int32_t *row, const lda_alias_t *a, float beta)
+{
+  for (uint32_t k = 0; k < s->m->p.K; k++) {
+    float fresh = lda_base(lda_count(row, k) + s->wdelta[k], beta, s->inv[k]);
+    lda_factor_mismatches += fabsf(s->f[k] - fresh) > 1e-6f * fabsf(fresh);
+    lda_factor_mismatches += s->wq[k] != (float)lda_alias_weight(a, k);
+  }
+  lda_factor_checks++;
+}
+
+static void check_cleared(const shard_t *s)
+{
+  for (uint32_t k = 0; k < s->m->p.K; k++) lda_factor_mismatches += s->wq[k] != 0.0f;
+  lda_factor_checks++;
+}
+#endif
+
 static inline void set_inv(shard_t *s, uint32_t k)
 {
   s->inv[k] = (float)(1.0 / ((s->nt[k] > 0 ? (double)s->nt[k] : 0.0) + s->m->p.vbeta));
@@ -186,6 +210,9 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
       if (t == z0) {
         inv[z0] = inv0;
         f[z0] = f0;
+#ifdef LDA_CHECK_FACTORS
+        check_factors(s, row, a, beta);
+#endif
         continue;
       }
       set_inv(s, t);
@@ -194,8 +221,14 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
       s->tdelta[z0]--;
       s->tdelta[t]++;
       s->mv[n++] = (lda_move_t){(uint16_t)z0, (uint16_t)t};
+#ifdef LDA_CHECK_FACTORS
+      check_factors(s, row, a, beta);
+#endif
     }
     lda_alias_spread(a, wq, 1);
+#ifdef LDA_CHECK_FACTORS
+    check_cleared(s);
+#endif
     moved += n;
     int r2 = apply_word(w, s, wv, i, s->batch_keys[k0 + i], n);
     if (rc == 0) rc = r2;

@@ -504,6 +504,39 @@ static void test_create_rejects_bad_options(void **state)
   lda_corpus_free(&c);
 }
 
+#ifdef LDA_CHECK_FACTORS
+extern unsigned long lda_factor_checks, lda_factor_mismatches;
+
+/* The word factors f and the spread word table wq that the draws read are kept current
+ * token by token: with one worker (nobody else changes the row during a word) they equal
+ * values computed afresh after every token, and wq is clear between words. K = 30 with
+ * words of up to hundreds of tokens: word tables are rebuilt in the middle of words. */
+static void test_word_factors_kept_current(void **state)
+{
+  (void)state;
+  lda_gen_opts_t g;
+  lda_gen_opts_default(&g);
+  g.docs = 800, g.vocab = 300, g.doc_length = 50, g.topics = 10, g.seed = 5;
+  lda_opts_t o;
+  lda_opts_default(&o);
+  o.topics = 30;
+  o.workers = 1;
+  o.batch = 5000;
+  run_t r;
+  start(&r, &g, &o, 1);
+  lda_factor_checks = lda_factor_mismatches = 0;
+  for (int it = 0; it < 3; it++) {
+    lda_iter_t st;
+    assert_int_equal(lda_iterate(r.m, &st), 0);
+  }
+  print_message("factor checks %lu, mismatches %lu\n", lda_factor_checks, lda_factor_mismatches);
+  assert_true(lda_factor_checks >= 3 * r.c.ntokens);
+  assert_int_equal(lda_factor_mismatches, 0);
+  check_tables(&r);
+  stop(&r);
+}
+#endif
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -515,6 +548,9 @@ int main(void)
       cmocka_unit_test(test_learns_planted_topics),
       cmocka_unit_test(test_save),
       cmocka_unit_test(test_create_rejects_bad_options),
+#ifdef LDA_CHECK_FACTORS
+      cmocka_unit_test(test_word_factors_kept_current),
+#endif
   };
   return cmocka_run_group_tests_name("lda", tests, NULL, NULL);
 }
