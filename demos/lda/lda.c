@@ -124,22 +124,26 @@ static void doc_entries(shard_t *s, uint32_t b)
 /* A testing aid (test_lda_checked): after every token, the word's factors f and its
  * spread table weights wq against values computed afresh. Meaningful with one worker,
  * whose row nobody else changes while it samples. */
-unsigned long lda_factor_checks, lda_factor_mismatches;
+atomic_ulong lda_factor_checks, lda_factor_mismatches; /* every worker adds to them */
 
 static void check_factors(const shard_t *s, const int32_t *row, const lda_alias_t *a, float beta)
 {
+  unsigned long bad = 0;
   for (uint32_t k = 0; k < s->m->p.K; k++) {
     float fresh = lda_base(lda_count(row, k) + s->wdelta[k], beta, s->inv[k]);
-    lda_factor_mismatches += fabsf(s->f[k] - fresh) > 1e-6f * fabsf(fresh);
-    lda_factor_mismatches += s->wq[k] != (float)lda_alias_weight(a, k);
+    bad += fabsf(s->f[k] - fresh) > 1e-6f * fabsf(fresh);
+    bad += s->wq[k] != (float)lda_alias_weight(a, k);
   }
-  lda_factor_checks++;
+  atomic_fetch_add_explicit(&lda_factor_mismatches, bad, memory_order_relaxed);
+  atomic_fetch_add_explicit(&lda_factor_checks, 1, memory_order_relaxed);
 }
 
 static void check_cleared(const shard_t *s)
 {
-  for (uint32_t k = 0; k < s->m->p.K; k++) lda_factor_mismatches += s->wq[k] != 0.0f;
-  lda_factor_checks++;
+  unsigned long bad = 0;
+  for (uint32_t k = 0; k < s->m->p.K; k++) bad += s->wq[k] != 0.0f;
+  atomic_fetch_add_explicit(&lda_factor_mismatches, bad, memory_order_relaxed);
+  atomic_fetch_add_explicit(&lda_factor_checks, 1, memory_order_relaxed);
 }
 #endif
 

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -505,7 +506,7 @@ static void test_create_rejects_bad_options(void **state)
 }
 
 #ifdef LDA_CHECK_FACTORS
-extern unsigned long lda_factor_checks, lda_factor_mismatches;
+extern atomic_ulong lda_factor_checks, lda_factor_mismatches;
 
 /* The word factors f and the spread word table wq that the draws read are kept current
  * token by token: with one worker (nobody else changes the row during a word) they equal
@@ -524,14 +525,17 @@ static void test_word_factors_kept_current(void **state)
   o.batch = 5000;
   run_t r;
   start(&r, &g, &o, 1);
-  lda_factor_checks = lda_factor_mismatches = 0;
+  atomic_store(&lda_factor_checks, 0);
+  atomic_store(&lda_factor_mismatches, 0);
   for (int it = 0; it < 3; it++) {
     lda_iter_t st;
     assert_int_equal(lda_iterate(r.m, &st), 0);
   }
-  print_message("factor checks %lu, mismatches %lu\n", lda_factor_checks, lda_factor_mismatches);
-  assert_true(lda_factor_checks >= 3 * r.c.ntokens);
-  assert_int_equal(lda_factor_mismatches, 0);
+  unsigned long checks = atomic_load(&lda_factor_checks);
+  unsigned long bad = atomic_load(&lda_factor_mismatches);
+  print_message("factor checks %lu, mismatches %lu\n", checks, bad);
+  assert_true(checks >= 3 * r.c.ntokens);
+  assert_int_equal(bad, 0);
   check_tables(&r);
   stop(&r);
 }
