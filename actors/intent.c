@@ -240,8 +240,18 @@ static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int hot, 
     decide(p, r, now);
     return;
   }
-  /* in motion: dropped (the claimant renews it); astray: dropped after a few hops */
-  if (st == PA_HANDING_OFF || r->requested || hops > 2 * n->nodes) return;
+  /* handing off: held, and sent on to the new owner after the values; on its way here:
+   * dropped (the claimant renews it; what asked for it may never bring it); astray:
+   * dropped after a few hops */
+  if (r->requested || hops > 2 * n->nodes) return;
+  if (st == PA_HANDING_OFF) {
+    obuf_t one = {0};
+    put_claim(&one, r, (uint32_t)node, hops, hot, from > now ? from - now : 0,
+              until > now ? until - now : 0);
+    if (one.len) placement_hold(p, r, PS_CLAIM, one.p, (uint32_t)one.len);
+    free(one.p);
+    return;
+  }
   /* the owner as this node knows it (PS_OWNER keeps that fresh); a node that knows
    * better sends it on */
   int to = (int)pa_of(r)->owner;

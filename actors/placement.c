@@ -71,6 +71,11 @@ static void hold(struct placer *p, rec_t *r, const au_msg_t *m, uint32_t type, c
   placer_pending(p, 1);
 }
 
+void placement_hold(struct placer *p, rec_t *r, uint32_t type, const void *data, uint32_t len)
+{
+  hold(p, r, NULL, type, data, len);
+}
+
 /* --- one key of a forwarded request or push --------------------------------------- */
 
 /* Payloads of PS_REQ / PS_PUSH with one key (remote.h has the layout). */
@@ -242,7 +247,7 @@ static void ship(struct placer *p, rec_t *r)
   r->held_tail = &r->held;
   while (h) {
     held_t *next = h->next;
-    if (h->type == PS_MOVE_REQ)
+    if (h->type == PS_MOVE_REQ || h->type == PS_CLAIM)
       au_send_to(n->rt, (uint32_t)r->to, PS_PLACER_PORT, h->type, h->data, h->len);
     else
       forward_one(p, h->type, h->data, h->len, r->to);

@@ -96,6 +96,9 @@ int placement_grace_over(struct placer *p, rec_t *r);
 /* A PL_GRACE-kind message: the actor's record if its grace period is over, else NULL
  * (and, while it lasts, the message goes round again, after the others). */
 rec_t *placement_grace_poll(struct placer *p, const au_msg_t *m);
+/* Keeps a message for an actor that is handing off: ship() sends it on to the new owner
+ * after the values (a claim, PS_CLAIM, as it is). */
+void placement_hold(struct placer *p, rec_t *r, uint32_t type, const void *data, uint32_t len);
 /* The owner if it is here, else where a message for it goes next. */
 int placement_next_hop(const au_node_t *n, const rec_t *r);
 uint64_t placement_rec_key(const rec_t *r);
@@ -103,6 +106,7 @@ uint64_t placement_rec_key(const rec_t *r);
 /* intent.c */
 /* PS_INTENT, PS_CLAIM, PS_REP_GONE, PL_DROP_GRACE */
 void intent_handle(struct placer *p, const au_msg_t *m);
+
 /* The replica tick: sends the claims that came due, decides again for claimed actors. */
 void intent_tick(struct placer *p);
 /* An actor or a replica this node asked for by a claim has arrived. */
