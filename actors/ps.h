@@ -143,11 +143,17 @@ static inline void *table_row_held(au_table_t *t, au_key_t k)
   return v ? v + (size_t)(k & (t->group - 1)) * t->row_bytes : NULL;
 }
 
+/* A table whose actors can have replicas (replicate, hot, adaptive). */
+static inline int table_replicable(const au_table_t *t)
+{
+  return t->place != AU_PLACE_CLASSIC && t->place != AU_PLACE_RELOCATE;
+}
+
 /* Marks an actor's values written, after the writes: the replica tick ships (or sends
  * fresh) only what is marked. Only tables that can have replicas keep the mark. */
 static inline void table_mark(au_table_t *t, au_key_t k)
 {
-  if (t->place == AU_PLACE_CLASSIC || t->place == AU_PLACE_RELOCATE) return;
+  if (!table_replicable(t)) return;
   atomic_store_explicit(&t->actors[k >> t->group_shift].dirty, 1, memory_order_release);
 }
 

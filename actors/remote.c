@@ -352,7 +352,7 @@ static void answer(au_node_t *n, au_table_t *t, const uint8_t *p, size_t len)
 static void apply(au_table_t *t, const uint8_t *p, obuf_t *delta)
 {
   /* replicas must hear */
-  if (t->place != AU_PLACE_CLASSIC && t->place != AU_PLACE_RELOCATE) placement_touched(t->node);
+  if (table_replicable(t)) placement_touched(t->node);
   uint32_t cnt = get_u32(p + 4);
   delta->len = 0;
   if (obuf_reserve(delta, t->row_bytes) != 0) {

@@ -431,7 +431,7 @@ void au_release(au_worker_t *w, au_view_t *v)
     w->views--;
     /* the view's local rows may have been written: mark them for the replica tick (after
      * the writes; a row fetched from elsewhere went back as a push) */
-    if (w->node->nodes > 1 && t->place != AU_PLACE_CLASSIC && t->place != AU_PLACE_RELOCATE) {
+    if (w->node->nodes > 1 && table_replicable(t)) {
       uint64_t last = UINT64_MAX; /* once per run of keys of one actor */
       for (size_t i = 0; i < v->n; i++) {
         uint64_t actor = v->au__keys[i] >> t->group_shift;
