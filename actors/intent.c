@@ -244,10 +244,10 @@ static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int hot, 
    * dropped (the claimant renews it; what asked for it may never bring it); astray:
    * dropped after a few hops */
   if (r->requested || hops > 2 * n->nodes) return;
+  const uint64_t from_d = from > now ? from - now : 0, until_d = until > now ? until - now : 0;
   if (st == PA_HANDING_OFF) {
     obuf_t one = {0};
-    put_claim(&one, r, (uint32_t)node, hops, hot, from > now ? from - now : 0,
-              until > now ? until - now : 0);
+    put_claim(&one, r, (uint32_t)node, hops, hot, from_d, until_d);
     if (one.len) placement_hold(p, r, PS_CLAIM, one.p, (uint32_t)one.len);
     free(one.p);
     return;
@@ -257,8 +257,7 @@ static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int hot, 
   int to = (int)pa_of(r)->owner;
   if (to == n->rank) to = placement_next_hop(n, r);
   if (to == n->rank) return;
-  put_claim(&out[to], r, (uint32_t)node, (uint16_t)(hops + 1), hot, from > now ? from - now : 0,
-            until > now ? until - now : 0);
+  put_claim(&out[to], r, (uint32_t)node, (uint16_t)(hops + 1), hot, from_d, until_d);
 }
 
 /* This node's claim for r goes out (or is taken here, by its owner). */
