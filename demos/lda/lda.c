@@ -120,6 +120,13 @@ static void doc_entries(shard_t *s, uint32_t b)
   }
 }
 
+/* The word's factor of topic k now: its row plus this worker's pending change. */
+static inline float word_factor(const int32_t *row, const int32_t *wdelta, const float *inv,
+                                float beta, uint32_t k)
+{
+  return lda_base(lda_count(row, k) + wdelta[k], beta, inv[k]);
+}
+
 #ifdef LDA_CHECK_FACTORS
 /* A testing aid (test_lda_checked): after every token, the word's factors f and its
  * spread table weights wq against values computed afresh. Meaningful with one worker,
@@ -130,7 +137,7 @@ static void check_factors(const shard_t *s, const int32_t *row, const lda_alias_
 {
   unsigned long bad = 0;
   for (uint32_t k = 0; k < s->m->p.K; k++) {
-    float fresh = lda_base(lda_count(row, k) + s->wdelta[k], beta, s->inv[k]);
+    float fresh = word_factor(row, s->wdelta, s->inv, beta, k);
     bad += fabsf(s->f[k] - fresh) > 1e-6f * fabsf(fresh);
     bad += s->wq[k] != (float)lda_alias_weight(a, k);
   }
@@ -206,7 +213,7 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
       const float inv0 = inv[z0], f0 = f[z0];
       nt[z0]--;
       set_inv(s, z0);
-      f[z0] = lda_base(lda_count(row, z0) + wdelta[z0], beta, inv[z0]);
+      f[z0] = word_factor(row, wdelta, inv, beta, z0);
       uint32_t t = lda_sample(&ctx, f, doc, a, wq, z0, &s->rng);
       lda_doc_add(doc, t);
       wdelta[t]++;
@@ -220,7 +227,7 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
         continue;
       }
       set_inv(s, t);
-      f[t] = lda_base(lda_count(row, t) + wdelta[t], beta, inv[t]);
+      f[t] = word_factor(row, wdelta, inv, beta, t);
       z[j] = (uint16_t)t;
       s->tdelta[z0]--;
       s->tdelta[t]++;
