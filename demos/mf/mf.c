@@ -91,6 +91,12 @@ static int eval_step(au_worker_t *w, shard_t *s)
   return AU_CONTINUE;
 }
 
+/* Ratings in the training batch that starts at `at` (the last one may be short). */
+static size_t batch_len(const shard_t *s, size_t at)
+{
+  return s->r.n - at < s->batch ? s->r.n - at : s->batch;
+}
+
 static int step(au_worker_t *w, void *arg)
 {
   shard_t *s = arg;
@@ -99,7 +105,7 @@ static int step(au_worker_t *w, void *arg)
     s->pos = 0;
     return AU_PAUSE; /* end of the epoch; the next au_node_run starts the next */
   }
-  size_t n = s->r.n - s->pos < s->batch ? s->r.n - s->pos : s->batch;
+  size_t n = batch_len(s, s->pos);
   const mf_rating_t *rs = &s->r.r[s->pos];
   au_clock_t now = au_clock(w);
 
@@ -109,13 +115,13 @@ static int step(au_worker_t *w, void *arg)
    * end of the last epoch, were for clocks that the pause between epochs has pushed
    * back. */
   for (size_t j = 1; s->pos == 0 && j < (size_t)s->lookahead && j * s->batch < s->r.n; j++) {
-    size_t at = j * s->batch, m = s->r.n - at < s->batch ? s->r.n - at : s->batch;
-    int rc = au_intent(w, s->cols_table, &s->keys[at], m, now + j, now + j + 1);
+    size_t at = j * s->batch;
+    int rc = au_intent(w, s->cols_table, &s->keys[at], batch_len(s, at), now + j, now + j + 1);
     if (rc != 0) return rc;
   }
   if (s->lookahead > 0) {
     size_t ahead = (s->pos + (size_t)s->lookahead * s->batch) % s->r.n;
-    size_t m = s->r.n - ahead < s->batch ? s->r.n - ahead : s->batch;
+    size_t m = batch_len(s, ahead);
     int rc =
         au_intent(w, s->cols_table, &s->keys[ahead], m, now + s->lookahead, now + s->lookahead + 1);
     if (rc != 0) return rc;
