@@ -126,10 +126,13 @@ if [ -n "$augur" ]; then
   check "3 nodes: one file per node" test -s "$tmp/three/word_topic.txt.0" -a \
     -s "$tmp/three/word_topic.txt.1" -a -s "$tmp/three/word_topic.txt.2"
   tokens=$(grep -o '^\[0\] data=.* tokens=[0-9]*' <<<"$out" | grep -o '[0-9]*$')
-  saved=$(cat "$tmp"/three/word_topic.txt.* | grep -v '^#' | tr ' ' '\n' | grep ':' | cut -d: -f2 |
-    awk '{ s += $1 } END { print s }')
+  # the counts and the rows a --save DIR holds over all nodes' files
+  saved_counts() { cat "$1"/word_topic.txt.* | grep -v '^#' | tr ' ' '\n' | grep ':' | cut -d: -f2 |
+    awk '{ s += $1 } END { print s }'; }
+  saved_rows() { cat "$1"/word_topic.txt.* | grep -vc '^#'; }
+  saved=$(saved_counts "$tmp/three")
   check "3 nodes: saved counts add up to the tokens ($saved of $tokens)" test -n "$tokens" -a "$saved" = "$tokens"
-  rows=$(cat "$tmp"/three/word_topic.txt.* | grep -vc '^#')
+  rows=$(saved_rows "$tmp/three")
   check "3 nodes: every word row saved once" test "$rows" -eq 600
 
   # the other placements: counts exact and every row saved once (owners only, never a
@@ -142,10 +145,9 @@ if [ -n "$augur" ]; then
     check "3 nodes, $mode: exit 0" test $rc -eq 0
     check "3 nodes, $mode: counts exact" \
       grep -q '^\[0\] check=ok negative=0 row_sums=0 totals=0 recount=0 ' <<<"$out"
-    saved=$(cat "$tmp"/m/word_topic.txt.* | grep -v '^#' | tr ' ' '\n' | grep ':' | cut -d: -f2 |
-      awk '{ s += $1 } END { print s }')
+    saved=$(saved_counts "$tmp/m")
     check "3 nodes, $mode: saved counts add up ($saved of $tokens)" test -n "$tokens" -a "$saved" = "$tokens"
-    rows=$(cat "$tmp"/m/word_topic.txt.* | grep -vc '^#')
+    rows=$(saved_rows "$tmp/m")
     check "3 nodes, $mode: every word row saved once ($rows)" test "$rows" -eq 600
     check "3 nodes, $mode: a trace per node" test -s "$tmp/trace.0" -a -s "$tmp/trace.1" -a \
       -s "$tmp/trace.2"
