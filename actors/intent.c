@@ -164,6 +164,24 @@ static uint64_t claimants(const rec_t *r, uint64_t now)
   return nodes;
 }
 
+/* The claims an owner knows go with the actor it hands off, after the values (as claims
+ * that reach it during the hand-off do): the new owner would otherwise decide alone from
+ * the claims renewed after the move, half a lease later, and move the actor on while the
+ * other claimants still use it. */
+static void pass_claims(struct placer *p, rec_t *r, uint64_t now)
+{
+  obuf_t all = {0};
+  for (int i = 0; i < r->nclaims; i++) {
+    const claim_t *c = &r->claims[i];
+    if (c->until_ns <= now) continue;
+    put_claim(&all, r, (uint32_t)c->node, 0, c->hot, c->from_ns > now ? c->from_ns - now : 0,
+              c->until_ns - now);
+  }
+  if (all.len) placement_hold(p, r, PS_CLAIM, all.p, (uint32_t)all.len);
+  free(all.p);
+  r->nclaims = 0;
+}
+
 /* The owner decides what to do with an actor it holds, given the claims. */
 static void decide(struct placer *p, rec_t *r, uint64_t now)
 {
@@ -185,8 +203,8 @@ static void decide(struct placer *p, rec_t *r, uint64_t now)
       break;
     }
     if (now - r->arrived_ns < MOVE_HOLD) break; /* the tick looks again */
-    r->nclaims = 0;                             /* the new owner hears new claims */
     placement_hand_off(p, r, act.node);
+    if (r->handing_off) pass_claims(p, r, now);
     break;
   case PLACE_REPLICAS:
     for (int node = 0; node < n->nodes && node < 64; node++)
@@ -260,11 +278,17 @@ static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int hot, 
   put_claim(&out[to], r, (uint32_t)node, (uint16_t)(hops + 1), hot, from_d, until_d);
 }
 
+/* AU_PLACE_HOT: this node counts r among its hot actors. */
+static int hot_here(const rec_t *r)
+{
+  return r->t->place == AU_PLACE_HOT && r->hits >= r->t->hot_min && r->t->hot_min > 0;
+}
+
 /* This node's claim for r goes out (or is taken here, by its owner). */
 static void claim_out(struct placer *p, rec_t *r, uint64_t from, uint64_t until, uint64_t now,
                       obuf_t *out)
 {
-  int hot = r->t->place == AU_PLACE_HOT && r->hits >= r->t->hot_min && r->t->hot_min > 0;
+  int hot = hot_here(r);
   r->told_until = until;
   r->due_from = r->due_until = 0;
   uint8_t st = atomic_load(&pa_of(r)->state);
@@ -534,8 +558,14 @@ void intent_tick(struct placer *p)
 
 void intent_arrived(struct placer *p, rec_t *r)
 {
+  /* the new owner's own claim: it went to the old owner, which passed it on, but the
+   * actor can arrive first (a move asked for by a worker, not by the claim) */
+  uint64_t now = au_now_ns();
+  if (atomic_load(&pa_of(r)->state) == PA_OWNER && r->told_until > now) {
+    claim_here(p, r, p->node->rank, hot_here(r), now, r->told_until);
+  }
   if (!r->asked_ns) return;
-  uint64_t took = au_now_ns() - r->asked_ns;
+  uint64_t took = now - r->asked_ns;
   r->asked_ns = 0;
   /* a claim that was not acted on at once (the owner waited for other claims to lapse)
    * says nothing about the latency of the action */
