@@ -78,6 +78,8 @@ void placement_hold(struct placer *p, rec_t *r, uint32_t type, const void *data,
 
 /* --- one key of a forwarded request or push --------------------------------------- */
 
+#define FWD_HDR 16 /* the header of requests and pushes (remote.h) */
+
 /* Payloads of PS_REQ / PS_PUSH with one key (remote.h has the layout). */
 static void forward_one(struct placer *p, uint32_t type, const uint8_t *one, uint32_t len, int to)
 {
@@ -104,16 +106,49 @@ int placement_next_hop(const au_node_t *n, const rec_t *r)
   return n->rank == home ? (int)pa_of(r)->owner : home;
 }
 
+/* Where a request or push for an actor that is not here goes on to: the owner as this
+ * node knows it. Following those links ends at the owner: a node points at a newer
+ * owner than the one that sent to it (versions only grow: ship, on_owner). The home
+ * when this node has no better idea. */
+static int forward_to(const au_node_t *n, const rec_t *r)
+{
+  int to = (int)pa_of(r)->owner;
+  return to == n->rank ? placement_next_hop(n, r) : to;
+}
+
+/* A one-key request or push for r: served, held while r moves, or forwarded; with
+ * `out`, forwarded keys are batched per node (the caller sends them), else sent alone. */
 static void route_one(struct placer *p, rec_t *r, const au_msg_t *m, uint32_t type,
-                      const uint8_t *one, uint32_t len)
+                      const uint8_t *one, uint32_t len, obuf_t *out)
 {
   uint8_t st = atomic_load_explicit(&pa_of(r)->state, memory_order_acquire);
-  if (st == PA_OWNER)
+  if (st == PA_OWNER) {
     serve_one(p, type, one, len);
-  else if (st == PA_HANDING_OFF || r->requested)
+    return;
+  }
+  if (st == PA_HANDING_OFF || r->requested) {
     hold(p, r, m, type, one, len);
-  else
-    forward_one(p, type, one, len, placement_next_hop(p->node, r));
+    return;
+  }
+  int to = forward_to(p->node, r);
+  if (!out) {
+    forward_one(p, type, one, len, to);
+    return;
+  }
+  obuf_t *b = &out[to];
+  if (b->len == 0 && obuf_put(b, one, FWD_HDR) == 0) memset(b->p + 4, 0, 4);
+  if (b->len == 0 || obuf_put(b, one + FWD_HDR, len - FWD_HDR) != 0) {
+    forward_one(p, type, one, len, to); /* no room to batch: alone */
+    return;
+  }
+  uint32_t cnt;
+  memcpy(&cnt, b->p + 4, 4);
+  cnt++;
+  memcpy(b->p + 4, &cnt, 4);
+  counter_add(&p->forwards, 1);
+  uint32_t tid;
+  memcpy(&tid, one, 4);
+  trace_emit(p->node->rt, TRACE_FORWARD, tid, r->actor, (uint64_t)to, 1);
 }
 
 /* --- moves -------------------------------------------------------------------------- */
@@ -433,18 +468,33 @@ static void on_want(struct placer *p, const au_msg_t *m)
   if (arrived) au_send(n->workers[wid]->actor, PS_ARRIVED, NULL, 0);
 }
 
+typedef struct fwd_ctx {
+  struct placer *p;
+  obuf_t *out; /* by node: the keys going on there, one message each */
+} fwd_ctx_t;
+
 static void route_one_cb(void *arg, au_table_t *t, uint64_t actor, const au_msg_t *m, uint32_t type,
                          const uint8_t *one, uint32_t len)
 {
-  struct placer *p = arg;
-  rec_t *r = rec_get(p, t, actor);
-  if (r) route_one(p, r, m, type, one, len);
+  fwd_ctx_t *c = arg;
+  rec_t *r = rec_get(c->p, t, actor);
+  if (r) route_one(c->p, r, m, type, one, len, c->out);
 }
 
-/* Requests and pushes a server found for actors not here. */
+/* Requests and pushes a server found for actors not here: served, held or sent on, the
+ * keys going to one node in one message (a step's keys of a moved actor are many). */
 static void on_forward(struct placer *p, const au_msg_t *m)
 {
-  remote_split(p->node, m, m->type == PS_FWD_REQ ? PS_REQ : PS_PUSH, route_one_cb, p);
+  au_node_t *n = p->node;
+  uint32_t type = m->type == PS_FWD_REQ ? PS_REQ : PS_PUSH;
+  fwd_ctx_t c = {p, calloc((size_t)n->nodes, sizeof(obuf_t))};
+  remote_split(n, m, type, route_one_cb, &c);
+  for (int node = 0; c.out && node < n->nodes; node++) {
+    if (c.out[node].len)
+      au_send_to(n->rt, (uint32_t)node, PS_SERVER_PORT(0), type, c.out[node].p, c.out[node].len);
+    free(c.out[node].p);
+  }
+  free(c.out);
 }
 
 static void on_tick(struct placer *p)
