@@ -107,9 +107,13 @@ static void list(struct placer *p, rec_t *r)
   replica_arm(p); /* its tick looks at the list */
 }
 
-/* Claim layout: u32 table, u16 hops, u8 hot, u8 0, u64 actor, u32 node, u32 0,
+/* Claim flags. A release ends the node's claim now: its workers have gone past the last
+ * intent that named the actor (intent_tick), and the owner need not wait for the lease. */
+enum { CLAIM_HOT = 1, CLAIM_RELEASE = 2 };
+
+/* Claim layout: u32 table, u16 hops, u8 flags, u8 0, u64 actor, u32 node, u32 0,
  * u64 from (ns from now), u64 until (ns from now). */
-static void put_claim(obuf_t *b, const rec_t *r, uint32_t node, uint16_t hops, int hot,
+static void put_claim(obuf_t *b, const rec_t *r, uint32_t node, uint16_t hops, int flags,
                       uint64_t from, uint64_t until)
 {
   if (b->len == 0) {
@@ -119,10 +123,10 @@ static void put_claim(obuf_t *b, const rec_t *r, uint32_t node, uint16_t hops, i
   if (obuf_reserve(b, CLAIM_BYTES) != 0) return;
   uint8_t *e = b->p + b->len;
   uint32_t tid = (uint32_t)r->t->id, zero = 0, count;
-  uint8_t flags[2] = {(uint8_t)(hot != 0), 0};
+  uint8_t fl[2] = {(uint8_t)flags, 0};
   memcpy(e, &tid, 4);
   memcpy(e + 4, &hops, 2);
-  memcpy(e + 6, flags, 2);
+  memcpy(e + 6, fl, 2);
   memcpy(e + 8, &r->actor, 8);
   memcpy(e + 16, &node, 4);
   memcpy(e + 20, &zero, 4);
@@ -174,8 +178,8 @@ static void pass_claims(struct placer *p, rec_t *r, uint64_t now)
   for (int i = 0; i < r->nclaims; i++) {
     const claim_t *c = &r->claims[i];
     if (c->until_ns <= now) continue;
-    put_claim(&all, r, (uint32_t)c->node, 0, c->hot, c->from_ns > now ? c->from_ns - now : 0,
-              c->until_ns - now);
+    put_claim(&all, r, (uint32_t)c->node, 0, c->hot ? CLAIM_HOT : 0,
+              c->from_ns > now ? c->from_ns - now : 0, c->until_ns - now);
   }
   if (all.len) placement_hold(p, r, PS_CLAIM, all.p, (uint32_t)all.len);
   free(all.p);
@@ -224,11 +228,16 @@ static void decide(struct placer *p, rec_t *r, uint64_t now)
     drop_replicas(p, r, r->replicas & ~claimants(r, now));
 }
 
-static void claim_here(struct placer *p, rec_t *r, int node, int hot, uint64_t from, uint64_t until)
+static void claim_here(struct placer *p, rec_t *r, int node, int flags, uint64_t from,
+                       uint64_t until)
 {
   claim_t *c = NULL;
   for (int i = 0; i < r->nclaims; i++)
     if (r->claims[i].node == node) c = &r->claims[i];
+  if (flags & CLAIM_RELEASE) { /* until: now */
+    if (c && c->until_ns > until) c->until_ns = until;
+    return;
+  }
   if (!c) {
     if (r->nclaims == r->capclaims) {
       int cap = r->capclaims ? 2 * r->capclaims : 2;
@@ -243,18 +252,18 @@ static void claim_here(struct placer *p, rec_t *r, int node, int hot, uint64_t f
     if (c->until_ns <= from || from < c->from_ns) c->from_ns = from;
     if (until > c->until_ns) c->until_ns = until;
   }
-  c->hot = hot != 0;
+  c->hot = (flags & CLAIM_HOT) != 0;
   list(p, r);
 }
 
 /* A claim for r from `node`, here or on its way to the owner. */
-static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int hot, uint64_t from,
+static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int flags, uint64_t from,
                   uint64_t until, uint64_t now, obuf_t *out)
 {
   au_node_t *n = p->node;
   uint8_t st = atomic_load(&pa_of(r)->state);
   if (st == PA_OWNER && !r->handing_off) {
-    claim_here(p, r, node, hot, from, until);
+    claim_here(p, r, node, flags, from, until);
     decide(p, r, now);
     return;
   }
@@ -265,7 +274,7 @@ static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int hot, 
   const uint64_t from_d = from > now ? from - now : 0, until_d = until > now ? until - now : 0;
   if (st == PA_HANDING_OFF) {
     obuf_t one = {0};
-    put_claim(&one, r, (uint32_t)node, hops, hot, from_d, until_d);
+    put_claim(&one, r, (uint32_t)node, hops, flags, from_d, until_d);
     if (one.len) placement_hold(p, r, PS_CLAIM, one.p, (uint32_t)one.len);
     free(one.p);
     return;
@@ -275,26 +284,44 @@ static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int hot, 
   int to = (int)pa_of(r)->owner;
   if (to == n->rank) to = placement_next_hop(n, r);
   if (to == n->rank) return;
-  put_claim(&out[to], r, (uint32_t)node, (uint16_t)(hops + 1), hot, from_d, until_d);
+  put_claim(&out[to], r, (uint32_t)node, (uint16_t)(hops + 1), flags, from_d, until_d);
 }
 
-/* AU_PLACE_HOT: this node counts r among its hot actors. */
+/* CLAIM_HOT if this node counts r among its hot actors (AU_PLACE_HOT). */
 static int hot_here(const rec_t *r)
 {
-  return r->t->place == AU_PLACE_HOT && r->hits >= r->t->hot_min && r->t->hot_min > 0;
+  return r->t->place == AU_PLACE_HOT && r->hits >= r->t->hot_min && r->t->hot_min > 0 ? CLAIM_HOT
+                                                                                      : 0;
 }
 
 /* This node's claim for r goes out (or is taken here, by its owner). */
 static void claim_out(struct placer *p, rec_t *r, uint64_t from, uint64_t until, uint64_t now,
                       obuf_t *out)
 {
-  int hot = hot_here(r);
   r->told_until = until;
   r->due_from = r->due_until = 0;
   uint8_t st = atomic_load(&pa_of(r)->state);
   if (st == PA_REMOTE) r->asked_ns = now; /* the latest claim: it may bring it here */
   counter_add(&p->claims_sent, 1);
-  claim(p, r, p->node->rank, 0, hot, from, until, now, out);
+  list(p, r); /* the tick releases it once this node's workers are past it */
+  claim(p, r, p->node->rank, 0, hot_here(r), from, until, now, out);
+}
+
+/* This node's workers have gone past the last intent naming r, and have since named
+ * other actors many times more often than they used to name r: the claim goes now, not
+ * when its lease runs out. Counted in intents, not time, so a node that is off the CPU
+ * does not let go of what it is using. */
+static int past(const struct placer *p, const rec_t *r, uint64_t now)
+{
+  if (!r->told_until || r->told_until <= now || now <= r->last_end_ns) return 0;
+  float gap = r->gap_seq > 1 ? r->gap_seq : 1;
+  return (float)(p->intent_seq - r->last_seq) > GAP_PAUSE * gap;
+}
+
+static void release_out(struct placer *p, rec_t *r, uint64_t now, obuf_t *out)
+{
+  r->told_until = 0; /* a later intent claims it afresh */
+  claim(p, r, p->node->rank, 0, CLAIM_RELEASE, now, now, now, out);
 }
 
 static int cmp_desc(const void *a, const void *b)
@@ -361,6 +388,7 @@ static void on_intent(struct placer *p, const au_msg_t *m)
   if (!out) return;
   uint64_t now = au_now_ns();
   uint64_t margin = (uint64_t)(2.0 * p->lat.ns);
+  uint32_t seq = ++p->intent_seq;
   for (uint32_t i = 0; i < cnt; i++) {
     uint64_t actor;
     memcpy(&actor, m->data + 24 + (size_t)i * 8, 8);
@@ -368,6 +396,15 @@ static void on_intent(struct placer *p, const au_msg_t *m)
     rec_t *r = rec_get(p, t, actor);
     if (!r) break;
     r->hits++;
+    /* the same rhythm counted in intent messages, for past() */
+    if (r->last_seq) {
+      float g = (float)(seq - r->last_seq);
+      if (r->gap_seq == 0 || g < r->gap_seq)
+        r->gap_seq = g;
+      else if (g < GAP_PAUSE * r->gap_seq)
+        r->gap_seq += 0.25f * (g - r->gap_seq);
+    }
+    r->last_seq = seq;
     /* the rhythm of this node's intents for the actor: quick to follow a shorter gap,
      * slow to follow a longer one, deaf to a pause (the next epoch, another phase) */
     if (r->last_intent_ns) {
@@ -383,6 +420,7 @@ static void on_intent(struct placer *p, const au_msg_t *m)
     /* the intent needs [from, end); the claim covers a lease beyond, so that a node that
      * keeps using the actor renews it about once per lease, not once per intent */
     uint64_t from = now + from_d, end = now + (until_d > from_d ? until_d : from_d);
+    if (end > r->last_end_ns) r->last_end_ns = end;
     if (end + lease / 2 <= r->told_until) continue; /* the owner knows; renewed halfway */
     uint64_t until = end + lease;
     if (from > now + margin) { /* not yet: the tick sends it when due */
@@ -428,7 +466,9 @@ static void on_claim(struct placer *p, const au_msg_t *m)
     au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
     if (!t || actor >= t->nactors || node >= (uint32_t)n->nodes) continue;
     rec_t *r = rec_get(p, t, actor);
-    if (r) claim(p, r, (int)node, hops, e[6] & 1, now + from, now + until, now, out);
+    if (r)
+      claim(p, r, (int)node, hops, e[6] & (CLAIM_HOT | CLAIM_RELEASE), now + from, now + until, now,
+            out);
   }
   send_batches(p, out);
   free_batches(p, out);
@@ -543,8 +583,10 @@ void intent_tick(struct placer *p)
     rec_t *r = *pp;
     if (r->due_from && r->due_from <= now + margin)
       claim_out(p, r, r->due_from, r->due_until, now, out);
+    else if (past(p, r, now))
+      release_out(p, r, now, out);
     decide(p, r, now);
-    if (!r->due_from && !r->nclaims && !r->replicas) { /* nothing left to watch */
+    if (!r->due_from && !r->nclaims && !r->replicas && r->told_until <= now) { /* nothing left */
       *pp = r->next_claimed;
       r->listed = 0;
       r->next_claimed = NULL;

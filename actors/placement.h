@@ -39,6 +39,9 @@ typedef struct rec {
   uint64_t last_intent_ns;      /* this node's latest intent naming it */
   float gap_ns;                 /* the usual gap between those intents (intent.c) */
   uint64_t told_until;          /* end of the claim its owner has heard of from this node */
+  uint64_t last_end_ns;         /* end of the latest intent naming it */
+  uint32_t last_seq;            /* placer's intent_seq at that intent */
+  float gap_seq;                /* the usual gap between those intents, in intent messages */
   uint64_t due_from, due_until; /* a claim to send once due_from is near (0: none) */
   uint64_t asked_ns;            /* when a claim that may bring it here went out */
   claim_t *claims;              /* the owner: the nodes' claims */
@@ -67,6 +70,7 @@ struct placer {
   rec_t *claimed;       /* actors with claims, claims due, or replicas to watch */
   action_latency_t lat; /* claim sent -> actor or replica here */
   uint64_t intent_keys; /* since the hot thresholds were last computed */
+  uint32_t intent_seq;  /* intent messages handled (past() counts in them) */
   atomic_ullong claims_sent, replicas_made, replicas_dropped;
   atomic_llong replicas_held;
 };
