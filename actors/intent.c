@@ -267,10 +267,10 @@ static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int flags
     decide(p, r, now);
     return;
   }
-  /* handing off: held, and sent on to the new owner after the values; on its way here:
-   * dropped (the claimant renews it; what asked for it may never bring it); astray:
-   * dropped after a few hops */
-  if (r->requested || hops > 2 * n->nodes) return;
+  /* handing off: held, and sent on to the new owner after the values; elsewhere (also
+   * when this node waits for the actor or a replica: what it asked for may never come)
+   * sent on toward the owner; astray: dropped after a few hops */
+  if (hops > 2 * n->nodes) return;
   const uint64_t from_d = from > now ? from - now : 0, until_d = until > now ? until - now : 0;
   if (st == PA_HANDING_OFF) {
     obuf_t one = {0};
