@@ -321,6 +321,7 @@ static int past(const struct placer *p, const rec_t *r, uint64_t now)
 static void release_out(struct placer *p, rec_t *r, uint64_t now, obuf_t *out)
 {
   r->told_until = 0; /* a later intent claims it afresh */
+  counter_add(&p->releases, 1);
   claim(p, r, p->node->rank, 0, CLAIM_RELEASE, now, now, now, out);
 }
 

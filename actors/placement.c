@@ -609,6 +609,7 @@ void placement_stats(const au_node_t *n, au_node_stats_t *st)
   st->forwards += counter_get(&p->forwards);
   st->syncs += counter_get(&p->syncs);
   st->claims += counter_get(&p->claims_sent);
+  st->releases += counter_get(&p->releases);
   st->replicas_made += counter_get(&p->replicas_made);
   st->replicas_dropped += counter_get(&p->replicas_dropped);
   long long held = atomic_load(&p->replicas_held);

@@ -71,7 +71,7 @@ struct placer {
   action_latency_t lat; /* claim sent -> actor or replica here */
   uint64_t intent_keys; /* since the hot thresholds were last computed */
   uint32_t intent_seq;  /* intent messages handled (past() counts in them) */
-  atomic_ullong claims_sent, replicas_made, replicas_dropped;
+  atomic_ullong claims_sent, releases, replicas_made, replicas_dropped;
   atomic_llong replicas_held;
 };
 

@@ -444,6 +444,7 @@ typedef struct au_node_stats {
   uint64_t replicas;    /* replicas held here now */
   uint64_t replicas_made, replicas_dropped; /* replicas this node received / let go */
   uint64_t claims;     /* intents passed on to owners as claims (AU_PLACE_HOT/_ADAPTIVE) */
+  uint64_t releases;   /* claims ended early: this node's workers were past the actor */
   uint64_t bytes_sent; /* payload bytes this node sent to other nodes */
 } au_node_stats_t;
 void au_node_stats(const au_node_t *node, au_node_stats_t *out);

@@ -356,8 +356,8 @@ nomem:
 
 /* One collective run of every worker, training or evaluating; sums over the cluster
  * into v: sse, ratings, local rows, remote rows, intents, moves in, replicas held at the
- * end, bytes sent. */
-static int run_phase(mf_t *m, int eval, float lr, double v[8], double *seconds)
+ * end, bytes sent, claims released. */
+static int run_phase(mf_t *m, int eval, float lr, double v[9], double *seconds)
 {
   for (int w = 0; w < m->nshards; w++) {
     m->shards[w].eval = eval;
@@ -383,12 +383,13 @@ static int run_phase(mf_t *m, int eval, float lr, double v[8], double *seconds)
   v[5] = (double)(after.moves_in - before.moves_in);
   v[6] = (double)after.replicas;
   v[7] = (double)(after.bytes_sent - before.bytes_sent);
-  return au_allreduce_sum(au_node_runtime(m->node), v, 8);
+  v[8] = (double)(after.releases - before.releases);
+  return au_allreduce_sum(au_node_runtime(m->node), v, 9);
 }
 
 int mf_evaluate(mf_t *m, double *rmse)
 {
-  double v[8], seconds;
+  double v[9], seconds;
   int rc = run_phase(m, 1, 0, v, &seconds);
   if (rc == 0) *rmse = v[1] > 0 ? sqrt(v[0] / v[1]) : NAN;
   return rc;
@@ -396,7 +397,7 @@ int mf_evaluate(mf_t *m, double *rmse)
 
 int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
 {
-  double v[8];
+  double v[9];
   int rc = run_phase(m, 0, m->o.lr / (1.0f + m->o.decay * (float)e), v, &out->seconds);
   if (rc != 0) return rc;
   out->updates = (uint64_t)v[1];
@@ -407,6 +408,7 @@ int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
   out->moves = (uint64_t)v[5];
   out->replicas = (uint64_t)v[6];
   out->bytes_sent = (uint64_t)v[7];
+  out->releases = (uint64_t)v[8];
   return mf_evaluate(m, &out->test_rmse);
 }
 

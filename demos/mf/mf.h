@@ -44,6 +44,7 @@ typedef struct mf_epoch {
   uint64_t moves;      /* parameter actors that moved between nodes */
   uint64_t replicas;   /* replicas held at the end of the epoch, all nodes */
   uint64_t bytes_sent; /* bytes the nodes sent each other in the epoch */
+  uint64_t releases;   /* claims the nodes ended once their workers were past the columns */
 } mf_epoch_t;
 
 typedef struct mf mf_t;

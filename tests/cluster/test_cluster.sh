@@ -222,6 +222,8 @@ mf)
   check "3-node --stagger exits 0" test $rc -eq 0
   check "--stagger is on" grep -q '^\[0\] model .*stagger=1' "$tmp/stagger"
   check "--stagger moved columns" grep -q '^\[0\] epoch=4 .*moves=[1-9]' "$tmp/stagger"
+  # a node that has walked past a block lets go of its claim at once (not after the lease)
+  check "--stagger released claims" grep -q '^\[0\] epoch=4 .*releases=[1-9]' "$tmp/stagger"
   e1=$(grep '^\[0\] epoch=1 ' "$tmp/stagger" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
   e4=$(grep '^\[0\] epoch=4 ' "$tmp/stagger" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
   l4=$(grep '^\[0\] epoch=4 ' "$tmp/stagger" | grep -o ' local=[0-9.]*' | cut -d= -f2)
