@@ -30,12 +30,15 @@
 #include "runtime/rt.h"
 #include "runtime/trace.h"
 
-#define CLAIM_BYTES 40                      /* see put_claim */
-#define LEASE_MIN   (10 * 1000 * 1000ull)   /* a claim outlives its intent at least this */
-#define LEASE_MAX   (1000 * 1000 * 1000ull) /* ... and at most this */
-#define HOT_EVERY   65536                   /* intent keys between hot-threshold updates */
-#define GAP_PAUSE   10.0 /* a gap this many times the usual one is a pause, not rhythm */
-#define MOVE_HOLD   (1000 * 1000ull) /* as placement.c's HOLD_NS */
+#define CLAIM_BYTES 40 /* see put_claim */
+#define INTENT_HEAD                                                                                \
+  48 /* PS_INTENT: u32 table, u32 n, u64 from, u64 until (ns from now),                            \
+        u32 worker, f32 its ns per tick, u64 start, end clock; actors */
+#define LEASE_MIN (10 * 1000 * 1000ull)   /* a claim outlives its intent at least this */
+#define LEASE_MAX (1000 * 1000 * 1000ull) /* ... and at most this */
+#define HOT_EVERY 65536                   /* intent keys between hot-threshold updates */
+#define GAP_PAUSE 10.0             /* a gap this many times the usual one is a pause, not rhythm */
+#define MOVE_HOLD (1000 * 1000ull) /* as placement.c's HOLD_NS */
 
 /* The 16-byte head that names an actor: u32 table, u32 0, u64 actor. */
 static void put_head(uint8_t msg[16], const rec_t *r)
@@ -71,12 +74,12 @@ int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, a
    * an actor many times; the placer should look each up once) */
   size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
-  if (obuf_reserve(b, 24 + n * 8 + cap * 8) != 0) return AU_ENOMEM;
+  if (obuf_reserve(b, INTENT_HEAD + n * 8 + cap * 8) != 0) return AU_ENOMEM;
   uint64_t from = clock_rate_eta(&w->rate, w->clock, start);
   uint64_t until = clock_rate_eta(&w->rate, w->clock, end);
   uint32_t tid = (uint32_t)t->id, cnt = 0;
-  uint8_t *a = b->p + 24;
-  uint64_t *seen = (uint64_t *)(void *)(b->p + 24 + ((n * 8 + 7) & ~(size_t)7));
+  uint8_t *a = b->p + INTENT_HEAD;
+  uint64_t *seen = (uint64_t *)(void *)(b->p + INTENT_HEAD + ((n * 8 + 7) & ~(size_t)7));
   memset(seen, 0xff, cap * 8); /* UINT64_MAX: empty (no actor id is that large) */
   for (size_t i = 0; i < n; i++) {
     uint64_t actor = keys[i] >> t->group_shift;
@@ -92,8 +95,15 @@ int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, a
   memcpy(b->p + 4, &cnt, 4);
   memcpy(b->p + 8, &from, 8);
   memcpy(b->p + 16, &until, 8);
+  uint32_t wid = (uint32_t)w->id;
+  uint64_t startc = (uint64_t)start, endc = (uint64_t)end;
+  float tick = (float)w->rate.ns_per_tick;
+  memcpy(b->p + 24, &wid, 4);
+  memcpy(b->p + 28, &tick, 4);
+  memcpy(b->p + 32, &startc, 8);
+  memcpy(b->p + 40, &endc, 8);
   return au_send_to(node->rt, (uint32_t)node->rank, PS_PLACER_PORT, PS_INTENT, b->p,
-                    24 + (size_t)cnt * 8);
+                    INTENT_HEAD + (size_t)cnt * 8);
 }
 
 /* --- lists and claims ------------------------------------------------------------------ */
@@ -307,15 +317,37 @@ static void claim_out(struct placer *p, rec_t *r, uint64_t from, uint64_t until,
   claim(p, r, p->node->rank, 0, hot_here(r), from, until, now, out);
 }
 
-/* This node's workers have gone past the last intent naming r, and have since named
- * other actors many times more often than they used to name r: the claim goes now, not
- * when its lease runs out. Counted in intents, not time, so a node that is off the CPU
- * does not let go of what it is using. */
-static int past(const struct placer *p, const rec_t *r, uint64_t now)
+static void release_out(struct placer *p, rec_t *r, uint64_t now, obuf_t *out);
+static uint64_t lease_of(const rec_t *r);
+
+/* The clock of the worker whose intent naming r ends last. */
+static uint64_t end_worker_clock(const struct placer *p, const rec_t *r)
 {
-  if (!r->told_until || r->told_until <= now || now <= r->last_end_ns) return 0;
-  float gap = r->gap_seq > 1 ? r->gap_seq : 1;
-  return (float)(p->intent_seq - r->last_seq) > GAP_PAUSE * gap;
+  const au_node_t *n = p->node;
+  if (r->end_worker < 0 || r->end_worker >= n->nworkers) return r->end_clock;
+  return atomic_load_explicit(&n->workers[r->end_worker]->seen_clock, memory_order_relaxed);
+}
+
+/* This node's claim on r, once sent, follows the worker's clock rather than the time it
+ * was estimated from: while the clock has not reached the end of the latest intent naming
+ * r, the claim is renewed before it lapses (a worker slower than estimated, or off the
+ * CPU, keeps what it uses); once the clock is past that end by ten of its usual idle gaps
+ * between uses, the claim goes at once (the owner need not wait out the lease). */
+static void follow_clock(struct placer *p, rec_t *r, uint64_t now, obuf_t *out)
+{
+  if (r->due_from || !r->end_clock) return;
+  uint64_t clk = end_worker_clock(p, r);
+  float idle = r->idle_ticks > 1 ? r->idle_ticks : 1;
+  if ((float)clk >= (float)r->end_clock + GAP_PAUSE * idle) {
+    if (r->told_until) release_out(p, r, now, out);
+    return;
+  }
+  /* renewed before it lapses, or claimed again when it went (the owner dropped this
+   * node's replica): the workers still need it */
+  uint64_t lease = lease_of(r);
+  if (clk >= r->end_clock || r->told_until > now + lease / 2) return;
+  uint64_t left = (uint64_t)((float)(r->end_clock - clk) * r->tick_ns);
+  claim_out(p, r, now, now + left + lease, now, out);
 }
 
 static void release_out(struct placer *p, rec_t *r, uint64_t now, obuf_t *out)
@@ -323,6 +355,14 @@ static void release_out(struct placer *p, rec_t *r, uint64_t now, obuf_t *out)
   r->told_until = 0; /* a later intent claims it afresh */
   counter_add(&p->releases, 1);
   claim(p, r, p->node->rank, 0, CLAIM_RELEASE, now, now, now, out);
+}
+
+/* How long a claim outlives its intent: twice the usual gap between this node's intents
+ * naming the actor, within bounds. */
+static uint64_t lease_of(const rec_t *r)
+{
+  double g2 = 2.0 * r->gap_ns;
+  return g2 < LEASE_MIN ? LEASE_MIN : g2 > LEASE_MAX ? LEASE_MAX : (uint64_t)g2;
 }
 
 static int cmp_desc(const void *a, const void *b)
@@ -360,6 +400,13 @@ static void hot_thresholds(struct placer *p)
   }
 }
 
+/* How long before a claim's start it goes out: the action's latency with its deviation
+ * (policy.c), and one tick more, as the tick is what sends a claim that came due. */
+static uint64_t claim_margin(const struct placer *p)
+{
+  return action_margin(&p->lat) + (uint64_t)p->node->sync_ms * 1000 * 1000;
+}
+
 /* --- messages -------------------------------------------------------------------------- */
 
 static obuf_t *batches(struct placer *p)
@@ -377,35 +424,32 @@ static void on_intent(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
   uint32_t tid, cnt;
-  uint64_t from_d, until_d;
-  if (m->len < 24) return;
+  uint64_t from_d, until_d, start_clock, end_clock;
+  uint32_t wid;
+  float tick;
+  if (m->len < INTENT_HEAD) return;
   memcpy(&tid, m->data, 4);
   memcpy(&cnt, m->data + 4, 4);
   memcpy(&from_d, m->data + 8, 8);
   memcpy(&until_d, m->data + 16, 8);
+  memcpy(&wid, m->data + 24, 4);
+  memcpy(&tick, m->data + 28, 4);
+  memcpy(&start_clock, m->data + 32, 8);
+  memcpy(&end_clock, m->data + 40, 8);
   au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
-  if (!t || m->len != 24 + (size_t)cnt * 8) return;
+  if (!t || m->len != INTENT_HEAD + (size_t)cnt * 8) return;
   obuf_t *out = batches(p);
   if (!out) return;
   uint64_t now = au_now_ns();
-  uint64_t margin = (uint64_t)(2.0 * p->lat.ns);
-  uint32_t seq = ++p->intent_seq;
+  uint64_t margin = claim_margin(p);
   for (uint32_t i = 0; i < cnt; i++) {
     uint64_t actor;
-    memcpy(&actor, m->data + 24 + (size_t)i * 8, 8);
+    memcpy(&actor, m->data + INTENT_HEAD + (size_t)i * 8, 8);
     if (actor >= t->nactors) continue;
     rec_t *r = rec_get(p, t, actor);
     if (!r) break;
     r->hits++;
-    /* the same rhythm counted in intent messages, for past() */
-    if (r->last_seq) {
-      float g = (float)(seq - r->last_seq);
-      if (r->gap_seq == 0 || g < r->gap_seq)
-        r->gap_seq = g;
-      else if (g < GAP_PAUSE * r->gap_seq)
-        r->gap_seq += 0.25f * (g - r->gap_seq);
-    }
-    r->last_seq = seq;
+
     /* the rhythm of this node's intents for the actor: quick to follow a shorter gap,
      * slow to follow a longer one, deaf to a pause (the next epoch, another phase) */
     if (r->last_intent_ns) {
@@ -416,12 +460,24 @@ static void on_intent(struct placer *p, const au_msg_t *m)
         r->gap_ns += (float)(0.25 * (gap - r->gap_ns));
     }
     r->last_intent_ns = now;
-    double g2 = 2.0 * r->gap_ns;
-    uint64_t lease = g2 < LEASE_MIN ? LEASE_MIN : g2 > LEASE_MAX ? LEASE_MAX : (uint64_t)g2;
+    uint64_t lease = lease_of(r);
     /* the intent needs [from, end); the claim covers a lease beyond, so that a node that
      * keeps using the actor renews it about once per lease, not once per intent */
     uint64_t from = now + from_d, end = now + (until_d > from_d ? until_d : from_d);
-    if (end > r->last_end_ns) r->last_end_ns = end;
+    if (!r->end_clock || end >= r->last_end_ns || (int)wid == r->end_worker) {
+      /* the worker's clock between the end of its last use and this one: its rhythm */
+      if (r->end_clock && (int)wid == r->end_worker && start_clock > r->end_clock) {
+        float g = (float)(start_clock - r->end_clock);
+        if (r->idle_ticks == 0 || g < r->idle_ticks)
+          r->idle_ticks = g;
+        else if (g < GAP_PAUSE * r->idle_ticks)
+          r->idle_ticks += 0.25f * (g - r->idle_ticks);
+      }
+      if ((int)wid != r->end_worker || end_clock > r->end_clock) r->end_clock = end_clock;
+      r->end_worker = (int)wid;
+      r->tick_ns = tick;
+      r->last_end_ns = end;
+    }
     if (end + lease / 2 <= r->told_until) continue; /* the owner knows; renewed halfway */
     uint64_t until = end + lease;
     if (from > now + margin) { /* not yet: the tick sends it when due */
@@ -579,15 +635,16 @@ void intent_tick(struct placer *p)
   obuf_t *out = batches(p);
   if (!out) return;
   uint64_t now = au_now_ns();
-  uint64_t margin = (uint64_t)(2.0 * p->lat.ns);
+  uint64_t margin = claim_margin(p);
   for (rec_t **pp = &p->claimed; *pp;) {
     rec_t *r = *pp;
     if (r->due_from && r->due_from <= now + margin)
       claim_out(p, r, r->due_from, r->due_until, now, out);
-    else if (past(p, r, now))
-      release_out(p, r, now, out);
+    else
+      follow_clock(p, r, now, out);
     decide(p, r, now);
-    if (!r->due_from && !r->nclaims && !r->replicas && r->told_until <= now) { /* nothing left */
+    if (!r->due_from && !r->nclaims && !r->replicas && r->told_until <= now &&
+        end_worker_clock(p, r) >= r->end_clock) { /* nothing left */
       *pp = r->next_claimed;
       r->listed = 0;
       r->next_claimed = NULL;

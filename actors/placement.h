@@ -33,15 +33,17 @@ typedef struct rec {
   uint64_t replicas; /* the owner: nodes holding a replica (bit r = node r) */
   struct rec *next_replica, *next_owned; /* lists the tick walks */
   /* intents (intent.c) */
-  uint32_t hits;                /* this node's intents naming it (AU_PLACE_HOT) */
-  uint8_t dropping_here;        /* this node's replica leaves after a grace period */
-  uint8_t listed;               /* on the placer's `claimed` list */
-  uint64_t last_intent_ns;      /* this node's latest intent naming it */
-  float gap_ns;                 /* the usual gap between those intents (intent.c) */
-  uint64_t told_until;          /* end of the claim its owner has heard of from this node */
-  uint64_t last_end_ns;         /* end of the latest intent naming it */
-  uint32_t last_seq;            /* placer's intent_seq at that intent */
-  float gap_seq;                /* the usual gap between those intents, in intent messages */
+  uint32_t hits;           /* this node's intents naming it (AU_PLACE_HOT) */
+  uint8_t dropping_here;   /* this node's replica leaves after a grace period */
+  uint8_t listed;          /* on the placer's `claimed` list */
+  uint64_t last_intent_ns; /* this node's latest intent naming it */
+  float gap_ns;            /* the usual gap between those intents (intent.c) */
+  uint64_t told_until;     /* end of the claim its owner has heard of from this node */
+  uint64_t last_end_ns;    /* end of the latest intent naming it (estimated time) */
+  uint64_t end_clock;      /* ... its end clock, of worker end_worker */
+  int end_worker;
+  float tick_ns;                /* that worker's clock speed then */
+  float idle_ticks;             /* the usual gap in its clock between two uses (intent.c) */
   uint64_t due_from, due_until; /* a claim to send once due_from is near (0: none) */
   uint64_t asked_ns;            /* when a claim that may bring it here went out */
   claim_t *claims;              /* the owner: the nodes' claims */
@@ -70,7 +72,6 @@ struct placer {
   rec_t *claimed;       /* actors with claims, claims due, or replicas to watch */
   action_latency_t lat; /* claim sent -> actor or replica here */
   uint64_t intent_keys; /* since the hot thresholds were last computed */
-  uint32_t intent_seq;  /* intent messages handled (past() counts in them) */
   atomic_ullong claims_sent, releases, replicas_made, replicas_dropped;
   atomic_llong replicas_held;
 };

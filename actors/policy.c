@@ -29,20 +29,31 @@ uint64_t clock_rate_eta(const clock_rate_t *r, au_clock_t clock, au_clock_t targ
 void action_latency_init(action_latency_t *l, uint64_t guess_ns)
 {
   l->ns = (double)guess_ns;
+  l->dev = l->ns / 4;
   l->samples = 0;
 }
 
 void action_latency_observe(action_latency_t *l, uint64_t took_ns)
 {
-  if (l->samples++ == 0)
-    l->ns = (double)took_ns;
-  else
-    l->ns += EWMA_ALPHA * ((double)took_ns - l->ns);
+  double x = (double)took_ns;
+  if (l->samples++ == 0) {
+    l->ns = x;
+    l->dev = x / 4;
+    return;
+  }
+  double d = x > l->ns ? x - l->ns : l->ns - x;
+  l->dev += EWMA_ALPHA * (d - l->dev);
+  l->ns += EWMA_ALPHA * (x - l->ns);
+}
+
+uint64_t action_margin(const action_latency_t *l)
+{
+  return (uint64_t)(l->ns + 4.0 * l->dev);
 }
 
 uint64_t action_delay(const action_latency_t *l, uint64_t eta_ns)
 {
-  uint64_t margin = (uint64_t)(2.0 * l->ns);
+  uint64_t margin = action_margin(l);
   return eta_ns > margin ? eta_ns - margin : 0;
 }
 

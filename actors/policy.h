@@ -35,16 +35,20 @@ uint64_t clock_rate_eta(const clock_rate_t *r, au_clock_t clock, au_clock_t targ
 /* --- action timing ------------------------------------------------------------------- */
 
 /* How long actions take (relocation, replica set-up), as a running estimate; starts at
- * a guess and learns from every completed action. */
+ * a guess and learns from every completed action: a mean and a mean deviation, as TCP
+ * estimates its round trip (RFC 6298), so that the margin covers the slow ones too. */
 typedef struct action_latency {
-  double ns; /* current estimate */
+  double ns;  /* current estimate */
+  double dev; /* its mean deviation */
   int samples;
 } action_latency_t;
 
 void action_latency_init(action_latency_t *l, uint64_t guess_ns);
 void action_latency_observe(action_latency_t *l, uint64_t took_ns);
-/* When to act on an intent that starts in eta_ns: now, or later (ns from now), with a
- * margin of twice the estimated latency so that the rows are there in time. */
+/* How long before an intent's start to act on it: the latency plus four deviations. */
+uint64_t action_margin(const action_latency_t *l);
+/* When to act on an intent that starts in eta_ns: now, or later (ns from now), with that
+ * margin so that the rows are there in time. */
 uint64_t action_delay(const action_latency_t *l, uint64_t eta_ns);
 
 /* --- decisions ------------------------------------------------------------------------ */

@@ -231,7 +231,9 @@ au_clock_t au_clock(const au_worker_t *w)
 void au_clock_advance(au_worker_t *w)
 {
   w->clock++;
-  if (w->node->nodes > 1) clock_rate_tick(&w->rate, w->clock, au_now_ns());
+  if (w->node->nodes == 1) return;
+  clock_rate_tick(&w->rate, w->clock, au_now_ns());
+  atomic_store_explicit(&w->seen_clock, (uint64_t)w->clock, memory_order_relaxed);
 }
 
 static int check_keys(const au_table_t *t, const au_key_t *keys, size_t n)

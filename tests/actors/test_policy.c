@@ -124,12 +124,15 @@ static void test_clock_rate_and_timing(void **state)
 
   action_latency_t l;
   action_latency_init(&l, 1 * MS);
-  assert_int_equal(action_delay(&l, 10 * MS), 8 * MS); /* margin: twice the latency */
+  assert_int_equal(action_delay(&l, 10 * MS), 8 * MS); /* margin: latency + 4 x dev (1/4) */
   action_latency_observe(&l, 3 * MS);                  /* first sample replaces the guess */
   assert_int_equal(action_delay(&l, 10 * MS), 4 * MS);
   assert_int_equal(action_delay(&l, 5 * MS), 0); /* too close: act now */
   for (int i = 0; i < 40; i++) action_latency_observe(&l, 1 * MS);
   assert_true(l.ns < 1.01 * MS);
+  assert_true(action_margin(&l) < 1.05 * MS); /* steady: the deviation fades */
+  for (int i = 0; i < 40; i++) action_latency_observe(&l, i % 2 ? 1 * MS : 3 * MS);
+  assert_true(action_margin(&l) > 5 * MS); /* 1 or 3 ms: mean 2, deviation 1 */
 }
 
 int main(void)
