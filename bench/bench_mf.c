@@ -127,7 +127,7 @@ int main(int argc, char **argv)
   mf_ratings_reserve(&ordered, data.n);
   memcpy(ordered.r, data.r, data.n * sizeof(mf_rating_t));
   ordered.n = data.n;
-  mf_block_order(&ordered, nrows, ncols, rank, 0, 1, 0);
+  mf_block_order(&ordered, nrows, ncols, rank, 0, 1, 0, NULL, NULL);
   float *P = malloc((size_t)nrows * rank * sizeof(float));
   float *Q = malloc((size_t)ncols * rank * sizeof(float));
 

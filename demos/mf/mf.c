@@ -28,6 +28,11 @@ typedef struct shard {
   au_key_t *keys, *test_keys; /* the ratings' columns, as the table API takes keys */
   size_t pos;
   int eval; /* this run evaluates the test ratings instead of training */
+  /* blocks of the walking order: block b is r.r[bstart[b] .. bstart[b + 1]), its distinct
+   * columns bkeys[boff[b] .. boff[b + 1]) */
+  size_t nb, *bstart, *boff;
+  au_key_t *bkeys;
+  size_t said; /* blocks announced so far in this epoch */
   /* row factors: nrows_local x dim */
   uint32_t nrows_local;
   float *p;
@@ -59,10 +64,32 @@ void mf_opts_default(mf_opts_t *o)
                    .init_sd = 0.1f,
                    .workers = 0,
                    .batch = 512,
-                   .lookahead = 2,
+                   .lookahead = 1,
                    .place = AU_PLACE_ADAPTIVE,
                    .kernel = AU_KERNEL_HOGWILD,
                    .seed = 1};
+}
+
+/* Announces the columns of each block of the walking order once the worker is within
+ * `lookahead` average block lengths of it (blocks differ: the last row block of a column
+ * block is short), for the clocks of the steps that walk it: a whole block at once, so
+ * the placement knows when this worker starts and stops using a column; it acts when the
+ * start comes close enough. A re-run after AU_WAIT announces nothing new. */
+static int announce_blocks(au_worker_t *w, shard_t *s)
+{
+  if (s->pos == 0) s->said = 0;
+  const size_t reach = s->pos + (size_t)s->lookahead * (s->r.n / (s->nb ? s->nb : 1));
+  const au_clock_t now = au_clock(w);
+  for (; s->said < s->nb && s->bstart[s->said] <= reach; s->said++) {
+    size_t b = s->said, first = s->bstart[b], last = s->bstart[b + 1] - 1;
+    if (last < s->pos) continue; /* walked already (a re-run of the epoch's first step) */
+    au_clock_t start = now + (au_clock_t)(first > s->pos ? (first - s->pos) / s->batch : 0);
+    au_clock_t end = now + (au_clock_t)((last - s->pos) / s->batch + 1);
+    int rc =
+        au_intent(w, s->cols_table, &s->bkeys[s->boff[b]], s->boff[b + 1] - s->boff[b], start, end);
+    if (rc != 0) return rc;
+  }
+  return 0;
 }
 
 /* An evaluation step: predictions for a batch of test ratings, no updates. */
@@ -107,28 +134,11 @@ static int step(au_worker_t *w, void *arg)
   }
   size_t n = batch_len(s, s->pos);
   const mf_rating_t *rs = &s->r.r[s->pos];
-  au_clock_t now = au_clock(w);
-
-  /* Announce the columns of the batch `lookahead` steps ahead (wrapping into the next
-   * epoch). A re-run after AU_WAIT repeats this; intents are idempotent. The first step
-   * of an epoch also announces the batches before that one: their intents, sent at the
-   * end of the last epoch, were for clocks that the pause between epochs has pushed
-   * back. */
-  for (size_t j = 1; s->pos == 0 && j < (size_t)s->lookahead && j * s->batch < s->r.n; j++) {
-    size_t at = j * s->batch;
-    int rc = au_intent(w, s->cols_table, &s->keys[at], batch_len(s, at), now + j, now + j + 1);
-    if (rc != 0) return rc;
-  }
-  if (s->lookahead > 0) {
-    size_t ahead = (s->pos + (size_t)s->lookahead * s->batch) % s->r.n;
-    size_t m = batch_len(s, ahead);
-    int rc =
-        au_intent(w, s->cols_table, &s->keys[ahead], m, now + s->lookahead, now + s->lookahead + 1);
-    if (rc != 0) return rc;
-  }
+  int rc = announce_blocks(w, s);
+  if (rc != 0) return rc;
 
   au_view_t v;
-  int rc = au_acquire(w, s->cols_table, &s->keys[s->pos], n, &v);
+  rc = au_acquire(w, s->cols_table, &s->keys[s->pos], n, &v);
   if (rc == AU_EAGAIN) return AU_WAIT;
   if (rc != 0) return rc;
   /* locals, not s->...: stores through the float rows could alias float fields of *s,
@@ -169,7 +179,7 @@ static void init_rows(const mf_t *m, shard_t *s, int shard)
 }
 
 int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start, int of,
-                   uint32_t align)
+                   uint32_t align, size_t **starts, size_t *nstarts)
 {
   size_t per_block = BLOCK_BYTES / ((size_t)dim * sizeof(float));
   if (per_block == 0) per_block = 1;
@@ -196,6 +206,17 @@ int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim
 #define BLOCK_OF(x) ((((x).col / col_block + ncb - off) % ncb) * nrb + (x).row / per_block)
   for (size_t i = 0; i < r->n; i++) first[BLOCK_OF(r->r[i]) + 1]++;
   for (size_t b = 0; b < nb; b++) first[b + 1] += first[b];
+  if (starts) { /* the blocks that have ratings, and the end */
+    size_t k = 0;
+    if (!(*starts = malloc((nb + 1) * sizeof(size_t)))) {
+      free(first), free(out);
+      return MF_ENOMEM;
+    }
+    for (size_t b = 0; b < nb; b++)
+      if (first[b + 1] > first[b]) (*starts)[k++] = first[b];
+    (*starts)[k] = r->n;
+    *nstarts = k;
+  }
   for (size_t i = 0; i < r->n; i++) out[first[BLOCK_OF(r->r[i])]++] = r->r[i];
 #undef BLOCK_OF
   free(first);
@@ -205,12 +226,44 @@ int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim
   return 0;
 }
 
+/* The distinct columns of each block of the shard's walking order, for its intents. */
+static int block_keys(shard_t *s, uint32_t ncols)
+{
+  uint32_t *stamp = calloc(ncols, sizeof(uint32_t));
+  s->boff = malloc((s->nb + 1) * sizeof(size_t));
+  size_t total = 0;
+  for (size_t b = 0; stamp && s->boff && b < s->nb; b++) /* first count, then fill */
+    for (size_t i = s->bstart[b]; i < s->bstart[b + 1]; i++)
+      if (stamp[s->r.r[i].col] != b + 1) stamp[s->r.r[i].col] = (uint32_t)b + 1, total++;
+  s->bkeys = malloc((total ? total : 1) * sizeof(au_key_t));
+  if (!stamp || !s->boff || !s->bkeys) {
+    free(stamp);
+    return MF_ENOMEM;
+  }
+  memset(stamp, 0, ncols * sizeof(uint32_t));
+  size_t k = 0;
+  for (size_t b = 0; b < s->nb; b++) {
+    s->boff[b] = k;
+    for (size_t i = s->bstart[b]; i < s->bstart[b + 1]; i++)
+      if (stamp[s->r.r[i].col] != b + 1) {
+        stamp[s->r.r[i].col] = (uint32_t)b + 1;
+        s->bkeys[k++] = s->r.r[i].col;
+      }
+  }
+  s->boff[s->nb] = k;
+  free(stamp);
+  return 0;
+}
+
 static void shard_free(shard_t *s)
 {
   mf_ratings_free(&s->r);
   mf_ratings_free(&s->test);
   free(s->keys);
   free(s->test_keys);
+  free(s->bstart);
+  free(s->boff);
+  free(s->bkeys);
   free(s->p);
 }
 
@@ -256,10 +309,12 @@ static int deal(mf_t *m, const mf_ratings_t *all, int test)
               m->ncols, (m->ncols + group - 1) / group, group, workers);
     int rc2 = 0;
     if (!test && m->o.stagger)
-      rc2 = mf_block_order(r, s->nrows_local, m->ncols, m->dim, 2 * me, 2 * workers, group);
+      rc2 = mf_block_order(r, s->nrows_local, m->ncols, m->dim, 2 * me, 2 * workers, group,
+                           &s->bstart, &s->nb);
     else if (!test)
-      rc2 = mf_block_order(r, s->nrows_local, m->ncols, m->dim, (int)w, m->nshards, 0);
-    if (rc2 != 0) return AU_ENOMEM;
+      rc2 = mf_block_order(r, s->nrows_local, m->ncols, m->dim, (int)w, m->nshards, 0, &s->bstart,
+                           &s->nb);
+    if (rc2 != 0 || (!test && block_keys(s, m->ncols) != 0)) return AU_ENOMEM;
     au_key_t *keys = test ? s->test_keys : s->keys;
     for (size_t i = 0; i < r->n; i++) keys[i] = r->r[i].col;
   }

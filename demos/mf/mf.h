@@ -4,8 +4,8 @@
  * Column (item) factors are an augur table, the shared parameters; rows (users) are
  * partitioned over the workers (row % workers), whose row factors stay in the worker.
  * Each worker walks its ratings in a cache-aware order (blocks of rows x columns, each
- * worker starting at a different column block) and announces the columns of the batch
- * `lookahead` steps ahead as an intent.
+ * worker starting at a different column block) and announces the columns of each block
+ * `lookahead` blocks ahead as an intent for the clocks that walk it.
  */
 #ifndef AUGUR_DEMOS_MF_MF_H
 #define AUGUR_DEMOS_MF_MF_H
@@ -23,7 +23,7 @@ typedef struct mf_opts {
   float init_sd;      /* initial factors ~ N(0, init_sd) */
   int workers;        /* worker actors; 0 = one per scheduler thread */
   uint32_t batch;     /* ratings per step */
-  int lookahead;      /* intents name the batch this many steps ahead */
+  int lookahead;      /* intents name each block of columns this many blocks ahead */
   int stagger;        /* column blocks staggered over all workers of the cluster */
   au_kernel_t kernel; /* AU_KERNEL_HOGWILD (default) or AU_KERNEL_ADD (exact) */
   au_place_t place;   /* how the column table is placed (default AU_PLACE_ADAPTIVE) */
@@ -76,6 +76,6 @@ void mf_free(mf_t *m);
  * in step (--stagger; every node runs the same number of workers). Used
  * for each worker's shard, and by the benchmark's serial baseline. 0 or MF_ENOMEM. */
 int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start, int of,
-                   uint32_t align);
+                   uint32_t align, size_t **starts, size_t *nstarts);
 
 #endif
