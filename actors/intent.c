@@ -194,6 +194,26 @@ static void pass_claims(struct placer *p, rec_t *r, uint64_t now)
   if (all.len) placement_hold(p, r, PS_CLAIM, all.p, (uint32_t)all.len);
   free(all.p);
   r->nclaims = 0;
+  r->together_ns = r->alone_ns = r->seen_ns = 0; /* the new owner watches from here */
+  r->shared = 0;
+}
+
+/* Accounts the time since the owner last looked to one claimant or to several; when no
+ * claim is left, the period of use is over and says whether the actor was shared. */
+static void usage_period(rec_t *r, uint64_t now)
+{
+  uint64_t nodes = claimants(r, now);
+  if (!nodes) {
+    if (r->seen_ns) r->shared = r->together_ns > r->alone_ns;
+    r->together_ns = r->alone_ns = r->seen_ns = 0;
+    return;
+  }
+  uint64_t dt = r->seen_ns && now > r->seen_ns ? now - r->seen_ns : 0;
+  r->seen_ns = now;
+  if (nodes & (nodes - 1))
+    r->together_ns += dt;
+  else
+    r->alone_ns += dt;
 }
 
 /* The owner decides what to do with an actor it holds, given the claims. */
@@ -208,8 +228,9 @@ static void decide(struct placer *p, rec_t *r, uint64_t now)
   r->nclaims = k;
   int hot = 0; /* hot if any claimant counts it hot (nodes count their own intents) */
   for (int i = 0; i < r->nclaims; i++) hot |= r->claims[i].hot;
+  usage_period(r, now);
   place_action_t act = place_decide((place_mode_t)r->t->place, n->rank, r->claims, r->nclaims, hot,
-                                    r->replicas & ~r->dropping, now);
+                                    r->replicas & ~r->dropping, r->shared, now);
   switch (act.kind) {
   case PLACE_MOVE:
     if (r->replicas) {

@@ -45,8 +45,12 @@ typedef struct rec {
   float tick_ns;                /* that worker's clock speed then */
   float idle_ticks;             /* the usual gap in its clock between two uses (intent.c) */
   uint64_t due_from, due_until; /* a claim to send once due_from is near (0: none) */
-  uint64_t asked_ns;            /* when a claim that may bring it here went out */
-  claim_t *claims;              /* the owner: the nodes' claims */
+  /* the owner: time in this period of use with one claimant and with several, since
+   * decide() last looked (at seen_ns); shared: the last period had more of several */
+  uint64_t alone_ns, together_ns, seen_ns;
+  uint8_t shared;
+  uint64_t asked_ns; /* when a claim that may bring it here went out */
+  claim_t *claims;   /* the owner: the nodes' claims */
   int nclaims, capclaims;
   uint64_t dropping; /* the owner: replicas told to go and not yet gone (bits) */
   struct rec *next_claimed;

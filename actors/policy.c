@@ -110,7 +110,7 @@ static place_action_t replicate_to(int owner, uint64_t nodes)
 }
 
 place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims, int n, int hot,
-                            uint64_t replicas, uint64_t now_ns)
+                            uint64_t replicas, int shared, uint64_t now_ns)
 {
   const int has_replicas = replicas != 0;
   switch (mode) {
@@ -138,6 +138,10 @@ place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims,
       if (first->node != owner && first->node >= 0 && first->node < 64 &&
           (replicas >> first->node & 1))
         return (place_action_t){.kind = PLACE_LEAVE};
+      /* an actor that several nodes used together last time: the others come again, and
+       * a move now would pull it away from them (in turn, every actor to the node that
+       * happens to be first) */
+      if (first->node != owner && shared) return replicate_to(owner, together);
       if (first->node != owner) return (place_action_t){.kind = PLACE_MOVE, .node = first->node};
       return has_replicas ? (place_action_t){.kind = PLACE_DROP}
                           : (place_action_t){.kind = PLACE_LEAVE};

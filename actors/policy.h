@@ -88,8 +88,10 @@ typedef struct place_action {
 /* Decides for one parameter actor owned by `owner` at time now_ns. claims may overlap
  * and come in any order; expired ones (until_ns <= now_ns) count as absent. hot: the
  * actor is among the hot ones (PLACE_HOT only). replicas: the nodes (bits) that hold a
- * replica of it. */
+ * replica of it. shared: in its last period of use (claims without a break) several nodes
+ * claimed it together for longer than one alone did (PLACE_ADAPTIVE: a lone claimant then
+ * gets a replica, not the actor; the others are likely on their way again). */
 place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims, int n, int hot,
-                            uint64_t replicas, uint64_t now_ns);
+                            uint64_t replicas, int shared, uint64_t now_ns);
 
 #endif

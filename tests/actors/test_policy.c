@@ -13,7 +13,7 @@
 static place_action_t decide(place_mode_t m, int owner, const claim_t *c, int n, int hot,
                              uint64_t replicas)
 {
-  return place_decide(m, owner, c, n, hot, replicas, 100 * MS);
+  return place_decide(m, owner, c, n, hot, replicas, 0, 100 * MS);
 }
 
 static void test_modes(void **state)
@@ -80,6 +80,14 @@ static void test_modes(void **state)
   a = decide(PLACE_ADAPTIVE, 0, one, 2, 0, 1u << 3);
   assert_int_equal(a.kind, PLACE_MOVE);
   assert_int_equal(a.node, 2);
+
+  /* an actor shared in its last period of use: a lone claimant gets a replica and the
+   * actor stays with its owner (it is not pulled to whichever node comes first) */
+  a = place_decide(PLACE_ADAPTIVE, 0, seq, 2, 0, 0, 1, 100 * MS);
+  assert_int_equal(a.kind, PLACE_REPLICAS);
+  assert_int_equal(a.nodes, 1u << 1);
+  a = place_decide(PLACE_ADAPTIVE, 1, seq, 2, 0, 0, 1, 100 * MS); /* the claimant owns it */
+  assert_int_equal(a.kind, PLACE_LEAVE);
 
   /* expired claims are absent */
   claim_t old[] = {{.node = 1, .from_ns = 10 * MS, .until_ns = 50 * MS}};
