@@ -196,6 +196,7 @@ static void pass_claims(struct placer *p, rec_t *r, uint64_t now)
   r->nclaims = 0;
   r->together_ns = r->alone_ns = r->seen_ns = 0; /* the new owner watches from here */
   r->shared = 0;
+  r->period_end_ns = r->pause_ns = r->keep_until = 0;
 }
 
 /* Accounts the time since the owner last looked to one claimant or to several; when no
@@ -204,9 +205,21 @@ static void usage_period(rec_t *r, uint64_t now)
 {
   uint64_t nodes = claimants(r, now);
   if (!nodes) {
-    if (r->seen_ns) r->shared = r->together_ns > r->alone_ns;
+    if (r->seen_ns) { /* the period is over */
+      r->shared = r->together_ns > r->alone_ns;
+      r->period_end_ns = now;
+      /* a shared actor used in a rhythm (the next epoch, the next pass) keeps its
+       * replicas through a pause half again as long as the last one: nobody writes it
+       * meanwhile, so they cost nothing, and making them again would */
+      r->keep_until = r->shared && r->pause_ns ? now + r->pause_ns + r->pause_ns / 2 : 0;
+    }
     r->together_ns = r->alone_ns = r->seen_ns = 0;
     return;
+  }
+  if (!r->seen_ns && r->period_end_ns) { /* a new period: the pause before it, quick to
+                                          * follow a longer one, slow to shrink */
+    uint64_t pause = now - r->period_end_ns;
+    r->pause_ns = pause > r->pause_ns ? pause : r->pause_ns - (r->pause_ns - pause) / 4;
   }
   uint64_t dt = r->seen_ns && now > r->seen_ns ? now - r->seen_ns : 0;
   r->seen_ns = now;
@@ -248,14 +261,14 @@ static void decide(struct placer *p, rec_t *r, uint64_t now)
           fprintf(stderr, "augur[rank %d]: cannot send a replica to node %d\n", n->rank, node);
     break;
   case PLACE_DROP:
-    drop_replicas(p, r, r->replicas);
+    if (now >= r->keep_until) drop_replicas(p, r, r->replicas);
     break;
   case PLACE_LEAVE:
     break;
   }
   /* adaptive: a replica whose node no longer claims the actor goes (hot keeps its
    * replicas: they are for the whole run) */
-  if (r->t->place == AU_PLACE_ADAPTIVE && r->replicas)
+  if (r->t->place == AU_PLACE_ADAPTIVE && r->replicas && now >= r->keep_until)
     drop_replicas(p, r, r->replicas & ~claimants(r, now));
 }
 

@@ -49,6 +49,9 @@ typedef struct rec {
    * decide() last looked (at seen_ns); shared: the last period had more of several */
   uint64_t alone_ns, together_ns, seen_ns;
   uint8_t shared;
+  /* when the last period ended, the pauses between periods (a running estimate), and
+   * until when the replicas of a shared actor with such a rhythm stay through one */
+  uint64_t period_end_ns, pause_ns, keep_until;
   uint64_t asked_ns; /* when a claim that may bring it here went out */
   claim_t *claims;   /* the owner: the nodes' claims */
   int nclaims, capclaims;
