@@ -57,17 +57,23 @@ echo "bench=modes nodes=$nodes delay_us=$delay epochs=$epochs runs=$runs data=\"
 declare -A secs bytes
 delays=0
 [ "$delay" -gt 0 ] && delays="0 $delay"
+# runs outermost, modes inside: this machine's speed drifts over minutes, and each mode
+# should see the same drift (run 1 of every mode, then run 2 of every mode, ...)
+declare -A over
 for d in $delays; do
   for m in $modes; do
-    : >"$tmp/secs" && : >"$tmp/bytes" && : >"$tmp/local" && : >"$tmp/rmse"
-    over=0
-    for r in $(seq 1 "$runs"); do
+    : >"$tmp/$d.$m.secs" && : >"$tmp/$d.$m.bytes" && : >"$tmp/$d.$m.local" && : >"$tmp/$d.$m.rmse"
+    over[$d.$m]=0
+  done
+  for r in $(seq 1 "$runs"); do
+    for m in $modes; do
+      [ "${over[$d.$m]}" -eq 1 ] && continue
       AU_NET_DELAY_US=$d timeout "$limit" "$augur" run -n "$nodes" "$mf" --mode "$m" \
         --epochs "$epochs" "${data[@]}" >"$tmp/out" 2>&1
       rc=$?
       if [ $rc -eq 124 ]; then
-        over=1
-        break
+        over[$d.$m]=1
+        continue
       elif [ $rc -ne 0 ]; then
         echo "modes.sh: $m with delay $d failed:" >&2
         tail -5 "$tmp/out" >&2
@@ -75,21 +81,23 @@ for d in $delays; do
       fi
       # the first epoch warms up (replicas, moves): epochs 2.. are the steady state
       grep '^\[0\] epoch=' "$tmp/out" | tail -n +2 >"$tmp/ep"
-      field seconds <"$tmp/ep" >>"$tmp/secs"
-      field bytes_sent <"$tmp/ep" >>"$tmp/bytes"
-      field local <"$tmp/ep" >>"$tmp/local"
-      tail -1 "$tmp/ep" | field test_rmse >>"$tmp/rmse"
+      field seconds <"$tmp/ep" >>"$tmp/$d.$m.secs"
+      field bytes_sent <"$tmp/ep" >>"$tmp/$d.$m.bytes"
+      field local <"$tmp/ep" >>"$tmp/$d.$m.local"
+      tail -1 "$tmp/ep" | field test_rmse >>"$tmp/$d.$m.rmse"
     done
-    if [ $over -eq 1 ]; then
+  done
+  for m in $modes; do
+    if [ "${over[$d.$m]}" -eq 1 ]; then
       echo "delay_us=$d mode=$m epoch_seconds=inf (over the ${limit} s limit)"
       continue
     fi
-    s=$(median <"$tmp/secs")
-    b=$(median <"$tmp/bytes")
+    s=$(median <"$tmp/$d.$m.secs")
+    b=$(median <"$tmp/$d.$m.bytes")
     secs[$d.$m]=$s
     bytes[$d.$m]=$b
     printf 'delay_us=%s mode=%s epoch_seconds=%s bytes_per_epoch=%.0f local=%s test_rmse=%s\n' \
-      "$d" "$m" "$s" "$b" "$(median <"$tmp/local")" "$(median <"$tmp/rmse")"
+      "$d" "$m" "$s" "$b" "$(median <"$tmp/$d.$m.local")" "$(median <"$tmp/$d.$m.rmse")"
   done
 done
 
