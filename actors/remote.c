@@ -207,8 +207,8 @@ void remote_step_done(au_worker_t *w, int waiting)
     b->len = 0;
   }
   if (waiting) return;
-  /* the step is over: forget its rows */
-  if (r->slots)
+  /* the step is over: forget its rows (most steps fetched none: no sweep of the table) */
+  if (r->slots && r->count)
     for (size_t i = 0; i <= r->mask; i++) r->slots[i].table = -1;
   r->count = 0;
   r->arena_len = 0;
