@@ -87,6 +87,9 @@ int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, a
     while (seen[h] != UINT64_MAX && seen[h] != actor) h = (h + 1) & (cap - 1);
     if (seen[h] == actor) continue; /* named already */
     seen[h] = actor;
+    if (trace_on(node->rt))
+      trace_emit(node->rt, TRACE_INTENT, (uint64_t)t->id, actor, (uint64_t)node->rank,
+                 (uint64_t)w->id);
     memcpy(a + (size_t)cnt * 8, &actor, 8);
     cnt++;
   }

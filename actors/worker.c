@@ -252,12 +252,13 @@ int au_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_
   if (rc != 0) return rc;
   counter_add(&w->intents, 1);
   counter_add(&w->intent_keys, n);
+  /* tables placed by intents hear of it (and trace each actor it names); the others
+   * only count it (and trace the first key's actor) */
+  if (w->node->nodes > 1 && (t->place == AU_PLACE_HOT || t->place == AU_PLACE_ADAPTIVE))
+    return intent_send(w, t, keys, n, start, end);
   if (trace_on(w->node->rt) && n)
     trace_emit(w->node->rt, TRACE_INTENT, (uint64_t)t->id, keys[0] >> t->group_shift,
                (uint64_t)w->node->rank, (uint64_t)w->id);
-  /* tables placed by intents hear of it; the others only count it */
-  if (w->node->nodes > 1 && (t->place == AU_PLACE_HOT || t->place == AU_PLACE_ADAPTIVE))
-    return intent_send(w, t, keys, n, start, end);
   return 0;
 }
 
