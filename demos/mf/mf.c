@@ -82,7 +82,7 @@ static int announce_blocks(au_worker_t *w, shard_t *s)
   const au_clock_t now = au_clock(w);
   for (; s->said < s->nb && s->bstart[s->said] <= reach; s->said++) {
     size_t b = s->said, first = s->bstart[b], last = s->bstart[b + 1] - 1;
-    if (last < s->pos) continue; /* walked already (a re-run of the epoch's first step) */
+    if (last < s->pos) continue; /* passed already (a block shorter than a batch) */
     au_clock_t start = now + (au_clock_t)(first > s->pos ? (first - s->pos) / s->batch : 0);
     au_clock_t end = now + (au_clock_t)((last - s->pos) / s->batch + 1);
     int rc =
@@ -226,29 +226,39 @@ int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim
   return 0;
 }
 
-/* The distinct columns of each block of the shard's walking order, for its intents. */
+/* The distinct columns of block b, written to out (when not NULL), counted; stamp marks
+ * the columns seen in it (stamp[col] == pass, a value no other block of the pass uses). */
+static size_t block_cols(const shard_t *s, size_t b, uint32_t pass, uint32_t *stamp, au_key_t *out)
+{
+  size_t k = 0;
+  for (size_t i = s->bstart[b]; i < s->bstart[b + 1]; i++) {
+    uint32_t col = s->r.r[i].col;
+    if (stamp[col] == pass) continue;
+    stamp[col] = pass;
+    if (out) out[k] = col;
+    k++;
+  }
+  return k;
+}
+
+/* The distinct columns of each block of the shard's walking order, for its intents: a
+ * pass to count them, a pass to write them (blocks numbered 1.. and nb + 1.. in stamp). */
 static int block_keys(shard_t *s, uint32_t ncols)
 {
   uint32_t *stamp = calloc(ncols, sizeof(uint32_t));
   s->boff = malloc((s->nb + 1) * sizeof(size_t));
   size_t total = 0;
-  for (size_t b = 0; stamp && s->boff && b < s->nb; b++) /* first count, then fill */
-    for (size_t i = s->bstart[b]; i < s->bstart[b + 1]; i++)
-      if (stamp[s->r.r[i].col] != b + 1) stamp[s->r.r[i].col] = (uint32_t)b + 1, total++;
+  for (size_t b = 0; stamp && s->boff && b < s->nb; b++)
+    total += block_cols(s, b, (uint32_t)(b + 1), stamp, NULL);
   s->bkeys = malloc((total ? total : 1) * sizeof(au_key_t));
   if (!stamp || !s->boff || !s->bkeys) {
     free(stamp);
     return MF_ENOMEM;
   }
-  memset(stamp, 0, ncols * sizeof(uint32_t));
   size_t k = 0;
   for (size_t b = 0; b < s->nb; b++) {
     s->boff[b] = k;
-    for (size_t i = s->bstart[b]; i < s->bstart[b + 1]; i++)
-      if (stamp[s->r.r[i].col] != b + 1) {
-        stamp[s->r.r[i].col] = (uint32_t)b + 1;
-        s->bkeys[k++] = s->r.r[i].col;
-      }
+    k += block_cols(s, b, (uint32_t)(s->nb + 1 + b), stamp, &s->bkeys[k]);
   }
   s->boff[s->nb] = k;
   free(stamp);

@@ -73,8 +73,10 @@ void mf_free(mf_t *m);
  * block. With align > 0 the column blocks are whole multiples of `align` columns (the
  * table's group: no parameter actor is shared by two blocks), at least `of` of them
  * when ncols >= of x align, so that `of` workers start in different blocks and walk them
- * in step (--stagger; every node runs the same number of workers). Used
- * for each worker's shard, and by the benchmark's serial baseline. 0 or MF_ENOMEM. */
+ * in step (--stagger; every node runs the same number of workers). With starts, also
+ * the first rating of each block that has ratings, then r->n (*nstarts blocks; the
+ * caller frees it). Used for each worker's shard, and by the benchmark's serial
+ * baseline. 0 or MF_ENOMEM. */
 int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start, int of,
                    uint32_t align, size_t **starts, size_t *nstarts);
 
