@@ -2,19 +2,22 @@
  *
  * A worker's au_intent(keys, start, end) becomes times on its node: the worker's clock
  * rate (policy.c) says in how many nanoseconds its clock reaches start and end, and the
- * worker hands the actors and the two delays to its placer (PS_INTENT). The placer keeps,
- * per actor, the end of the claim its owner has heard of; an intent that ends later is a
- * new claim, sent once its start is closer than twice the measured action latency (the
- * time from a claim to the actor or replica being here), batched per owner (PS_CLAIM). A
- * claim lasts past the intent's end by a lease, twice the usual gap between this node's
- * intents for the actor (within bounds; a pause such as the next epoch is not a gap), and
- * is renewed when half of that is left: a node that keeps using an actor sends about two
- * claims per lease, not one per intent, and its claim lapses soon after it stops.
+ * worker hands the actors, the two delays and the two clocks to its placer (PS_INTENT).
+ * The placer keeps, per actor, the end of the claim its owner has heard of; an intent that
+ * ends later is a new claim, sent once its start is closer than the measured action
+ * latency (claim to actor or replica here) plus four deviations and a tick, batched per
+ * owner (PS_CLAIM). A claim lasts past the intent's end by a lease, twice the usual gap
+ * between this node's intents for the actor (within bounds; a pause such as the next
+ * epoch is not a gap). The claim follows the worker's clock (follow_clock): renewed while
+ * the clock is short of the intent's end, released once it is well past it.
  *
  * The owner keeps the claims of every node and decides (place_decide) when a claim comes
  * in and on every replica tick: move the actor to the one node that needs it, give a
  * replica to each of several nodes that need it at once, drop replicas whose node's claim
- * has lapsed. An actor with replicas does not move: its replicas are dropped first.
+ * has lapsed. An actor with replicas does not move: its replicas are dropped first. The
+ * owner also keeps a short history (usage_period): an actor shared in its last period of
+ * use is not moved to a lone claimant, and its replicas stay through the usual pause
+ * between periods. A move takes the owner's claims along (pass_claims).
  *
  * Dropping a replica (PS_REP_DROP): its node marks it remote (new accesses go to the
  * owner), waits out a grace period over its workers and servers, ships the last delta
@@ -31,14 +34,14 @@
 #include "runtime/trace.h"
 
 #define CLAIM_BYTES 40 /* see put_claim */
-#define INTENT_HEAD                                                                                \
-  48 /* PS_INTENT: u32 table, u32 n, u64 from, u64 until (ns from now),                            \
-        u32 worker, f32 its ns per tick, u64 start, end clock; actors */
-#define LEASE_MIN (10 * 1000 * 1000ull)   /* a claim outlives its intent at least this */
-#define LEASE_MAX (1000 * 1000 * 1000ull) /* ... and at most this */
-#define HOT_EVERY 65536                   /* intent keys between hot-threshold updates */
-#define GAP_PAUSE 10.0             /* a gap this many times the usual one is a pause, not rhythm */
-#define MOVE_HOLD (1000 * 1000ull) /* as placement.c's HOLD_NS */
+/* PS_INTENT's head: u32 table, u32 n, u64 from, u64 until (ns from now), u32 worker,
+ * f32 its ns per tick, u64 start clock, u64 end clock; the actors follow */
+#define INTENT_HEAD 48
+#define LEASE_MIN   (10 * 1000 * 1000ull)   /* a claim outlives its intent at least this */
+#define LEASE_MAX   (1000 * 1000 * 1000ull) /* ... and at most this */
+#define HOT_EVERY   65536                   /* intent keys between hot-threshold updates */
+#define GAP_PAUSE   10.0 /* a gap this many times the usual one is a pause, not rhythm */
+#define MOVE_HOLD   (1000 * 1000ull) /* as placement.c's HOLD_NS */
 
 /* The 16-byte head that names an actor: u32 table, u32 0, u64 actor. */
 static void put_head(uint8_t msg[16], const rec_t *r)
@@ -354,8 +357,20 @@ static void claim_out(struct placer *p, rec_t *r, uint64_t from, uint64_t until,
   claim(p, r, p->node->rank, 0, hot_here(r), from, until, now, out);
 }
 
-static void release_out(struct placer *p, rec_t *r, uint64_t now, obuf_t *out);
-static uint64_t lease_of(const rec_t *r);
+static void release_out(struct placer *p, rec_t *r, uint64_t now, obuf_t *out)
+{
+  r->told_until = 0; /* a later intent claims it afresh */
+  counter_add(&p->releases, 1);
+  claim(p, r, p->node->rank, 0, CLAIM_RELEASE, now, now, now, out);
+}
+
+/* How long a claim outlives its intent: twice the usual gap between this node's intents
+ * naming the actor, within bounds. */
+static uint64_t lease_of(const rec_t *r)
+{
+  double g2 = 2.0 * r->gap_ns;
+  return g2 < LEASE_MIN ? LEASE_MIN : g2 > LEASE_MAX ? LEASE_MAX : (uint64_t)g2;
+}
 
 /* The clock of the worker whose intent naming r ends last. */
 static uint64_t end_worker_clock(const struct placer *p, const rec_t *r)
@@ -385,21 +400,6 @@ static void follow_clock(struct placer *p, rec_t *r, uint64_t now, obuf_t *out)
   if (clk >= r->end_clock || r->told_until > now + lease / 2) return;
   uint64_t left = (uint64_t)((float)(r->end_clock - clk) * r->tick_ns);
   claim_out(p, r, now, now + left + lease, now, out);
-}
-
-static void release_out(struct placer *p, rec_t *r, uint64_t now, obuf_t *out)
-{
-  r->told_until = 0; /* a later intent claims it afresh */
-  counter_add(&p->releases, 1);
-  claim(p, r, p->node->rank, 0, CLAIM_RELEASE, now, now, now, out);
-}
-
-/* How long a claim outlives its intent: twice the usual gap between this node's intents
- * naming the actor, within bounds. */
-static uint64_t lease_of(const rec_t *r)
-{
-  double g2 = 2.0 * r->gap_ns;
-  return g2 < LEASE_MIN ? LEASE_MIN : g2 > LEASE_MAX ? LEASE_MAX : (uint64_t)g2;
 }
 
 static int cmp_desc(const void *a, const void *b)
@@ -486,7 +486,6 @@ static void on_intent(struct placer *p, const au_msg_t *m)
     rec_t *r = rec_get(p, t, actor);
     if (!r) break;
     r->hits++;
-
     /* the rhythm of this node's intents for the actor: quick to follow a shorter gap,
      * slow to follow a longer one, deaf to a pause (the next epoch, another phase) */
     if (r->last_intent_ns) {

@@ -36,7 +36,7 @@ enum {
   PS_SYNC,     /* replica -> owner: u32 n, u32 0, n x (u32 table, u32 0, u64 actor, delta) */
   PS_FRESH,    /* owner -> replica: the same layout, the owner's values */
   PS_INTENT,   /* worker -> its placer: u32 table, u32 n, u64 from, u64 until (ns from
-                  now), u64 actors[n] */
+                  now), u32 worker, f32 ns per tick, u64 start, end clock, u64 actors[n] */
   PS_CLAIM,    /* placer -> owner's placer: u32 n, u32 0, n x claim (intent.c) */
   PS_REP_DROP, /* owner -> replica's placer: u32 table, u32 0, u64 actor */
   PS_REP_GONE, /* replica -> owner: the same; its last delta went before it */
