@@ -80,16 +80,22 @@ void placement_hold(struct placer *p, rec_t *r, uint32_t type, const void *data,
 
 #define FWD_HDR 16 /* the header of requests and pushes (remote.h) */
 
-/* Payloads of PS_REQ / PS_PUSH with one key (remote.h has the layout). */
-static void forward_one(struct placer *p, uint32_t type, const uint8_t *one, uint32_t len, int to)
+/* Counts and traces the forward of a one-key payload (PS_REQ / PS_PUSH, remote.h). */
+static void count_forward(struct placer *p, const uint8_t *one, int to)
 {
   counter_add(&p->forwards, 1);
   uint32_t tid;
   uint64_t key;
   memcpy(&tid, one, 4);
-  memcpy(&key, one + 16, 8);
+  memcpy(&key, one + FWD_HDR, 8);
   au_table_t *t = p->node->table_by_id[tid];
   trace_emit(p->node->rt, TRACE_FORWARD, tid, key >> t->group_shift, (uint64_t)to, 1);
+}
+
+/* Payloads of PS_REQ / PS_PUSH with one key (remote.h has the layout). */
+static void forward_one(struct placer *p, uint32_t type, const uint8_t *one, uint32_t len, int to)
+{
+  count_forward(p, one, to);
   au_send_to(p->node->rt, (uint32_t)to, PS_SERVER_PORT(0), type, one, len);
 }
 
@@ -145,10 +151,7 @@ static void route_one(struct placer *p, rec_t *r, const au_msg_t *m, uint32_t ty
   memcpy(&cnt, b->p + 4, 4);
   cnt++;
   memcpy(b->p + 4, &cnt, 4);
-  counter_add(&p->forwards, 1);
-  uint32_t tid;
-  memcpy(&tid, one, 4);
-  trace_emit(p->node->rt, TRACE_FORWARD, tid, r->actor, (uint64_t)to, 1);
+  count_forward(p, one, to);
 }
 
 /* --- moves -------------------------------------------------------------------------- */
