@@ -313,10 +313,10 @@ int main(int argc, char **argv)
     printf("epoch=%d train_rmse=%.4f", e + 1, st.train_rmse);
     if (d.test.n) printf(" test_rmse=%.4f", st.test_rmse);
     printf(" seconds=%.3f updates_per_s=%.3g local=%.3f intents=%llu moves=%llu replicas=%llu "
-           "bytes_sent=%llu releases=%llu\n",
+           "bytes_sent=%llu releases=%llu cpu_seconds=%.3f\n",
            st.seconds, st.updates_per_s, st.local, (unsigned long long)st.intents,
            (unsigned long long)st.moves, (unsigned long long)st.replicas,
-           (unsigned long long)st.bytes_sent, (unsigned long long)st.releases);
+           (unsigned long long)st.bytes_sent, (unsigned long long)st.releases, st.cpu_seconds);
     fflush(stdout);
   }
   if (status == 0 && a.save) {

@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "sgd.h"
 
 #define BLOCK_BYTES (256 * 1024) /* factor bytes per row or column block: fits in L2 */
+#define PHASE_SUMS  10           /* what run_phase() sums over the cluster */
 
 typedef struct shard {
   au_table_t *cols_table;
@@ -419,10 +421,19 @@ nomem:
   return AU_ENOMEM;
 }
 
+/* CPU seconds this process has used, its threads together. */
+static double cpu_seconds(void)
+{
+  struct rusage u;
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 /* One collective run of every worker, training or evaluating; sums over the cluster
  * into v: sse, ratings, local rows, remote rows, intents, moves in, replicas held at the
- * end, bytes sent, claims released. */
-static int run_phase(mf_t *m, int eval, float lr, double v[9], double *seconds)
+ * end, bytes sent, claims released, CPU seconds. */
+static int run_phase(mf_t *m, int eval, float lr, double v[PHASE_SUMS], double *seconds)
 {
   for (int w = 0; w < m->nshards; w++) {
     m->shards[w].eval = eval;
@@ -433,8 +444,10 @@ static int run_phase(mf_t *m, int eval, float lr, double v[9], double *seconds)
   au_node_stats_t before, after;
   au_node_stats(m->node, &before);
   uint64_t t0 = au_now_ns();
+  double cpu0 = cpu_seconds();
   int rc = au_node_run(m->node);
   *seconds = (double)(au_now_ns() - t0) / 1e9;
+  v[9] = cpu_seconds() - cpu0;
   if (rc != 0) return rc;
   au_node_stats(m->node, &after);
   v[0] = v[1] = 0;
@@ -449,12 +462,12 @@ static int run_phase(mf_t *m, int eval, float lr, double v[9], double *seconds)
   v[6] = (double)after.replicas;
   v[7] = (double)(after.bytes_sent - before.bytes_sent);
   v[8] = (double)(after.releases - before.releases);
-  return au_allreduce_sum(au_node_runtime(m->node), v, 9);
+  return au_allreduce_sum(au_node_runtime(m->node), v, PHASE_SUMS);
 }
 
 int mf_evaluate(mf_t *m, double *rmse)
 {
-  double v[9], seconds;
+  double v[PHASE_SUMS], seconds;
   int rc = run_phase(m, 1, 0, v, &seconds);
   if (rc == 0) *rmse = v[1] > 0 ? sqrt(v[0] / v[1]) : NAN;
   return rc;
@@ -462,7 +475,7 @@ int mf_evaluate(mf_t *m, double *rmse)
 
 int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
 {
-  double v[9];
+  double v[PHASE_SUMS];
   int rc = run_phase(m, 0, m->o.lr / (1.0f + m->o.decay * (float)e), v, &out->seconds);
   if (rc != 0) return rc;
   out->updates = (uint64_t)v[1];
@@ -474,6 +487,7 @@ int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
   out->replicas = (uint64_t)v[6];
   out->bytes_sent = (uint64_t)v[7];
   out->releases = (uint64_t)v[8];
+  out->cpu_seconds = v[9];
   return mf_evaluate(m, &out->test_rmse);
 }
 

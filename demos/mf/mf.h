@@ -45,6 +45,7 @@ typedef struct mf_epoch {
   uint64_t replicas;   /* replicas held at the end of the epoch, all nodes */
   uint64_t bytes_sent; /* bytes the nodes sent each other in the epoch */
   uint64_t releases;   /* claims the nodes ended once their workers were past the columns */
+  double cpu_seconds;  /* CPU time the nodes' processes used in the epoch, summed */
 } mf_epoch_t;
 
 typedef struct mf mf_t;
