@@ -28,13 +28,20 @@ typedef struct shard {
   /* ratings in walking order; .row is the shard's row index (see struct mf) */
   mf_ratings_t r, test;
   au_key_t *keys, *test_keys; /* the ratings' columns, as the table API takes keys */
-  size_t pos;
-  int eval; /* this run evaluates the test ratings instead of training */
+  size_t pos;                 /* the evaluation's next test rating */
+  int eval;                   /* this run evaluates the test ratings instead of training */
   /* blocks of the walking order: block b is r.r[bstart[b] .. bstart[b + 1]), its distinct
    * columns bkeys[boff[b] .. boff[b + 1]) */
   size_t nb, *bstart, *boff;
   au_key_t *bkeys;
-  size_t said; /* blocks announced so far in this epoch */
+  /* the epoch's walk over the blocks: first to last, or last to first when back (every
+   * other epoch, so that an epoch starts in the block where the last one ended) */
+  int back;
+  size_t wi;        /* the walk's current block (walk index; blk() gives the block) */
+  size_t at;        /* the next training rating, in block blk(wi) */
+  size_t steps;     /* steps taken in this epoch */
+  size_t said;      /* blocks announced so far in this epoch (walk indices 0..said-1) */
+  size_t said_step; /* the step at which block `said` starts */
   /* row factors: nrows_local x dim */
   uint32_t nrows_local;
   float *p;
@@ -72,23 +79,34 @@ void mf_opts_default(mf_opts_t *o)
                    .seed = 1};
 }
 
-/* Announces the columns of each block of the walking order once the worker is within
- * `lookahead` average block lengths of it (blocks differ: the last row block of a column
- * block is short), for the clocks of the steps that walk it: a whole block at once, so
- * the placement knows when this worker starts and stops using a column; it acts when the
- * start comes close enough. A re-run after AU_WAIT announces nothing new. */
+/* Block number of the walk's i-th block in this epoch. */
+static size_t blk(const shard_t *s, size_t i)
+{
+  return s->back ? s->nb - 1 - i : i;
+}
+
+/* Steps a block takes: batches end at the block's end. */
+static size_t block_steps(const shard_t *s, size_t b)
+{
+  return (s->bstart[b + 1] - s->bstart[b] + s->batch - 1) / s->batch;
+}
+
+/* Announces the columns of each block of the walk once the worker is within `lookahead`
+ * average block lengths of it, for the clocks of the steps that walk it: a whole block at
+ * once, so the placement knows when this worker starts and stops using a column; it acts
+ * when the start comes close enough. A re-run after AU_WAIT announces nothing new. */
 static int announce_blocks(au_worker_t *w, shard_t *s)
 {
-  if (s->pos == 0) s->said = 0;
-  const size_t reach = s->pos + (size_t)s->lookahead * (s->r.n / (s->nb ? s->nb : 1));
+  const size_t reach = s->steps + (size_t)s->lookahead * (s->r.n / s->batch + s->nb) / s->nb;
   const au_clock_t now = au_clock(w);
-  for (; s->said < s->nb && s->bstart[s->said] <= reach; s->said++) {
-    size_t b = s->said, first = s->bstart[b], last = s->bstart[b + 1] - 1;
-    if (last < s->pos) continue; /* passed already (a block shorter than a batch) */
-    au_clock_t start = now + (au_clock_t)(first > s->pos ? (first - s->pos) / s->batch : 0);
-    au_clock_t end = now + (au_clock_t)((last - s->pos) / s->batch + 1);
-    int rc =
-        au_intent(w, s->cols_table, &s->bkeys[s->boff[b]], s->boff[b + 1] - s->boff[b], start, end);
+  while (s->said < s->nb && s->said_step <= reach) {
+    size_t b = blk(s, s->said), first = s->said_step, end = first + block_steps(s, b);
+    s->said++;
+    s->said_step = end;
+    if (end <= s->steps) continue; /* walked already */
+    au_clock_t start = now + (au_clock_t)(first > s->steps ? first - s->steps : 0);
+    int rc = au_intent(w, s->cols_table, &s->bkeys[s->boff[b]], s->boff[b + 1] - s->boff[b], start,
+                       now + (au_clock_t)(end - s->steps));
     if (rc != 0) return rc;
   }
   return 0;
@@ -120,27 +138,24 @@ static int eval_step(au_worker_t *w, shard_t *s)
   return AU_CONTINUE;
 }
 
-/* Ratings in the training batch that starts at `at` (the last one may be short). */
-static size_t batch_len(const shard_t *s, size_t at)
-{
-  return s->r.n - at < s->batch ? s->r.n - at : s->batch;
-}
-
 static int step(au_worker_t *w, void *arg)
 {
   shard_t *s = arg;
   if (s->eval) return eval_step(w, s);
-  if (s->pos >= s->r.n) {
-    s->pos = 0;
-    return AU_PAUSE; /* end of the epoch; the next au_node_run starts the next */
+  if (s->wi >= s->nb) { /* end of the epoch; the next au_node_run starts the next */
+    s->back = !s->back;
+    s->wi = s->steps = s->said = s->said_step = 0;
+    s->at = s->nb ? s->bstart[blk(s, 0)] : 0;
+    return AU_PAUSE;
   }
-  size_t n = batch_len(s, s->pos);
-  const mf_rating_t *rs = &s->r.r[s->pos];
+  const size_t b = blk(s, s->wi);
+  size_t n = s->bstart[b + 1] - s->at < s->batch ? s->bstart[b + 1] - s->at : s->batch;
+  const mf_rating_t *rs = &s->r.r[s->at];
   int rc = announce_blocks(w, s);
   if (rc != 0) return rc;
 
   au_view_t v;
-  rc = au_acquire(w, s->cols_table, &s->keys[s->pos], n, &v);
+  rc = au_acquire(w, s->cols_table, &s->keys[s->at], n, &v);
   if (rc == AU_EAGAIN) return AU_WAIT;
   if (rc != 0) return rc;
   /* locals, not s->...: stores through the float rows could alias float fields of *s,
@@ -160,7 +175,8 @@ static int step(au_worker_t *w, void *arg)
   au_release(w, &v);
   s->sse += sse;
   s->done += n;
-  s->pos += n;
+  s->steps++;
+  if ((s->at += n) == s->bstart[b + 1] && ++s->wi < s->nb) s->at = s->bstart[blk(s, s->wi)];
   au_clock_advance(w);
   return AU_CONTINUE;
 }
