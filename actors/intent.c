@@ -501,8 +501,12 @@ static void on_intent(struct placer *p, const au_msg_t *m)
      * keeps using the actor renews it about once per lease, not once per intent */
     uint64_t from = now + from_d, end = now + (until_d > from_d ? until_d : from_d);
     if (!r->end_clock || end >= r->last_end_ns || (int)wid == r->end_worker) {
-      /* the worker's clock between the end of its last use and this one: its rhythm */
-      if (r->end_clock && (int)wid == r->end_worker && start_clock > r->end_clock) {
+      /* the worker's clock between the end of its last use and this one: its rhythm; a
+       * gap many times longer than the use itself is a pause between periods of use (the
+       * next epoch: a worker that walks blocks of columns), not rhythm */
+      const float use = end_clock > start_clock ? (float)(end_clock - start_clock) : 1.0f;
+      if (r->end_clock && (int)wid == r->end_worker && start_clock > r->end_clock &&
+          (float)(start_clock - r->end_clock) < GAP_PAUSE * use) {
         float g = (float)(start_clock - r->end_clock);
         if (r->idle_ticks == 0 || g < r->idle_ticks)
           r->idle_ticks = g;
