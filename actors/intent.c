@@ -505,9 +505,8 @@ static void on_intent(struct placer *p, const au_msg_t *m)
        * gap many times longer than the use itself is a pause between periods of use (the
        * next epoch: a worker that walks blocks of columns), not rhythm */
       const float use = end_clock > start_clock ? (float)(end_clock - start_clock) : 1.0f;
-      if (r->end_clock && (int)wid == r->end_worker && start_clock > r->end_clock &&
-          (float)(start_clock - r->end_clock) < GAP_PAUSE * use) {
-        float g = (float)(start_clock - r->end_clock);
+      const float g = start_clock > r->end_clock ? (float)(start_clock - r->end_clock) : 0.0f;
+      if (r->end_clock && (int)wid == r->end_worker && g > 0 && g < GAP_PAUSE * use) {
         if (r->idle_ticks == 0 || g < r->idle_ticks)
           r->idle_ticks = g;
         else if (g < GAP_PAUSE * r->idle_ticks)
