@@ -183,10 +183,10 @@ int remote_send_requests(au_worker_t *w)
 int remote_push(au_worker_t *w, au_table_t *t, au_key_t key, const void *delta)
 {
   obuf_t *b = buf_for(w, &w->remote.push, owner_of(t, key), t);
-  if (!b || obuf_reserve(b, sizeof(key) + t->row_bytes) != 0) return AU_ENOMEM;
-  /* keys and deltas interleave here; the server reads them the same way */
+  if (!b || obuf_reserve(b, sizeof(key) + t->update_bytes) != 0) return AU_ENOMEM;
+  /* keys and updates interleave here; the server reads them the same way */
   obuf_put(b, &key, sizeof(key));
-  obuf_put(b, delta, t->row_bytes);
+  obuf_put(b, delta, t->update_bytes);
   set_u32(b->p + 4, get_u32(b->p + 4) + 1);
   return 0;
 }
@@ -302,7 +302,7 @@ static au_table_t *check(au_node_t *n, const au_msg_t *m, int is_push, uint32_t 
     bad_request(n, m, !is_push, why);
     return NULL;
   }
-  size_t each = sizeof(uint64_t) + (is_push ? t->row_bytes : 0);
+  size_t each = sizeof(uint64_t) + (is_push ? t->update_bytes : 0);
   if (m->len != HDR + (size_t)*cnt * each) {
     snprintf(why, sizeof(why), "%u bytes do not hold %u keys of table %u", m->len, *cnt, tid);
     bad_request(n, m, !is_push, why);
@@ -341,7 +341,7 @@ static void answer(au_node_t *n, au_table_t *t, const uint8_t *p, size_t len)
     memcpy(&k, p + HDR + (size_t)i * sizeof(k), sizeof(k));
     const void *row = table_row_held(t, k);
     if (row)
-      kernel_copy_row(rows + (size_t)i * t->row_bytes, row, t->dim);
+      kernel_copy_row(rows + (size_t)i * t->row_bytes, row, t->width);
     else
       memset(rows + (size_t)i * t->row_bytes, 0, t->row_bytes);
   }
@@ -355,23 +355,23 @@ static void apply(au_table_t *t, const uint8_t *p, obuf_t *delta)
   if (table_replicable(t)) placement_touched(t->node);
   uint32_t cnt = get_u32(p + 4);
   delta->len = 0;
-  if (obuf_reserve(delta, t->row_bytes) != 0) {
+  if (obuf_reserve(delta, t->update_bytes) != 0) {
     fprintf(stderr, "augur: out of memory applying a push; %u rows lost\n", cnt);
     return;
   }
   p += HDR;
-  for (uint32_t i = 0; i < cnt; i++, p += sizeof(uint64_t) + t->row_bytes) {
+  for (uint32_t i = 0; i < cnt; i++, p += sizeof(uint64_t) + t->update_bytes) {
     uint64_t k;
     memcpy(&k, p, sizeof(k));
-    /* the delta follows its key unaligned: the kernel gets an aligned copy */
-    memcpy(delta->p, p + sizeof(k), t->row_bytes);
+    /* the update follows its key unaligned: the kernel gets an aligned copy */
+    memcpy(delta->p, p + sizeof(k), t->update_bytes);
     void *row = table_row_held(t, k);
     if (!row) {
       fprintf(stderr, "augur: a push to key %llu of table %d found no values; lost\n",
               (unsigned long long)k, t->id);
       continue;
     }
-    t->kernel(row, delta->p, t->dim, t->kernel_arg);
+    table_apply(t, row, delta->p);
     table_mark(t, k);
   }
 }
@@ -414,7 +414,7 @@ static void serve(server_t *s, const au_msg_t *m, int is_push)
   uint32_t cnt;
   au_table_t *t = check(n, m, is_push, &cnt);
   if (!t) return;
-  size_t each = sizeof(uint64_t) + (is_push ? t->row_bytes : 0);
+  size_t each = sizeof(uint64_t) + (is_push ? t->update_bytes : 0);
   uint32_t here = 0;
   for (uint32_t i = 0; i < cnt; i++) {
     uint64_t k;
@@ -458,7 +458,7 @@ void remote_split(au_node_t *n, const au_msg_t *m, uint32_t type, remote_one_fn 
   uint32_t cnt;
   au_table_t *t = check(n, m, is_push, &cnt);
   if (!t) return;
-  size_t each = sizeof(uint64_t) + (is_push ? t->row_bytes : 0);
+  size_t each = sizeof(uint64_t) + (is_push ? t->update_bytes : 0);
   uint8_t one[HDR + sizeof(uint64_t) + 4096];
   uint8_t *buf = HDR + each <= sizeof(one) ? one : malloc(HDR + each);
   if (!buf) return;

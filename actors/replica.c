@@ -118,7 +118,7 @@ static void copy_values(const rec_t *r, uint8_t *out)
   const au_table_t *t = r->t;
   for (uint32_t row = 0; row < t->group; row++)
     kernel_copy_row(out + row * t->row_bytes,
-                    (const uint8_t *)pa_of(r)->values + row * t->row_bytes, t->dim);
+                    (const uint8_t *)pa_of(r)->values + row * t->row_bytes, t->width);
 }
 
 int replica_give(struct placer *p, rec_t *r, uint32_t to)
@@ -241,7 +241,8 @@ static void apply_group(rec_t *r, const uint8_t *add, obuf_t *scratch)
   }
   for (uint32_t row = 0; row < t->group; row++) {
     memcpy(scratch->p, add + row * t->row_bytes, t->row_bytes); /* aligned for the kernel */
-    t->kernel((uint8_t *)pa_of(r)->values + row * t->row_bytes, scratch->p, t->dim, t->kernel_arg);
+    t->kernel((uint8_t *)pa_of(r)->values + row * t->row_bytes, scratch->p, t->width,
+              t->kernel_arg);
   }
 }
 

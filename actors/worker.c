@@ -404,8 +404,9 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
   *v = (au_view_t){.rows = rows,
                    .n = n,
                    .dim = t->dim,
-                   .au__hogwild_f32 = t->kernel == kernel_hogwild_f32,
-                   .au__kernel = t->kernel,
+                   .au__inline = t->hogwild && t->type == AU_F32 ? 1 + (int)t->optim : 0,
+                   .au__lr = t->lr,
+                   .au__kernel = t->optim == AU_OPTIM_NONE ? t->kernel : NULL,
                    .au__kernel_arg = t->kernel_arg,
                    .au__remote = remote,
                    .au__keys = keys,
@@ -417,14 +418,20 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
   return 0;
 }
 
-void au__view_update_remote(const au_view_t *v, size_t i, const void *delta)
+void au__view_update_remote(const au_view_t *v, size_t i, const void *update)
 {
   au_table_t *t = v->table;
-  /* the step's copy sees its own updates; the owner gets the delta after the step */
-  t->kernel(v->rows[i], delta, t->dim, t->kernel_arg);
+  /* the step's copy sees its own updates (through its copy of the optimizer's state);
+   * the owner gets the update after the step and applies it to its own */
+  table_apply(t, v->rows[i], update);
   au_worker_t *w = v->au__worker;
-  int rc = remote_push(w, t, v->au__keys[i], delta);
+  int rc = remote_push(w, t, v->au__keys[i], update);
   if (rc != 0 && !w->remote.failed) w->remote.failed = rc;
+}
+
+void au__view_update_optim(const au_view_t *v, size_t i, const void *update)
+{
+  table_apply(v->table, v->rows[i], update);
 }
 
 void au_release(au_worker_t *w, au_view_t *v)
@@ -466,7 +473,7 @@ int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void 
       continue;
     }
     nremote += (size_t)is_remote;
-    if (!missing) kernel_copy_row((char *)out + i * t->row_bytes, row, t->dim);
+    if (!missing) kernel_copy_row((char *)out + i * t->update_bytes, row, t->dim);
   }
   if (missing) return lacking(w, &ws, missing);
   counter_add(&w->rows_local, n - nremote);
@@ -481,10 +488,10 @@ int au_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, const
   if (rc != 0) return rc;
   size_t nremote = 0;
   for (size_t i = 0; i < n; i++) {
-    const void *d = (const char *)deltas + i * t->row_bytes;
+    const void *d = (const char *)deltas + i * t->update_bytes;
     void *row = table_row(t, keys[i]);
     if (row) {
-      t->kernel(row, d, t->dim, t->kernel_arg);
+      table_apply(t, row, d);
       table_mark(t, keys[i]);
     } else {
       /* held by another node: the delta goes there after the step */
