@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "actors/obuf.h"
 #include "actors/policy.h"
 #include "actors/remote.h"
 #include "augur.h"
@@ -91,12 +92,14 @@ struct au_worker {
   atomic_ullong seen_clock; /* the clock, for the placer (renews and releases claims) */
   clock_rate_t rate;        /* how fast the clock runs (intents become times, intent.c) */
   obuf_t intent_buf;        /* an intent's message to the placer, built here */
-  atomic_int kicked;        /* a step message is on its way (worker_kick) */
-  uint64_t barrier_gen;     /* generation of the barrier this worker waits at, or 0 */
-  int views;                /* views held in the running step: must be 0 when it returns */
-  rows_chunk_t *rows;       /* views' row pointers, reset after every step */
-  wremote_t remote;         /* rows fetched from other nodes, pushes to them */
-  int wants;                /* asked the placer for actors to move here; it kicks back */
+  uint64_t *seen;           /* ... and the actors it names so far (intent.c) */
+  size_t seen_cap;
+  atomic_int kicked;    /* a step message is on its way (worker_kick) */
+  uint64_t barrier_gen; /* generation of the barrier this worker waits at, or 0 */
+  int views;            /* views held in the running step: must be 0 when it returns */
+  rows_chunk_t *rows;   /* views' row pointers, reset after every step */
+  wremote_t remote;     /* rows fetched from other nodes, pushes to them */
+  int wants;            /* asked the placer for actors to move here; it kicks back */
   /* odd while a step runs: a node handing off an actor waits until every worker that
    * was in a step has left it (placement.c) */
   atomic_ullong epoch;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "actors/ps.h"
+#include "actors/psmsg.h"
 #include "runtime/net.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"
@@ -93,6 +94,8 @@ void worker_release_memory(au_worker_t *w)
   w->rows = NULL;
   free(w->intent_buf.p);
   w->intent_buf = (obuf_t){0};
+  free(w->seen);
+  w->seen = NULL;
   remote_free(w);
 }
 
@@ -284,23 +287,16 @@ static int fetch_missing(au_worker_t *w)
 /* Actors of a relocating table that this step lacks: one PS_WANT per step and table. */
 typedef struct wants {
   au_table_t *t;
-  uint8_t *buf; /* u32 table, u32 n, u64 actors[n] */
-  uint32_t n, cap;
+  obuf_t buf; /* the PS_WANT message (psmsg.c) */
   uint64_t last;
+  uint32_t n;
 } wants_t;
 
 static int want(wants_t *ws, au_table_t *t, au_key_t k)
 {
   uint64_t actor = k >> t->group_shift;
   if (ws->n && ws->last == actor) return 0; /* runs of one actor are common */
-  if (ws->n == ws->cap) {
-    uint32_t cap = ws->cap ? 2 * ws->cap : 64;
-    uint8_t *b = realloc(ws->buf, 8 + (size_t)cap * 8);
-    if (!b) return AU_ENOMEM;
-    ws->buf = b;
-    ws->cap = cap;
-  }
-  memcpy(ws->buf + 8 + (size_t)ws->n * 8, &actor, 8);
+  if (psm_want_add(&ws->buf, t, actor) != 0) return AU_ENOMEM;
   ws->n++;
   ws->last = actor;
   return 0;
@@ -309,13 +305,9 @@ static int want(wants_t *ws, au_table_t *t, au_key_t k)
 /* Sends the step's wants to the placer; the worker waits for PS_ARRIVED. */
 static int send_wants(au_worker_t *w, wants_t *ws)
 {
-  uint32_t tid = (uint32_t)ws->t->id;
-  memcpy(ws->buf, &tid, 4);
-  memcpy(ws->buf + 4, &ws->n, 4);
   au_node_t *n = w->node;
-  int rc =
-      au_send_to(n->rt, (uint32_t)n->rank, PS_PLACER_PORT, PS_WANT, ws->buf, 8 + (size_t)ws->n * 8);
-  free(ws->buf);
+  int rc = au_send_to(n->rt, (uint32_t)n->rank, PS_PLACER_PORT, PS_WANT, ws->buf.p, ws->buf.len);
+  free(ws->buf.p);
   if (rc != 0) return rc;
   w->wants = 1;
   return AU_EAGAIN;
@@ -377,13 +369,13 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
   wants_t ws = {0};
   for (; i < n; i++) {
     if (keys[i] >= t->keys) {
-      free(ws.buf);
+      free(ws.buf.p);
       return AU_ERANGE;
     }
     int is_remote;
     rows[i] = step_row(w, t, keys[i], &is_remote, &ws);
     if (w->remote.failed) {
-      free(ws.buf);
+      free(ws.buf.p);
       return w->remote.failed;
     }
     if (!rows[i]) {
@@ -465,7 +457,7 @@ int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void 
     int is_remote;
     void *row = step_row(w, t, keys[i], &is_remote, &ws);
     if (w->remote.failed) {
-      free(ws.buf);
+      free(ws.buf.p);
       return w->remote.failed;
     }
     if (!row) {
