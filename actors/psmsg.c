@@ -61,6 +61,17 @@ au_table_t *psm_actor(const au_node_t *n, uint32_t tid, uint64_t actor, psm_why_
   return t;
 }
 
+/* Reserved bytes must be zero: a message that sets them is from another protocol. */
+static int check_zero(const uint8_t *p, size_t len, const char *what, psm_why_t *why)
+{
+  for (size_t i = 0; i < len; i++)
+    if (p[i]) {
+      say(why, "reserved bytes of %s are not zero", what);
+      return AU_EPROTO;
+    }
+  return 0;
+}
+
 static int check_node(const au_node_t *n, uint32_t node, const char *what, psm_why_t *why)
 {
   if (node < (uint32_t)n->nodes) return 0;
@@ -263,6 +274,10 @@ int psm_actor_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t
   au_table_t *t = psm_actor(n, get_u32(p), get_u64(p + 8), why);
   if (!t) return AU_EPROTO;
   *out = (psm_actor_msg_t){.t = t, .actor = get_u64(p + 8), .node = get_u32(p + 4)};
+  if (type == PS_MOVE_REQ && check_zero(p + 20, 4, "a move request", why)) return AU_EPROTO;
+  if ((type == PS_REP_DROP || type == PS_REP_GONE) &&
+      check_zero(p + 4, 4, "a replica message", why))
+    return AU_EPROTO;
   if (type == PS_MOVE_REQ) out->hops = get_u32(p + 16);
   if (type == PS_OWNER) {
     uint32_t v = get_u32(p + 16);
@@ -405,6 +420,7 @@ int psm_claims_decode(const au_node_t *n, const uint8_t *p, size_t len, uint32_t
     return AU_EPROTO;
   }
   *count = get_u32(p);
+  if (check_zero(p + 4, 4, "a claims head", why)) return AU_EPROTO;
   if ((len - CLAIMS_HEAD) / CLAIM_BYTES != *count || (len - CLAIMS_HEAD) % CLAIM_BYTES) {
     say(why, "%zu bytes do not hold %u claims", len, *count);
     return AU_EPROTO;
@@ -413,6 +429,8 @@ int psm_claims_decode(const au_node_t *n, const uint8_t *p, size_t len, uint32_t
     const uint8_t *e = p + CLAIMS_HEAD + (size_t)i * CLAIM_BYTES;
     if (!psm_actor(n, get_u32(e), get_u64(e + 8), why)) return AU_EPROTO;
     if (check_node(n, get_u32(e + 16), "claimant", why)) return AU_EPROTO;
+    if (check_zero(e + 7, 1, "a claim", why) || check_zero(e + 20, 4, "a claim", why))
+      return AU_EPROTO;
     if (e[6] & ~(PSM_CLAIM_HOT | PSM_CLAIM_RELEASE)) {
       say(why, "claim flags 0x%x", e[6]);
       return AU_EPROTO;
@@ -453,6 +471,7 @@ int psm_entries_begin(const uint8_t *p, size_t len, psm_entries_t *it, psm_why_t
     say(why, "entries of %zu bytes are too short", len);
     return AU_EPROTO;
   }
+  if (check_zero(p + 4, 4, "an entries head", why)) return AU_EPROTO;
   *it = (psm_entries_t){.p = p, .len = len, .off = ENTRIES_HEAD, .left = get_u32(p)};
   return 0;
 }
@@ -470,7 +489,7 @@ int psm_entry_next(const au_node_t *n, psm_entries_t *it, psm_values_t *out, psm
   }
   const uint8_t *e = it->p + it->off;
   au_table_t *t = psm_actor(n, get_u32(e), get_u64(e + 8), why);
-  if (!t) return -1;
+  if (!t || check_zero(e + 4, 4, "an entry", why)) return -1;
   if (it->len - it->off < psm_values_len(t)) {
     say(why, "an entry of table %u cut short at byte %zu of %zu", (unsigned)t->id, it->off,
         it->len);
