@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "actors/placer.h"
 #include "actors/ps.h"
 #include "runtime/net.h"
 
@@ -40,7 +41,7 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
   atomic_init(&n->live, 0);
   atomic_init(&n->active, 0);
   /* servers first: once this node has joined, requests may come at any time */
-  if ((rc = remote_start_servers(n)) != 0 || (rc = placement_start(n)) != 0) {
+  if ((rc = remote_start_servers(n)) != 0 || (rc = placer_start(n)) != 0) {
     au_node_stop(n);
     return rc;
   }
@@ -114,7 +115,7 @@ void au_node_stop(au_node_t *n)
   au_runtime_destroy(n->rt); /* leaves the cluster; frees the worker actors (their state
                                is au_worker_t) */
   remote_free_servers(n);
-  placement_free(n);
+  placer_free(n);
   free(n->table_by_id);
   au_table_t *t = n->tables;
   while (t) {

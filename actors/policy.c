@@ -164,3 +164,34 @@ const char *au_place_name(au_place_t place)
 {
   return place_mode_name((place_mode_t)place);
 }
+
+place_plan_t place_plan(const place_input_t *in)
+{
+  place_plan_t plan = {.move_to = -1};
+  const uint64_t now = in->now_ns;
+  place_action_t act = place_decide(in->mode, in->owner, in->claims, in->nclaims, in->hot,
+                                    in->replicas & ~in->dropping, in->shared, now);
+  switch (act.kind) {
+  case PLACE_MOVE:
+    if (in->replicas)
+      plan.drop = in->replicas; /* first; the move comes once they are gone */
+    else if (now - in->arrived_ns >= PLACE_HOLD_NS)
+      plan.move_to = act.node; /* else the tick looks again */
+    break;
+  case PLACE_REPLICAS:
+    plan.give = act.nodes & ~in->replicas;
+    if (in->owner >= 0 && in->owner < 64) plan.give &= ~(1ull << in->owner);
+    break;
+  case PLACE_DROP:
+    if (now >= in->keep_until) plan.drop = in->replicas;
+    break;
+  case PLACE_LEAVE:
+    break;
+  }
+  /* adaptive: a replica whose node no longer claims the actor goes (hot keeps its
+   * replicas: they are for the whole run) */
+  if (in->mode == PLACE_ADAPTIVE && in->replicas && now >= in->keep_until)
+    plan.drop |= in->replicas & ~in->claimants;
+  plan.drop &= in->replicas & ~in->dropping;
+  return plan;
+}

@@ -94,4 +94,37 @@ typedef struct place_action {
 place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims, int n, int hot,
                             uint64_t replicas, int shared, uint64_t now_ns);
 
+/* What the owner knows of an actor when it decides, and what it then does (place_plan).
+ * Bits of node sets are ranks (clusters of up to 64 nodes). */
+typedef struct place_input {
+  place_mode_t mode;
+  int owner;             /* this node, which owns the actor */
+  const claim_t *claims; /* the claims that have not lapsed */
+  int nclaims;
+  uint64_t claimants;  /* their nodes */
+  int hot;             /* AU_PLACE_HOT: a claimant counts the actor among its hot ones */
+  int shared;          /* several nodes used it together in its last period of use */
+  uint64_t keep_until; /* ... and its replicas stay until then, through a pause */
+  uint64_t replicas;   /* nodes holding a replica */
+  uint64_t dropping;   /* ... of which these were told to go */
+  uint64_t arrived_ns; /* when the actor last arrived here */
+  uint64_t now_ns;
+} place_input_t;
+
+typedef struct place_plan {
+  int move_to;   /* hand the actor off to this node; -1: it stays */
+  uint64_t give; /* nodes that get a replica */
+  uint64_t drop; /* replicas told to go */
+} place_plan_t;
+
+/* An actor that arrived stays at least this long before it moves again (no ping-pong:
+ * the workers that waited for it get to use it). */
+#define PLACE_HOLD_NS (1000 * 1000ull)
+
+/* The owner's whole decision for one actor: place_decide's answer, carried out under the
+ * rules that an actor with replicas drops them before it moves, that an actor that just
+ * arrived stays a while, that the replicas of a shared actor with a rhythm stay through
+ * its pause, and (adaptive) that a replica whose node no longer claims the actor goes. */
+place_plan_t place_plan(const place_input_t *in);
+
 #endif

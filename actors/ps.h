@@ -2,8 +2,8 @@
  * actors, and worker actors. Shared by every file of actors/.
  *
  * The invariant: a row's values are reachable through its parameter actor only while
- * the actor's state says this node holds them (owner or replica); placement
- * (placement.c, replica.c, intent.c) changes state before it moves or drops values, and
+ * the actor's state says this node holds them (owner or replica); the placer
+ * (placer.h: relocation.c, replication.c) changes state before it moves or drops values, and
  * waits until no view pins the actor.
  */
 #ifndef AUGUR_ACTORS_PS_H
@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "actors/idle.h"
 #include "actors/obuf.h"
 #include "actors/policy.h"
 #include "actors/remote.h"
@@ -32,7 +33,7 @@ enum pa_state {
 typedef struct param_actor {
   void *values;           /* group * dim values, or NULL when not held here */
   _Atomic uint8_t state;  /* enum pa_state */
-  _Atomic uint8_t dirty;  /* written since the replica tick last looked (replica.c) */
+  _Atomic uint8_t dirty;  /* written since the replica tick last looked (replication.c) */
   uint16_t version;       /* moves so far (wraps): orders ownership news at the home node */
   _Atomic uint32_t owner; /* node rank of the owner, as far as this node knows (the
                              placer writes it while workers read it) */
@@ -65,7 +66,7 @@ struct au_table {
   int place;      /* au_place_t */
   uint64_t slots; /* home-owned actors packed in storage (id / nodes) */
   /* AU_PLACE_HOT: how many actors are hot, and the intent count that makes one hot on
-   * this node (the placer recomputes it from its own counts; intent.c) */
+   * this node (the placer recomputes it from its own counts; claims.c) */
   uint64_t hot_actors;
   uint32_t hot_min;
   struct au_table *next;
@@ -90,9 +91,9 @@ struct au_worker {
                 by au_node_run while nothing runs */
   au_clock_t clock;
   atomic_ullong seen_clock; /* the clock, for the placer (renews and releases claims) */
-  clock_rate_t rate;        /* how fast the clock runs (intents become times, intent.c) */
+  clock_rate_t rate;        /* how fast the clock runs (intents become times, worker.c) */
   obuf_t intent_buf;        /* an intent's message to the placer, built here */
-  uint64_t *seen;           /* ... and the actors it names so far (intent.c) */
+  uint64_t *seen;           /* ... and the actors it names so far */
   size_t seen_cap;
   atomic_int kicked;    /* a step message is on its way (worker_kick) */
   uint64_t barrier_gen; /* generation of the barrier this worker waits at, or 0 */
@@ -101,7 +102,7 @@ struct au_worker {
   wremote_t remote;     /* rows fetched from other nodes, pushes to them */
   int wants;            /* asked the placer for actors to move here; it kicks back */
   /* odd while a step runs: a node handing off an actor waits until every worker that
-   * was in a step has left it (placement.c) */
+   * was in a step has left it (grace.c) */
   atomic_ullong epoch;
   /* written by the worker's actor only (runtime/counter.h), read by au_node_stats */
   atomic_ullong steps, rows_local, rows_remote, intents, intent_keys;
@@ -116,7 +117,8 @@ struct au_node {
   int ntables;
   void *servers; /* server_t[nservers] (remote.c) */
   int nservers;
-  struct placer *placer; /* moves parameter actors (placement.c) */
+  struct placer *placer; /* moves parameter actors (placer.c) */
+  node_idle_t idle;      /* work outside any mailbox (idle.c) */
   atomic_int active;     /* workers ready, running or waiting in this run */
   au_worker_t **workers;
   int nworkers, cap_workers;
@@ -147,7 +149,7 @@ static inline void *table_row(au_table_t *t, au_key_t k)
 
 /* The row of a key whose actor a server found held here when it began its message: the
  * values stay until the server's message is over even if a hand-off has marked the actor
- * since (the grace period, placement.c), and the update goes with them. NULL if the
+ * since (the grace period, grace.c), and the update goes with them. NULL if the
  * values are gone (a caller that did not look first). */
 static inline void *table_row_held(au_table_t *t, au_key_t k)
 {
@@ -180,12 +182,6 @@ void kernel_hogwild_f32(void *row, const void *delta, uint32_t dim, void *arg);
 void kernel_hogwild_i32(void *row, const void *delta, uint32_t dim, void *arg);
 /* Copies one row with relaxed atomic loads (safe against concurrent kernels). */
 void kernel_copy_row(void *dst, const void *row, uint32_t dim);
-
-/* intent.c */
-/* Passes an intent of a worker on a table placed by intents (AU_PLACE_HOT/_ADAPTIVE) to
- * its node's placer, with clocks turned into times by the worker's clock rate. */
-int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_clock_t start,
-                au_clock_t end);
 
 /* worker.c */
 /* Frees what the worker allocated (not the worker: it is its actor's state). */

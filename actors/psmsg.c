@@ -500,3 +500,18 @@ int psm_entry_next(const au_node_t *n, psm_entries_t *it, psm_values_t *out, psm
   it->left--;
   return 1;
 }
+
+/* --- the placer's messages to itself: u64 key ------------------------------------------- */
+
+size_t psm_key_encode(uint8_t out[8], uint64_t key)
+{
+  put_u64(out, key);
+  return 8;
+}
+
+int psm_key_decode(const uint8_t *p, size_t len, uint64_t *key)
+{
+  if (len != 8) return AU_EPROTO;
+  *key = get_u64(p);
+  return 0;
+}

@@ -211,4 +211,9 @@ typedef struct psm_entries {
 int psm_entries_begin(const uint8_t *p, size_t len, psm_entries_t *it, psm_why_t *why);
 int psm_entry_next(const au_node_t *n, psm_entries_t *it, psm_values_t *out, psm_why_t *why);
 
+/* --- the placer's messages to itself: a u64 key ------------------------------------------ */
+
+size_t psm_key_encode(uint8_t out[8], uint64_t key);
+int psm_key_decode(const uint8_t *p, size_t len, uint64_t *key);
+
 #endif

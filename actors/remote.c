@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actors/idle.h"
 #include "actors/ps.h"
 #include "actors/psmsg.h"
 #include "runtime/net.h"
@@ -277,7 +278,7 @@ static void apply(const psm_rows_t *m, obuf_t *update)
 {
   au_table_t *t = m->t;
   /* replicas must hear */
-  if (table_replicable(t)) placement_touched(t->node);
+  if (table_replicable(t)) idle_touched(t->node);
   update->len = 0;
   if (obuf_reserve(update, t->update_bytes) != 0) {
     fprintf(stderr, "augur: out of memory applying a push; %u rows lost\n", m->n);

@@ -72,15 +72,4 @@ typedef void (*remote_one_fn)(void *arg, struct au_table *t, uint64_t actor, con
                               uint32_t type, const uint8_t *one, uint32_t len);
 void remote_split(au_node_t *node, const au_msg_t *m, uint32_t type, remote_one_fn fn, void *arg);
 
-/* placement.c: the node's placer actor (relocation of parameter actors) */
-int placement_start(au_node_t *node);
-void placement_free(au_node_t *node);
-/* A server or the placer changed values of a replicated actor owned here: the placer
- * must send them on before the node may count as idle (replica.c). */
-void placement_touched(au_node_t *node);
-/* The placer has replica syncs or held messages to finish: the node is not idle. */
-int placer_busy(const au_node_t *node);
-/* Adds the placer's counters (moves, forwards, syncs) to st. */
-void placement_stats(const au_node_t *node, au_node_stats_t *st);
-
 #endif

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actors/idle.h"
+#include "actors/placer.h"
 #include "actors/ps.h"
 #include "actors/psmsg.h"
 #include "runtime/net.h"
@@ -102,11 +104,7 @@ void worker_release_memory(au_worker_t *w)
 /* The worker's run is over (paused, done or failed): the node may be idle now. */
 static void leave_run(au_worker_t *w)
 {
-  au_node_t *n = w->node;
-  /* what the worker changed in replicas (or in owned values with replicas) has not gone
-   * out yet: the placer's next tick ships it, and says idle itself when it is done */
-  placement_touched(n);
-  if (atomic_fetch_sub(&n->active, 1) == 1 && !placer_busy(n)) net_set_idle(n->rt, 1);
+  idle_worker_left(w->node);
 }
 
 static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
@@ -245,6 +243,48 @@ static int check_keys(const au_table_t *t, const au_key_t *keys, size_t n)
   for (size_t i = 0; i < n; i++)
     if (keys[i] >= t->keys) return AU_ERANGE;
   return 0;
+}
+
+/* Passes an intent on a table placed by intents (AU_PLACE_HOT/_ADAPTIVE) to the node's
+ * placer, with clocks turned into times by the worker's clock rate, each actor once. */
+static int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n,
+                       au_clock_t start, au_clock_t end)
+{
+  au_node_t *node = w->node;
+  obuf_t *b = &w->intent_buf;
+  b->len = 0;
+  /* a hash set of the actors seen (a batch names an actor many times; the placer should
+   * look each up once), in the worker's scratch */
+  size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  if (!w->seen || w->seen_cap < cap) {
+    uint64_t *s = realloc(w->seen, cap * sizeof(*s));
+    if (!s) return AU_ENOMEM;
+    w->seen = s;
+    w->seen_cap = cap;
+  }
+  uint64_t *seen = w->seen;
+  memset(seen, 0xff, cap * 8); /* UINT64_MAX: empty (no actor id is that large) */
+  const psm_intent_t head = {.t = t,
+                             .from_ns = clock_rate_eta(&w->rate, w->clock, start),
+                             .until_ns = clock_rate_eta(&w->rate, w->clock, end),
+                             .worker = (uint32_t)w->id,
+                             .tick_ns = (float)w->rate.ns_per_tick,
+                             .start_clock = (uint64_t)start,
+                             .end_clock = (uint64_t)end};
+  for (size_t i = 0; i < n; i++) {
+    uint64_t actor = keys[i] >> t->group_shift;
+    size_t h = (size_t)((actor * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+    while (seen[h] != UINT64_MAX && seen[h] != actor) h = (h + 1) & (cap - 1);
+    if (seen[h] == actor) continue; /* named already */
+    seen[h] = actor;
+    if (trace_on(node->rt))
+      trace_emit(node->rt, TRACE_INTENT, (uint64_t)t->id, actor, (uint64_t)node->rank,
+                 (uint64_t)w->id);
+    if (psm_intent_add(b, &head, actor) != 0) return AU_ENOMEM;
+  }
+  if (!b->len) return 0;
+  return au_send_to(node->rt, (uint32_t)node->rank, PS_PLACER_PORT, PS_INTENT, b->p, b->len);
 }
 
 int au_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_clock_t start,
@@ -529,6 +569,6 @@ void au_node_stats(const au_node_t *n, au_node_stats_t *out)
     out->intents += counter_get(&w->intents);
     out->intent_keys += counter_get(&w->intent_keys);
   }
-  placement_stats(n, out);
+  placer_stats(n, out);
   out->bytes_sent = net_bytes_sent(n->rt);
 }

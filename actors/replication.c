@@ -1,27 +1,31 @@
-/* replica.c — replicas of parameter actors (AU_PLACE_REPLICATE, _HOT, _ADAPTIVE), kept by
- * the placer.
+/* replication.c — replicas of parameter actors (AU_PLACE_REPLICATE, _HOT, _ADAPTIVE;
+ * placer.h).
  *
- * A node that needs rows of a replicated table asks the owner for a copy (PS_REP_REQ /
+ * A node that needs rows of a replicated table gets a copy from the owner (PS_REP_REQ /
  * PS_REP_DATA) and keeps two: the values its workers read and update in place, and
- * `base`, the owner's values as last synced. Every sync_ms (au_node_opts_t, default 2)
- * the placer ships, per owner
- * node in one message, delta = values - base for each replica that changed, and sets
- * base = the values it read. The owner applies the deltas through the table's kernel and,
- * at its next tick, sends its fresh values to every replica (PS_FRESH), which merges them
- * as values += fresh - base, base = fresh: the updates made since are kept.
+ * `base`, the owner's values as last synced. Every tick (sync_ms, au_node_opts_t, default
+ * 2) it ships, per owner node in one message, delta = values - base for each replica that
+ * changed, and sets base = the values it read. The owner applies the deltas through the
+ * table's kernel and, at its next tick, sends its fresh values to every replica
+ * (PS_FRESH), which merges them as values += fresh - base, base = fresh: the updates made
+ * since are kept. Optimizer slots are part of the rows and sync the same way.
  *
- * The invariant that ends a run with every replica equal to its owner: a placer that has
- * shipped or received something in its last tick counts as busy, so its node is not idle
- * and the run cannot end; once workers are idle, deltas go out, the owners apply them
- * and send fresh values back, and the ticks after that send nothing.
+ * Dropping a replica (PS_REP_DROP): its node marks it remote (new accesses go to the
+ * owner), waits out a grace period over its workers and servers, ships the last delta
+ * (PS_SYNC) and then says so (PS_REP_GONE, on the same connection, so after the delta).
+ * The owner forgets the replica only then, so no update is lost.
+ *
+ * The invariant that ends a run with every replica equal to its owner: a tick that has
+ * shipped something, or followed a change, counts as busy (idle.c), so the node is not
+ * idle and the run cannot end; once workers are idle, deltas go out, the owners apply
+ * them and send fresh values back, and the ticks after that send nothing.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "actors/placement.h"
-#include "actors/psmsg.h"
-#include "runtime/net.h"
+#include "actors/idle.h"
+#include "actors/placer.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"
 
@@ -30,56 +34,31 @@ static size_t group_bytes(const au_table_t *t)
   return (size_t)t->group * t->row_bytes;
 }
 
-void replica_arm(struct placer *p)
+/* Sends a message that names r's actor alone (PS_REP_DROP, PS_REP_GONE) to node. */
+static void send_actor(struct placer *p, const rec_t *r, uint32_t type, uint32_t node)
 {
-  if (atomic_load(&p->sync_armed)) return;
-  au_timer_id_t id;
-  atomic_store(&p->sync_armed,
-               au_timer_start(p->node->rt, p->actor, PL_SYNC, (uint64_t)p->node->sync_ms,
-                              (uint64_t)p->node->sync_ms, &id) == 0);
+  uint8_t msg[PSM_ACTOR_MAX];
+  size_t len = psm_actor_encode(msg, type, &(psm_actor_msg_t){.t = r->t, .actor = r->actor});
+  au_send_to(p->node->rt, node, PS_PLACER_PORT, type, msg, len);
 }
 
-/* The node is not idle while the placer has syncs to finish. */
-static void set_busy(struct placer *p, int busy)
+/* The record of the actor such a message names, or NULL if it names none. */
+static rec_t *actor_rec(struct placer *p, const au_msg_t *m)
 {
-  if (atomic_exchange(&p->busy, busy) == busy) return;
-  if (busy)
-    net_set_idle(p->node->rt, 0);
-  else if (!placer_busy(p->node) && atomic_load(&p->node->active) == 0)
-    net_set_idle(p->node->rt, 1);
+  psm_actor_msg_t a;
+  psm_why_t why;
+  if (psm_actor_decode(p->node, m->type, m->data, m->len, &a, &why) != 0) {
+    fprintf(stderr, "augur[rank %d]: malformed message from node %u: %s\n", p->node->rank,
+            m->from_node, why.text);
+    return NULL;
+  }
+  return rec_get(p, a.t, a.actor);
 }
 
-void placement_touched(au_node_t *n)
+void replication_want(struct placer *p, rec_t *r)
 {
-  struct placer *p = n->placer;
-  /* no replicas yet, no sync timer: nobody needs to hear (a replica asked for later
-   * copies the values as they are then) */
-  if (!p || !atomic_load(&p->sync_armed)) return;
-  /* before the message that changed the values counts as processed: the termination
-   * poll then sees this node busy */
-  atomic_store(&p->touched, 1);
-  net_set_idle(n->rt, 0);
-}
-
-int placer_busy(const au_node_t *n)
-{
-  return n->placer && (atomic_load(&n->placer->busy) || atomic_load(&n->placer->pending) > 0 ||
-                       atomic_load(&n->placer->touched));
-}
-
-void placer_pending(struct placer *p, long d)
-{
-  long before = atomic_fetch_add(&p->pending, d);
-  if (d > 0 && before == 0)
-    net_set_idle(p->node->rt, 0);
-  else if (d < 0 && before + d == 0 && !placer_busy(p->node) && atomic_load(&p->node->active) == 0)
-    net_set_idle(p->node->rt, 1);
-}
-
-void replica_want(struct placer *p, rec_t *r)
-{
-  if (r->requested) return;
-  r->requested = 1;
+  if (r->repl.requested) return;
+  r->repl.requested = 1;
   au_node_t *n = p->node;
   uint8_t msg[PSM_ACTOR_MAX];
   size_t len = psm_actor_encode(
@@ -97,60 +76,70 @@ static void copy_values(const rec_t *r, uint8_t *out)
                     (const uint8_t *)pa_of(r)->values + row * t->row_bytes, t->width);
 }
 
-int replica_give(struct placer *p, rec_t *r, uint32_t to)
+/* The owner forgets its replica on `node`, and the base once none is left. */
+static void forget(struct placer *p, rec_t *r, int node)
+{
+  r->repl.replicas &= ~(1ull << node);
+  if (r->repl.replicas) return;
+  for (rec_t **pp = &p->repl.owned; *pp; pp = &(*pp)->repl.next_owned)
+    if (*pp == r) {
+      *pp = r->repl.next_owned;
+      break;
+    }
+  r->repl.next_owned = NULL;
+  free(r->repl.base);
+  r->repl.base = NULL;
+}
+
+int replication_give(struct placer *p, rec_t *r, uint32_t to)
 {
   au_node_t *n = p->node;
   size_t bytes = group_bytes(r->t);
-  if (!r->replicas) {
+  if (!r->repl.replicas) {
     /* the owner's base: its values as last sent to the replicas */
-    if (!(r->base = malloc(bytes))) return AU_ENOMEM;
-    copy_values(r, r->base);
-    r->next_owned = p->owned;
-    p->owned = r;
+    if (!(r->repl.base = malloc(bytes))) return AU_ENOMEM;
+    copy_values(r, r->repl.base);
+    r->repl.next_owned = p->repl.owned;
+    p->repl.owned = r;
   }
-  r->replicas |= 1ull << to;
+  r->repl.replicas |= 1ull << to;
   au_outbuf_t ob;
   uint8_t *out =
       au_send_to_start(n->rt, to, PS_PLACER_PORT, PS_REP_DATA, psm_values_len(r->t), &ob);
   if (!out) {
-    replica_gone(p, r, (int)to); /* never sent: no replica to keep track of */
+    forget(p, r, (int)to); /* never sent: no replica to keep track of */
     return ob.rc;
   }
   /* newer than base, maybe: the next tick sends the rest */
   copy_values(r, psm_values_encode(out, r->t, r->actor, 0));
   au_send_to_finish(&ob);
   atomic_store(&pa_of(r)->dirty, 1); /* ... so it must look */
-  replica_arm(p);
+  placer_arm_tick(p);
   /* busy until a tick has sent whatever changed after the copy */
-  placement_touched(n);
+  idle_touched(n);
   return 0;
 }
 
-void replica_gone(struct placer *p, rec_t *r, int node)
+void replication_drop(struct placer *p, rec_t *r, uint64_t nodes)
 {
-  r->replicas &= ~(1ull << node);
-  if (r->replicas) return;
-  for (rec_t **pp = &p->owned; *pp; pp = &(*pp)->next_owned)
-    if (*pp == r) {
-      *pp = r->next_owned;
-      break;
-    }
-  r->next_owned = NULL;
-  free(r->base);
-  r->base = NULL;
+  au_node_t *n = p->node;
+  nodes &= r->repl.replicas & ~r->repl.dropping;
+  for (int node = 0; node < n->nodes && node < 64; node++)
+    if (nodes >> node & 1) send_actor(p, r, PS_REP_DROP, (uint32_t)node);
+  r->repl.dropping |= nodes;
 }
 
-void replica_unlist(struct placer *p, rec_t *r)
+static void unlist(struct placer *p, rec_t *r)
 {
-  for (rec_t **pp = &p->replicas; *pp; pp = &(*pp)->next_replica)
+  for (rec_t **pp = &p->repl.replicas; *pp; pp = &(*pp)->repl.next_replica)
     if (*pp == r) {
-      *pp = r->next_replica;
+      *pp = r->repl.next_replica;
       break;
     }
-  r->next_replica = NULL;
+  r->repl.next_replica = NULL;
 }
 
-static void on_rep_req(struct placer *p, const au_msg_t *m)
+void replication_on_req(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
   psm_actor_msg_t q;
@@ -166,11 +155,11 @@ static void on_rep_req(struct placer *p, const au_msg_t *m)
             n->rank, m->from_node);
     return;
   }
-  if (replica_give(p, r, q.node) != 0)
+  if (replication_give(p, r, q.node) != 0)
     fprintf(stderr, "augur[rank %d]: cannot send a replica to node %u\n", n->rank, q.node);
 }
 
-static void on_rep_data(struct placer *p, const au_msg_t *m)
+rec_t *replication_on_data(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
   psm_values_t v;
@@ -178,41 +167,40 @@ static void on_rep_data(struct placer *p, const au_msg_t *m)
   if (psm_values_decode(n, m->data, m->len, &v, &why) != 0) {
     fprintf(stderr, "augur[rank %d]: malformed replica from node %u: %s\n", n->rank, m->from_node,
             why.text);
-    return;
+    return NULL;
   }
   rec_t *r = rec_get(p, v.t, v.actor);
-  if (!r) return;
+  if (!r) return NULL;
   param_actor_t *pa = pa_of(r);
   size_t bytes = group_bytes(r->t);
-  if (atomic_load(&pa->state) != PA_REMOTE || r->dropping_here) {
+  if (atomic_load(&pa->state) != PA_REMOTE || r->repl.dropping_here) {
     fprintf(stderr, "augur[rank %d]: a replica of actor %llu came from node %u while one is here\n",
             n->rank, (unsigned long long)r->actor, m->from_node);
-    return;
+    return NULL;
   }
   void *values = table_values_alloc(r->t, r->actor);
-  r->base = malloc(bytes);
-  if (!values || !r->base) {
+  r->repl.base = malloc(bytes);
+  if (!values || !r->repl.base) {
     fprintf(stderr, "augur[rank %d]: out of memory for a replica of actor %llu\n", n->rank,
             (unsigned long long)r->actor);
     if (values) table_values_free(r->t, r->actor, values);
-    free(r->base);
-    r->base = NULL;
-    return;
+    free(r->repl.base);
+    r->repl.base = NULL;
+    return NULL;
   }
   memcpy(values, v.values, bytes);
-  memcpy(r->base, v.values, bytes);
+  memcpy(r->repl.base, v.values, bytes);
   pa->values = values;
   pa->owner = m->from_node; /* the owner sent it (asked or not) */
   atomic_store_explicit(&pa->state, PA_REPLICA, memory_order_release);
-  counter_add(&p->replicas_made, 1);
-  atomic_fetch_add(&p->replicas_held, 1);
-  intent_arrived(p, r);
+  counter_add(&p->repl.replicas_made, 1);
+  atomic_fetch_add(&p->repl.replicas_held, 1);
   trace_emit(n->rt, TRACE_REPLICA_CREATE, (uint64_t)r->t->id, r->actor, pa->owner, bytes);
-  r->requested = 0;
-  r->next_replica = p->replicas;
-  p->replicas = r;
-  notify_waiters(p, r);
-  replica_arm(p);
+  r->repl.requested = 0;
+  r->repl.next_replica = p->repl.replicas;
+  p->repl.replicas = r;
+  placer_arm_tick(p);
+  return r;
 }
 
 /* values += add, through the table's kernel, a row at a time. */
@@ -234,7 +222,7 @@ static void apply_group(rec_t *r, const uint8_t *add, obuf_t *scratch)
 }
 
 /* out = a - b, value by value, in the table's type; returns whether anything differs. */
-int replica_diff(const au_table_t *t, const uint8_t *a, const uint8_t *b, uint8_t *out)
+static int replica_diff(const au_table_t *t, const uint8_t *a, const uint8_t *b, uint8_t *out)
 {
   size_t n = group_bytes(t) / 4;
   int any = 0;
@@ -266,7 +254,7 @@ int replica_diff(const au_table_t *t, const uint8_t *a, const uint8_t *b, uint8_
 static void merge_f32(rec_t *r, const uint8_t *fresh)
 {
   _Atomic uint32_t *v = pa_of(r)->values;
-  const uint8_t *base = r->base;
+  const uint8_t *base = r->repl.base;
   size_t n = group_bytes(r->t) / 4;
   for (size_t i = 0; i < n; i++) {
     float f, b;
@@ -284,7 +272,7 @@ static void merge_f32(rec_t *r, const uint8_t *fresh)
 }
 
 /* An owner applies replicas' deltas; a replica merges the owner's values. */
-static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
+void replication_on_entries(struct placer *p, const au_msg_t *m, int fresh)
 {
   au_node_t *n = p->node;
   psm_entries_t it;
@@ -294,7 +282,7 @@ static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
   size_t tmp_cap = 0;
   int more = -1;
   if (psm_entries_begin(m->data, m->len, &it, &why) != 0) goto bad;
-  if (!fresh) placement_touched(n); /* fresh values for the replicas go out at the next tick */
+  if (!fresh) idle_touched(n); /* fresh values for the replicas go out at the next tick */
   while ((more = psm_entry_next(n, &it, &e, &why)) == 1) {
     rec_t *r = rec_get(p, e.t, e.actor);
     if (!r) break;
@@ -318,9 +306,9 @@ static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
     /* keep what the workers added since the last sync: values += fresh - base */
     if (r->t->type == AU_F32)
       merge_f32(r, vals);
-    else if (replica_diff(r->t, vals, r->base, tmp))
+    else if (replica_diff(r->t, vals, r->repl.base, tmp))
       apply_group(r, tmp, &p->scratch);
-    memcpy(r->base, vals, bytes);
+    memcpy(r->repl.base, vals, bytes);
   }
   free(tmp);
   if (more >= 0) return;
@@ -329,22 +317,88 @@ bad:
           fresh ? "fresh values" : "sync", m->from_node, why.text);
 }
 
-static void on_tick(struct placer *p)
+int replication_on_drop(struct placer *p, const au_msg_t *m, rec_t **out)
 {
   au_node_t *n = p->node;
-  intent_tick(p);
+  rec_t *r = *out = actor_rec(p, m);
+  if (!r) return -1;
+  if (r->repl.dropping_here) return 1; /* on its way out already: PS_REP_GONE follows */
+  if (atomic_load(&pa_of(r)->state) != PA_REPLICA) {
+    /* none here (it never arrived, or this node refused it): say so, or the owner
+     * would wait for it for ever and never move the actor */
+    send_actor(p, r, PS_REP_GONE, m->from_node);
+    return 0;
+  }
+  /* no new access from here on; the values stay until the grace period is over */
+  unlist(p, r);
+  r->repl.dropping_here = 1;
+  idle_pending(n, 1);
+  atomic_store(&pa_of(r)->state, PA_REMOTE);
+  if (grace_begin(p, r, PL_DROP_GRACE) != 0) {
+    /* cannot wait: keep the replica (the owner keeps sending it fresh values) */
+    fprintf(stderr, "augur[rank %d]: out of memory dropping a replica\n", n->rank);
+    atomic_store(&pa_of(r)->state, PA_REPLICA);
+    r->repl.dropping_here = 0;
+    r->repl.next_replica = p->repl.replicas;
+    p->repl.replicas = r;
+    idle_pending(n, -1);
+    return 0;
+  }
+  return 1;
+}
+
+void replication_finish_drop(struct placer *p, rec_t *r)
+{
+  if (!r->repl.dropping_here) return;
+  au_node_t *n = p->node;
+  param_actor_t *pa = pa_of(r);
+  uint32_t owner = pa->owner;
+  obuf_t batch = {0};
+  uint8_t *d = psm_entry_add(&batch, r->t, r->actor);
+  if (d && replica_diff(r->t, pa->values, r->repl.base, d)) {
+    au_send_to(n->rt, owner, PS_PLACER_PORT, PS_SYNC, batch.p, batch.len);
+    counter_add(&p->repl.syncs, 1);
+  } else if (!d) {
+    fprintf(stderr, "augur[rank %d]: out of memory: last delta of actor %llu lost\n", n->rank,
+            (unsigned long long)r->actor);
+  }
+  free(batch.p);
+  table_values_free(r->t, r->actor, pa->values);
+  pa->values = NULL;
+  free(r->repl.base);
+  r->repl.base = NULL;
+  r->repl.dropping_here = 0;
+  send_actor(p, r, PS_REP_GONE, owner);
+  trace_emit(n->rt, TRACE_REPLICA_DROP, (uint64_t)r->t->id, r->actor, owner, 0);
+  counter_add(&p->repl.replicas_dropped, 1);
+  atomic_fetch_sub(&p->repl.replicas_held, 1);
+  idle_pending(n, -1);
+}
+
+rec_t *replication_on_gone(struct placer *p, const au_msg_t *m)
+{
+  rec_t *r = m->from_node < 64 ? actor_rec(p, m) : NULL;
+  if (!r) return NULL;
+  r->repl.dropping &= ~(1ull << m->from_node);
+  forget(p, r, (int)m->from_node);
+  return r;
+}
+
+int replication_tick(struct placer *p)
+{
+  au_node_t *n = p->node;
   obuf_t *syncs = calloc((size_t)n->nodes, sizeof(obuf_t));
   obuf_t *fresh = calloc((size_t)n->nodes, sizeof(obuf_t));
   if (!syncs || !fresh) {
     free(syncs);
     free(fresh);
-    return;
+    return 1; /* busy: look again at the next tick */
   }
   uint8_t *now = NULL;
   size_t now_cap = 0;
   int sent = 0;
   /* replicas here: ship what the workers changed since the last sync */
-  for (rec_t *r = p->replicas; r; r = r->next_replica) {
+  for (rec_t *r = p->repl.replicas; r; r = r->repl.next_replica) {
     /* unmarked: nobody wrote it since the last look (marks come after the writes, so a
      * write during this look marks it again for the next) */
     if (!atomic_exchange(&pa_of(r)->dirty, 0)) continue;
@@ -357,16 +411,16 @@ static void on_tick(struct placer *p)
     }
     uint8_t *diff = now + bytes;
     copy_values(r, now);
-    if (!replica_diff(r->t, now, r->base, diff)) continue; /* unchanged */
+    if (!replica_diff(r->t, now, r->repl.base, diff)) continue; /* unchanged */
     uint8_t *d = psm_entry_add(&syncs[pa_of(r)->owner], r->t, r->actor);
     if (!d) break;
     memcpy(d, diff, bytes);
-    memcpy(r->base, now, bytes); /* what was read is what was shipped */
-    counter_add(&p->syncs, 1);
+    memcpy(r->repl.base, now, bytes); /* what was read is what was shipped */
+    counter_add(&p->repl.syncs, 1);
   }
   /* owned actors whose values changed since last sent, whoever changed them (synced
    * deltas, pushes, local workers): send them to every replica */
-  for (rec_t *r = p->owned; r; r = r->next_owned) {
+  for (rec_t *r = p->repl.owned; r; r = r->repl.next_owned) {
     if (!atomic_exchange(&pa_of(r)->dirty, 0)) continue;
     size_t bytes = group_bytes(r->t);
     if (now_cap < bytes) {
@@ -376,10 +430,10 @@ static void on_tick(struct placer *p)
       now_cap = bytes;
     }
     copy_values(r, now);
-    if (memcmp(now, r->base, bytes) == 0) continue;
-    memcpy(r->base, now, bytes);
+    if (memcmp(now, r->repl.base, bytes) == 0) continue;
+    memcpy(r->repl.base, now, bytes);
     for (int node = 0; node < n->nodes && node < 64; node++)
-      if (r->replicas >> node & 1) {
+      if (r->repl.replicas >> node & 1) {
         uint8_t *v = psm_entry_add(&fresh[node], r->t, r->actor);
         if (v) memcpy(v, now, bytes);
       }
@@ -399,35 +453,11 @@ static void on_tick(struct placer *p)
   free(syncs);
   free(fresh);
   free(now);
-  /* something changed since the last tick (a push, a sync): busy for one more tick */
-  set_busy(p, sent | atomic_exchange(&p->touched, 0));
+  return sent;
 }
 
-void replica_handle(struct placer *p, const au_msg_t *m)
+void replication_free(rec_t *r)
 {
-  switch (m->type) {
-  case PS_REP_REQ:
-    on_rep_req(p, m);
-    break;
-  case PS_REP_DATA:
-    on_rep_data(p, m);
-    break;
-  case PS_SYNC:
-    on_entries(p, m, 0);
-    break;
-  case PS_FRESH:
-    on_entries(p, m, 1);
-    break;
-  case PL_SYNC:
-    on_tick(p);
-    break;
-  default:
-    break;
-  }
-}
-
-void replica_free(rec_t *r)
-{
-  free(r->base);
-  r->base = NULL;
+  free(r->repl.base);
+  r->repl.base = NULL;
 }

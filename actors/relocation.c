@@ -1,0 +1,317 @@
+/* relocation.c — moving parameter actors between nodes (placer.h).
+ *
+ * A node that wants an actor here asks its owner (PS_MOVE_REQ, forwarded through the home
+ * node when it went elsewhere). The owner marks it handing-off, waits out a grace period
+ * (grace.c), ships the values (PS_MOVE_DATA) and tells every other node (PS_OWNER; the
+ * home node must know, the others save a hop). Rows requested or pushed meanwhile are
+ * held and sent on after the values, on the same connection, so they arrive after them.
+ *
+ * The invariants: exactly one node holds an actor as owner or is handing it off; no
+ * update is lost (a push reaches the values wherever they are, once); a node keeps an
+ * actor that arrived for at least PLACE_HOLD_NS before it lets it go again, and serves
+ * what was held for it first, so that the workers that waited get to use it (no
+ * ping-pong without progress); a message chasing an actor goes through the home node,
+ * which knows the owner.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "actors/idle.h"
+#include "actors/placer.h"
+#include "runtime/rt.h"
+#include "runtime/trace.h"
+
+/* --- one key of a forwarded request or push --------------------------------------- */
+
+/* Counts and traces the forward of a one-key request or push. */
+static void count_forward(struct placer *p, const psm_rows_t *one, int to)
+{
+  counter_add(&p->reloc.forwards, 1);
+  trace_emit(p->node->rt, TRACE_FORWARD, (uint64_t)one->t->id,
+             psm_rows_key(one, 0) >> one->t->group_shift, (uint64_t)to, 1);
+}
+
+/* A one-key PS_REQ / PS_PUSH payload, alone, to the server of node `to`. */
+static void forward_one(struct placer *p, uint32_t type, const uint8_t *one, uint32_t len, int to)
+{
+  psm_rows_t m;
+  if (psm_rows_decode(p->node, type, one, len, &m, NULL) != 0 || m.n != 1) return;
+  count_forward(p, &m, to);
+  au_send_to(p->node->rt, (uint32_t)to, PS_SERVER_PORT(0), type, one, len);
+}
+
+/* A one-key request or push for an actor that is here now: serve it as a server would. */
+static void serve_one(struct placer *p, uint32_t type, const uint8_t *one, uint32_t len)
+{
+  remote_serve_local(p->node, type, one, len, &p->scratch);
+}
+
+/* A one-key request or push for r: served, held while r moves, or forwarded; with
+ * `out`, forwarded keys are batched per node (the caller sends them), else sent alone. */
+static void route_one(struct placer *p, rec_t *r, const au_msg_t *m, uint32_t type,
+                      const uint8_t *one, uint32_t len, obuf_t *out)
+{
+  uint8_t st = atomic_load_explicit(&pa_of(r)->state, memory_order_acquire);
+  if (st == PA_OWNER) {
+    serve_one(p, type, one, len);
+    return;
+  }
+  if (st == PA_HANDING_OFF || r->reloc.requested) {
+    rec_hold(p, r, m, type, one, len);
+    return;
+  }
+  int to = rec_forward_to(p->node, r);
+  psm_rows_t m1;
+  if (!out || psm_rows_decode(p->node, type, one, len, &m1, NULL) != 0 ||
+      psm_rows_add_entry(&out[to], &m1, 0) != 0) {
+    forward_one(p, type, one, len, to); /* alone: no batch, or no room in it */
+    return;
+  }
+  count_forward(p, &m1, to);
+}
+
+/* --- moves -------------------------------------------------------------------------- */
+
+void relocation_ask(struct placer *p, rec_t *r, uint32_t hops)
+{
+  au_node_t *n = p->node;
+  r->reloc.requested = 1;
+  uint8_t msg[PSM_ACTOR_MAX];
+  size_t len = psm_actor_encode(
+      msg, PS_MOVE_REQ,
+      &(psm_actor_msg_t){.t = r->t, .actor = r->actor, .node = (uint32_t)n->rank, .hops = hops});
+  au_send_to(n->rt, (uint32_t)rec_next_hop(n, r), PS_PLACER_PORT, PS_MOVE_REQ, msg, len);
+}
+
+int relocation_hand_off(struct placer *p, rec_t *r, int to)
+{
+  r->reloc.handing_off = 1;
+  r->reloc.to = to;
+  idle_pending(p->node, 1); /* until relocation_ship */
+  /* seq_cst: ordered before the epoch reads of the grace period (grace.c) */
+  atomic_store(&pa_of(r)->state, PA_HANDING_OFF);
+  if (grace_begin(p, r, PL_GRACE) != 0) {
+    fprintf(stderr, "augur: out of memory handing off an actor\n");
+    atomic_store(&pa_of(r)->state, PA_OWNER);
+    r->reloc.handing_off = 0;
+    idle_pending(p->node, -1);
+    return 0;
+  }
+  return 1;
+}
+
+void relocation_ship(struct placer *p, rec_t *r)
+{
+  au_node_t *n = p->node;
+  au_table_t *t = r->t;
+  param_actor_t *pa = pa_of(r);
+  const int to = r->reloc.to;
+  size_t bytes = (size_t)t->group * t->row_bytes;
+  uint16_t version = (uint16_t)(pa->version + 1);
+  trace_emit(n->rt, TRACE_RELOC_START, (uint64_t)t->id, r->actor, (uint64_t)to,
+             trace_flow_id((uint64_t)t->id, r->actor, version));
+  au_outbuf_t ob;
+  uint8_t *out =
+      au_send_to_start(n->rt, (uint32_t)to, PS_PLACER_PORT, PS_MOVE_DATA, psm_values_len(t), &ob);
+  if (!out) {
+    fprintf(stderr, "augur[rank %d]: cannot ship actor %llu: %s\n", n->rank,
+            (unsigned long long)r->actor, au_strerror(ob.rc));
+    return;
+  }
+  memcpy(psm_values_encode(out, t, r->actor, version), pa->values, bytes);
+  au_send_to_finish(&ob);
+  table_values_free(t, r->actor, pa->values);
+  pa->values = NULL;
+  pa->owner = (uint32_t)to;
+  pa->version = version;
+  atomic_store(&pa->state, PA_REMOTE);
+  counter_add(&p->reloc.moves_out, 1);
+  r->reloc.handing_off = 0;
+  /* the news to every other node: the home must know, the others save a forward */
+  uint8_t msg[PSM_ACTOR_MAX];
+  size_t len = psm_actor_encode(
+      msg, PS_OWNER,
+      &(psm_actor_msg_t){.t = t, .actor = r->actor, .node = (uint32_t)to, .version = version});
+  for (int node = 0; node < n->nodes; node++)
+    if (node != n->rank && node != to)
+      au_send_to(n->rt, (uint32_t)node, PS_PLACER_PORT, PS_OWNER, msg, len);
+  /* what waited for the move goes on to the new owner, after the values */
+  held_t *h = rec_take_held(r);
+  while (h) {
+    held_t *next = h->next;
+    if (h->type == PS_MOVE_REQ || h->type == PS_CLAIM)
+      au_send_to(n->rt, (uint32_t)to, PS_PLACER_PORT, h->type, h->data, h->len);
+    else
+      forward_one(p, h->type, h->data, h->len, to);
+    rec_unheld(p, h);
+    h = next;
+  }
+  idle_pending(p->node, -1); /* the hand-off is over */
+}
+
+/* The tick must look at r once its hold is over. */
+static void hold_move(struct placer *p, rec_t *r, const au_msg_t *m)
+{
+  rec_hold(p, r, m, PS_MOVE_REQ, m->data, m->len);
+  p->reloc.holds = 1;
+  placer_arm_tick(p);
+}
+
+void relocation_on_move_req(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  psm_actor_msg_t q;
+  psm_why_t why;
+  if (psm_actor_decode(n, PS_MOVE_REQ, m->data, m->len, &q, &why) != 0) {
+    fprintf(stderr, "augur[rank %d]: malformed move request from node %u: %s\n", n->rank,
+            m->from_node, why.text);
+    return;
+  }
+  rec_t *r = rec_get(p, q.t, q.actor);
+  if (!r) return;
+  uint8_t st = atomic_load(&pa_of(r)->state);
+  if (st == PA_OWNER) {
+    if ((int)q.node == n->rank) return; /* already here */
+    if (au_now_ns() - r->reloc.arrived_ns < PLACE_HOLD_NS) {
+      hold_move(p, r, m); /* the tick lets it go later */
+      return;
+    }
+    relocation_hand_off(p, r, (int)q.node);
+  } else if (st == PA_HANDING_OFF) {
+    rec_hold(p, r, m, PS_MOVE_REQ, m->data, m->len); /* shipped on to the new owner */
+  } else {
+    /* Not here, and not leaving: toward the owner, even when this node waits for the
+     * actor itself. Holding it here instead deadlocked: a request that came back to its
+     * own node (or to the home, which alone knows the owner) waited for an actor that
+     * nobody had been asked for (4 nodes, relocate). The home node knows the owner. */
+    q.hops++;
+    if (q.hops > 4u * (uint32_t)n->nodes)
+      fprintf(stderr,
+              "augur[rank %d]: move request for actor %llu still chasing it after %u hops\n",
+              n->rank, (unsigned long long)q.actor, q.hops);
+    uint8_t fwd[PSM_ACTOR_MAX];
+    size_t len = psm_actor_encode(fwd, PS_MOVE_REQ, &q);
+    const int hop = rec_next_hop(n, r);
+    counter_add(&p->reloc.forwards, 1);
+    trace_emit(n->rt, TRACE_FORWARD, (uint64_t)q.t->id, q.actor, (uint64_t)hop, q.hops);
+    au_send_to(n->rt, (uint32_t)hop, PS_PLACER_PORT, PS_MOVE_REQ, fwd, len);
+  }
+}
+
+rec_t *relocation_on_move_data(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  psm_values_t v;
+  psm_why_t why;
+  if (psm_values_decode(n, m->data, m->len, &v, &why) != 0) {
+    fprintf(stderr, "augur[rank %d]: malformed actor data from node %u: %s\n", n->rank,
+            m->from_node, why.text);
+    return NULL;
+  }
+  au_table_t *t = v.t;
+  rec_t *r = rec_get(p, t, v.actor);
+  param_actor_t *pa = &t->actors[v.actor];
+  void *values = table_values_alloc(t, v.actor);
+  if (!r || !values) {
+    fprintf(stderr, "augur[rank %d]: out of memory receiving actor %llu\n", n->rank,
+            (unsigned long long)v.actor);
+    return NULL;
+  }
+  memcpy(values, v.values, (size_t)t->group * t->row_bytes);
+  pa->values = values;
+  pa->owner = (uint32_t)n->rank;
+  pa->version = (uint16_t)v.version;
+  atomic_store_explicit(&pa->state, PA_OWNER, memory_order_release);
+  counter_add(&p->reloc.moves_in, 1);
+  trace_emit(n->rt, TRACE_RELOC_END, (uint64_t)t->id, v.actor, (uint64_t)n->rank,
+             trace_flow_id((uint64_t)t->id, v.actor, (uint16_t)v.version));
+  r->reloc.requested = 0;
+  r->reloc.arrived_ns = au_now_ns();
+  return r;
+}
+
+void relocation_release(struct placer *p, rec_t *r)
+{
+  held_t *h = rec_take_held(r);
+  while (h) {
+    held_t *next = h->next;
+    if (h->type == PS_MOVE_REQ) {
+      au_msg_t fake = {.from_node = h->from_node, .from_port = h->from_port, .len = h->len};
+      rec_hold(p, r, &fake, h->type, h->data, h->len);
+      p->reloc.holds = 1;
+      placer_arm_tick(p);
+    } else {
+      serve_one(p, h->type, h->data, h->len);
+    }
+    rec_unheld(p, h);
+    h = next;
+  }
+}
+
+void relocation_on_owner(struct placer *p, const au_msg_t *m)
+{
+  psm_actor_msg_t o;
+  if (psm_actor_decode(p->node, PS_OWNER, m->data, m->len, &o, NULL) != 0) return;
+  param_actor_t *pa = &o.t->actors[o.actor];
+  /* newer news only (serial-number order: the version wraps) */
+  if ((int16_t)(o.version - pa->version) <= 0) return;
+  if (atomic_load(&pa->state) != PA_REMOTE) return; /* it is here: this node knows best */
+  pa->owner = o.node;
+  pa->version = o.version;
+}
+
+typedef struct fwd_ctx {
+  struct placer *p;
+  obuf_t *out; /* by node: the keys going on there, one message each */
+} fwd_ctx_t;
+
+static void route_one_cb(void *arg, au_table_t *t, uint64_t actor, const au_msg_t *m, uint32_t type,
+                         const uint8_t *one, uint32_t len)
+{
+  fwd_ctx_t *c = arg;
+  rec_t *r = rec_get(c->p, t, actor);
+  if (r) route_one(c->p, r, m, type, one, len, c->out);
+}
+
+void relocation_on_forward(struct placer *p, const au_msg_t *m)
+{
+  au_node_t *n = p->node;
+  uint32_t type = m->type == PS_FWD_REQ ? PS_REQ : PS_PUSH;
+  fwd_ctx_t c = {p, calloc((size_t)n->nodes, sizeof(obuf_t))};
+  remote_split(n, m, type, route_one_cb, &c);
+  for (int node = 0; c.out && node < n->nodes; node++) {
+    if (c.out[node].len)
+      au_send_to(n->rt, (uint32_t)node, PS_SERVER_PORT(0), type, c.out[node].p, c.out[node].len);
+    free(c.out[node].p);
+  }
+  free(c.out);
+}
+
+void relocation_tick(struct placer *p)
+{
+  if (!p->reloc.holds) return;
+  p->reloc.holds = 0;
+  u64map_t *map = &p->recs;
+  for (size_t i = 0; i <= map->mask; i++) {
+    rec_t *r = map->slot[i].key ? map->slot[i].val : NULL;
+    if (!r || !r->held) continue;
+    uint8_t st = atomic_load(&pa_of(r)->state);
+    if (st != PA_OWNER || r->reloc.handing_off) continue;
+    if (au_now_ns() - r->reloc.arrived_ns < PLACE_HOLD_NS) {
+      p->reloc.holds = 1; /* look again */
+      continue;
+    }
+    /* the hold is over: the first move request wins, the others follow it */
+    held_t *h = r->held;
+    while (h && h->type != PS_MOVE_REQ) h = h->next;
+    if (!h) continue;
+    psm_actor_msg_t q;
+    if (psm_actor_decode(p->node, PS_MOVE_REQ, h->data, h->len, &q, NULL) != 0) continue;
+    held_t **pp = &r->held;
+    while (*pp != h) pp = &(*pp)->next;
+    *pp = h->next;
+    if (r->held_tail == &h->next) r->held_tail = pp;
+    relocation_hand_off(p, r, (int)q.node);
+    rec_unheld(p, h); /* after the hand-off counts */
+  }
+}
