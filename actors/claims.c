@@ -24,11 +24,11 @@
 #include "runtime/rt.h"
 #include "runtime/trace.h"
 
-#define LEASE_MIN (10 * 1000 * 1000ull)   /* a claim outlives its intent at least this */
-#define LEASE_MAX (1000 * 1000 * 1000ull) /* ... and at most this */
-#define HOT_EVERY 65536                   /* intent keys between hot-threshold updates */
-#define GAP_PAUSE 10.0             /* a gap this many times the usual one is a pause, not rhythm */
-#define MOVE_HOLD (1000 * 1000ull) /* as placement.c's HOLD_NS */
+#define LEASE_MIN    (10 * 1000 * 1000ull)   /* a claim outlives its intent at least this */
+#define LEASE_MAX    (1000 * 1000 * 1000ull) /* ... and at most this */
+#define HOT_MIN_KEYS 64   /* intent keys at least between hot-threshold updates */
+#define GAP_PAUSE    10.0 /* a gap this many times the usual one is a pause, not rhythm */
+#define MOVE_HOLD    (1000 * 1000ull) /* as placement.c's HOLD_NS */
 
 /* --- lists and claims ------------------------------------------------------------------ */
 
@@ -275,8 +275,10 @@ static int cmp_desc(const void *a, const void *b)
   return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* AU_PLACE_HOT: the intent count of the table's hot_actors-th most intended actor, from
- * this node's counts. */
+/* AU_PLACE_HOT: the intent count that makes an actor hot: that of the table's
+ * hot_actors-th most intended actor, by this node's counts. Computed again after about
+ * one intent per actor intended so far (at least HOT_MIN_KEYS): early, and then about
+ * once per pass of the workers over what they use. */
 static void hot_thresholds(struct placer *p)
 {
   au_node_t *n = p->node;
@@ -299,7 +301,12 @@ static void hot_thresholds(struct placer *p)
     }
     qsort(hits, cnt, sizeof(*hits), cmp_desc);
     uint64_t want = t->hot_actors;
-    t->hot_min = want == 0 ? 0 : cnt == 0 ? 0 : want <= cnt ? hits[want - 1] : hits[cnt - 1];
+    if (want == 0 || cnt == 0)
+      t->hot_min = 0;
+    else if (want >= cnt)
+      t->hot_min = hits[cnt - 1]; /* every actor intended is among the hot ones */
+    else /* a tie across the border: those in it are not hot (all, early on, at one hit) */
+      t->hot_min = hits[want - 1] + (hits[want - 1] == hits[want]);
     free(hits);
   }
 }
@@ -345,7 +352,7 @@ void claims_on_intent(struct placer *p, const au_msg_t *m)
   for (uint32_t i = 0; i < cnt; i++) {
     rec_t *r = rec_get(p, t, psm_intent_actor(&in, i));
     if (!r) break;
-    r->claims.hits++;
+    if (r->claims.hits++ == 0) p->claims.intended++;
     /* the rhythm of this node's intents for the actor: quick to follow a shorter gap,
      * slow to follow a longer one, deaf to a pause (the next epoch, another phase) */
     if (r->claims.last_intent_ns) {
@@ -391,7 +398,8 @@ void claims_on_intent(struct placer *p, const au_msg_t *m)
   }
   send_batches(p, out);
   free_batches(p, out);
-  if ((p->claims.intent_keys += cnt) >= HOT_EVERY) {
+  if ((p->claims.intent_keys += cnt) >= HOT_MIN_KEYS &&
+      p->claims.intent_keys >= p->claims.intended) {
     p->claims.intent_keys = 0;
     hot_thresholds(p);
   }

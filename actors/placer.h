@@ -97,16 +97,18 @@ typedef struct claims_state {
   rec_t *claimed;       /* actors with claims, claims due, or replicas to watch */
   action_latency_t lat; /* claim sent -> actor or replica here */
   uint64_t intent_keys; /* since the hot thresholds were last computed */
+  uint64_t intended;    /* actors named by an intent of this node so far */
   atomic_ullong claims_sent, releases;
 } claims_state_t;
 
 struct placer {
   au_node_t *node;
   au_actor_t *actor;
-  u64map_t recs;  /* (table, actor) -> rec_t (records.c) */
-  obuf_t scratch; /* an aligned copy of one update, for pushes it applies itself */
-  int tick_armed; /* the one periodic tick runs (placer_arm_tick) */
-  rec_t **decide; /* owned actors to decide for after this message (claims) */
+  u64map_t recs;         /* (table, actor) -> rec_t (records.c) */
+  obuf_t scratch;        /* an aligned copy of one update, for pushes it applies itself */
+  int tick_armed;        /* the one periodic tick runs (placer_arm_tick) */
+  uint64_t sync_next_ns; /* the tick syncs replicas again from then on (placer.c) */
+  rec_t **decide;        /* owned actors to decide for after this message (claims) */
   int ndecide, capdecide;
   reloc_state_t reloc;
   repl_state_t repl;

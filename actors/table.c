@@ -132,8 +132,8 @@ int au_table_create(au_node_t *node, au_table_t **out, const au_table_opts_t *op
   uint64_t owned = t->nactors / nodes + (rank < t->nactors % nodes ? 1 : 0);
   t->slots = owned;
   t->place = opts->place;
-  /* hot: keys -> actors (a hot key makes its actor hot) */
-  uint64_t hot = opts->hot ? opts->hot : (opts->keys + 99) / 100;
+  /* hot: a count of parameter actors (intents name actors, not keys) */
+  uint64_t hot = opts->hot ? opts->hot : (t->nactors + 99) / 100;
   t->hot_actors = hot < t->nactors ? hot : t->nactors;
   size_t group_bytes = (size_t)t->group * t->row_bytes;
   au_table_t **by_id = realloc(node->table_by_id, (size_t)(node->ntables + 1) * sizeof(*by_id));

@@ -289,8 +289,8 @@ typedef enum au_place {
   AU_PLACE_REPLICATE = 1, /* every node that needs rows keeps a replica for the run */
   AU_PLACE_RELOCATE = 2,  /* ownership moves to the node that needs the rows */
   /* The next two act on intents (au_intent) and fetch rows like classic otherwise. */
-  AU_PLACE_HOT = 3,      /* the `hot` most intended keys replicated on every node that
-                            intends them, the others moved to the node that intends them */
+  AU_PLACE_HOT = 3,      /* the `hot` most intended parameter actors replicated on every node
+                            that intends them, the others moved to the node that intends them */
   AU_PLACE_ADAPTIVE = 4, /* per actor: intended by one node -> moved there; by several at
                             once -> a replica on each; intents over -> replicas dropped */
 } au_place_t;
@@ -330,8 +330,8 @@ typedef struct au_table_opts {
   uint32_t group;     /* keys per parameter actor, a power of two; 0 = about 4 KiB of values */
   au_place_t place;   /* AU_PLACE_CLASSIC (default), _REPLICATE, _RELOCATE, _HOT, _ADAPTIVE */
   const char *name;   /* for messages and traces; copied */
-  uint64_t hot;       /* AU_PLACE_HOT: how many keys count as hot (each node counts its own
-                         intents); 0 = 1% of the keys */
+  uint64_t hot;       /* AU_PLACE_HOT: how many parameter actors count as hot (intents name
+                         actors; each node counts its own); 0 = 1% of the actors */
   au_optim_t optim;   /* AU_OPTIM_NONE (default): updates are deltas; else gradients */
   float lr;           /* the optimizer's learning rate (> 0 with an optimizer) */
   float optim_init;   /* AU_OPTIM_ADAGRAD*: the accumulators' first value (0 = 1.0); it bounds
