@@ -452,17 +452,39 @@ void psm_claim_at(const au_node_t *n, const uint8_t *p, uint32_t i, psm_claim_t 
 }
 
 /* --- PS_SYNC, PS_FRESH -------------------------------------------------------------------
- * u32 n, u32 0, then n entries: u32 table, u32 0, u64 actor, group * row_bytes. */
+ * u32 n, u32 0, then n entries: u32 table, u32 pairs, u64 actor, then either (pairs = 0)
+ * group * row_bytes, or pairs x (u32 word index, u32 word), indices ascending. */
 
 #define ENTRIES_HEAD 8
 #define ENTRY_HEAD   16
 
-uint8_t *psm_entry_add(obuf_t *b, const au_table_t *t, uint64_t actor)
+static uint32_t group_words(const au_table_t *t)
 {
+  return (uint32_t)((size_t)t->group * t->row_bytes / 4);
+}
+
+int psm_entry_add(obuf_t *b, const au_table_t *t, uint64_t actor, const uint32_t *words,
+                  const uint32_t *changed, uint32_t nchanged, int sparse)
+{
+  const uint32_t all = group_words(t);
+  const int pairs = sparse && nchanged > 0 && (size_t)nchanged * 2 < all;
+  const size_t len = ENTRY_HEAD + (pairs ? (size_t)nchanged * 8 : (size_t)all * 4);
   uint8_t head[ENTRIES_HEAD] = {0};
-  uint8_t *e = psm_batch_add(b, head, ENTRIES_HEAD, 0, psm_values_len(t));
-  if (!e) return NULL;
-  return psm_values_encode(e, t, actor, 0);
+  uint8_t *e = psm_batch_add(b, head, ENTRIES_HEAD, 0, len);
+  if (!e) return AU_ENOMEM;
+  put_u32(e, (uint32_t)t->id);
+  put_u32(e + 4, pairs ? nchanged : 0);
+  put_u64(e + 8, actor);
+  uint8_t *w = e + ENTRY_HEAD;
+  if (!pairs) {
+    memcpy(w, words, (size_t)all * 4);
+    return 0;
+  }
+  for (uint32_t i = 0; i < nchanged; i++) {
+    put_u32(w + (size_t)i * 8, changed[i]);
+    put_u32(w + (size_t)i * 8 + 4, words[changed[i]]);
+  }
+  return 0;
 }
 
 int psm_entries_begin(const uint8_t *p, size_t len, psm_entries_t *it, psm_why_t *why)
@@ -476,7 +498,7 @@ int psm_entries_begin(const uint8_t *p, size_t len, psm_entries_t *it, psm_why_t
   return 0;
 }
 
-int psm_entry_next(const au_node_t *n, psm_entries_t *it, psm_values_t *out, psm_why_t *why)
+int psm_entry_next(const au_node_t *n, psm_entries_t *it, psm_entry_t *out, psm_why_t *why)
 {
   if (it->off == it->len || it->left == 0) {
     if (it->off == it->len && it->left == 0) return 0;
@@ -489,14 +511,27 @@ int psm_entry_next(const au_node_t *n, psm_entries_t *it, psm_values_t *out, psm
   }
   const uint8_t *e = it->p + it->off;
   au_table_t *t = psm_actor(n, get_u32(e), get_u64(e + 8), why);
-  if (!t || check_zero(e + 4, 4, "an entry", why)) return -1;
-  if (it->len - it->off < psm_values_len(t)) {
+  if (!t) return -1;
+  const uint32_t pairs = get_u32(e + 4), all = group_words(t);
+  if (pairs > all) {
+    say(why, "%u changed words in actors of %u words", pairs, all);
+    return -1;
+  }
+  const size_t len = ENTRY_HEAD + (pairs ? (size_t)pairs * 8 : (size_t)all * 4);
+  if (it->len - it->off < len) {
     say(why, "an entry of table %u cut short at byte %zu of %zu", (unsigned)t->id, it->off,
         it->len);
     return -1;
   }
-  *out = (psm_values_t){.t = t, .actor = get_u64(e + 8), .values = e + ENTRY_HEAD};
-  it->off += psm_values_len(t);
+  *out = (psm_entry_t){.t = t, .actor = get_u64(e + 8), .npairs = pairs, .words = e + ENTRY_HEAD};
+  for (uint32_t i = 0; i < pairs; i++) {
+    uint32_t k = psm_entry_index(out, i);
+    if (k >= all || (i > 0 && k <= psm_entry_index(out, i - 1))) {
+      say(why, "changed word %u (pair %u) is outside the actor or out of order", k, i);
+      return -1;
+    }
+  }
+  it->off += len;
   it->left--;
   return 1;
 }

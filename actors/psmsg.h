@@ -197,10 +197,37 @@ int psm_claims_decode(const au_node_t *n, const uint8_t *p, size_t len, uint32_t
                       psm_why_t *why);
 void psm_claim_at(const au_node_t *n, const uint8_t *p, uint32_t i, psm_claim_t *out);
 
-/* --- PS_SYNC, PS_FRESH: actors' rows (deltas or values), batched per node --------------- */
+/* --- PS_SYNC, PS_FRESH: actors' rows (deltas or values), batched per node ---------------
+ * An entry carries, for the words (32-bit values) of an actor's rows that changed, what
+ * each carries: its delta (PS_SYNC) or its new value (PS_FRESH). Either all the words of
+ * the group's rows (dense), or (index, word) pairs for the changed ones (sparse), which
+ * ever is smaller. */
 
-/* Adds an entry for (t, actor); returns where its group of rows goes, or NULL. */
-uint8_t *psm_entry_add(obuf_t *b, const au_table_t *t, uint64_t actor);
+typedef struct psm_entry {
+  au_table_t *t;
+  uint64_t actor;
+  uint32_t npairs;      /* 0: dense */
+  const uint8_t *words; /* dense: group * row_bytes; sparse: npairs x (u32 index, u32 word) */
+} psm_entry_t;
+
+/* Adds an entry for (t, actor): words[0 .. group * row_bytes / 4) carries every word, and
+ * changed[0..nchanged) (ascending) says which changed. Sparse only when `sparse` allows
+ * (kernels that add word by word) and the pairs are smaller. 0 or AU_ENOMEM. */
+int psm_entry_add(obuf_t *b, const au_table_t *t, uint64_t actor, const uint32_t *words,
+                  const uint32_t *changed, uint32_t nchanged, int sparse);
+static inline uint32_t psm_entry_index(const psm_entry_t *e, uint32_t i)
+{
+  uint32_t v;
+  memcpy(&v, e->words + (size_t)i * 8, 4);
+  return v;
+}
+static inline uint32_t psm_entry_word(const psm_entry_t *e, uint32_t i)
+{
+  uint32_t v;
+  memcpy(&v, e->words + (size_t)i * 8 + 4, 4);
+  return v;
+}
+
 /* Walks a batch: psm_entries_begin checks the head, then each psm_entry_next checks and
  * returns the next entry (1), the end (0), or a malformed entry (-1, with why). */
 typedef struct psm_entries {
@@ -209,7 +236,7 @@ typedef struct psm_entries {
   uint32_t left;
 } psm_entries_t;
 int psm_entries_begin(const uint8_t *p, size_t len, psm_entries_t *it, psm_why_t *why);
-int psm_entry_next(const au_node_t *n, psm_entries_t *it, psm_values_t *out, psm_why_t *why);
+int psm_entry_next(const au_node_t *n, psm_entries_t *it, psm_entry_t *out, psm_why_t *why);
 
 /* --- the placer's messages to itself: a u64 key ------------------------------------------ */
 

@@ -203,71 +203,132 @@ rec_t *replication_on_data(struct placer *p, const au_msg_t *m)
   return r;
 }
 
-/* values += add, through the table's kernel, a row at a time. */
-static void apply_group(rec_t *r, const uint8_t *add, obuf_t *scratch)
-{
-  au_table_t *t = r->t;
-  scratch->len = 0;
-  if (!scratch->p || scratch->cap < t->row_bytes) {
-    uint8_t *b = realloc(scratch->p, t->row_bytes);
-    if (!b) return;
-    scratch->p = b;
-    scratch->cap = t->row_bytes;
-  }
-  for (uint32_t row = 0; row < t->group; row++) {
-    memcpy(scratch->p, add + row * t->row_bytes, t->row_bytes); /* aligned for the kernel */
-    t->kernel((uint8_t *)pa_of(r)->values + row * t->row_bytes, scratch->p, t->width,
-              t->kernel_arg);
-  }
-}
+/* --- syncs: what changed, word by word ------------------------------------------------ */
 
-/* out = a - b, value by value, in the table's type; returns whether anything differs. */
-static int replica_diff(const au_table_t *t, const uint8_t *a, const uint8_t *b, uint8_t *out)
+/* Scratch for one actor: its words as read, what each carries, which changed. */
+typedef struct words {
+  uint32_t *now, *out, *changed;
+  size_t cap; /* words */
+} words_t;
+
+static int words_fit(words_t *w, const au_table_t *t)
 {
   size_t n = group_bytes(t) / 4;
-  int any = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint32_t x, y, d;
-    memcpy(&x, a + 4 * i, 4);
-    memcpy(&y, b + 4 * i, 4);
-    /* changed means other bits: a NaN that stays NaN is no change (a diverged model
-     * would otherwise keep the replicas syncing, and the run from ending, for ever) */
-    any |= x != y;
-    if (t->type == AU_F32) {
-      float fx, fy, fd;
-      memcpy(&fx, &x, 4);
-      memcpy(&fy, &y, 4);
-      fd = x == y ? 0.0f : fx - fy;
-      memcpy(&d, &fd, 4);
-    } else {
-      d = x - y;
-    }
-    memcpy(out + 4 * i, &d, 4);
-  }
-  return any;
+  if (w->cap >= n) return 0;
+  uint32_t *b = realloc(w->now, 3 * n * sizeof(uint32_t));
+  if (!b) return AU_ENOMEM;
+  w->now = b;
+  w->out = b + n;
+  w->changed = b + 2 * n;
+  w->cap = n;
+  return 0;
 }
 
-/* values = fresh + (values - base), a float at a time with CAS (workers may be adding).
- * Where nothing was added since the last sync the result is fresh exactly: float
- * additions do not round-trip, and residues would otherwise travel back and forth for
- * ever. */
-static void merge_f32(rec_t *r, const uint8_t *fresh)
+static void words_free(words_t *w)
+{
+  free(w->now);
+  *w = (words_t){0};
+}
+
+/* The kernel adds word by word (not a custom kernel of whole rows): deltas may be sparse. */
+static int adds_words(const au_table_t *t)
+{
+  return t->kernel == kernel_add_f32 || t->kernel == kernel_add_i32 ||
+         t->kernel == kernel_hogwild_f32 || t->kernel == kernel_hogwild_i32;
+}
+
+/* Which words of a differ from b's (other bits: a NaN that stays NaN is no change, or a
+ * diverged model would keep the replicas syncing, and the run from ending, for ever), and
+ * into out their deltas a - b (delta) or their values a (!delta), 0 elsewhere. */
+static uint32_t diff_words(const au_table_t *t, const uint32_t *a, const uint32_t *b, uint32_t *out,
+                           uint32_t *changed, int delta)
+{
+  const size_t n = group_bytes(t) / 4;
+  uint32_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (a[i] == b[i]) {
+      out[i] = 0;
+      continue;
+    }
+    changed[k++] = (uint32_t)i;
+    if (!delta) {
+      out[i] = a[i];
+    } else if (t->type == AU_F32) {
+      float fa, fb, fd;
+      memcpy(&fa, &a[i], 4);
+      memcpy(&fb, &b[i], 4);
+      fd = fa - fb;
+      memcpy(&out[i], &fd, 4);
+    } else {
+      out[i] = a[i] - b[i];
+    }
+  }
+  return k;
+}
+
+/* The owner adds a replica's deltas: all the group's rows through the kernel a row at a
+ * time, or the changed words one by one. */
+static void apply_deltas(rec_t *r, const psm_entry_t *e, obuf_t *scratch)
+{
+  au_table_t *t = r->t;
+  uint8_t *v = pa_of(r)->values;
+  if (e->npairs) {
+    for (uint32_t i = 0; i < e->npairs; i++) {
+      uint32_t d = psm_entry_word(e, i);
+      t->kernel(v + (size_t)psm_entry_index(e, i) * 4, &d, 1, t->kernel_arg);
+    }
+    return;
+  }
+  scratch->len = 0;
+  if (obuf_reserve(scratch, t->row_bytes) != 0) return;
+  for (uint32_t row = 0; row < t->group; row++) {
+    /* aligned for the kernel */
+    memcpy(scratch->p, e->words + (size_t)row * t->row_bytes, t->row_bytes);
+    t->kernel(v + (size_t)row * t->row_bytes, scratch->p, t->width, t->kernel_arg);
+  }
+}
+
+/* A replica merges one word of the owner's: value += fresh - base, base = fresh, with
+ * CAS (workers may be adding). Where nothing was added since the last sync the result is
+ * fresh exactly: float additions do not round-trip, and residues would otherwise travel
+ * back and forth for ever. */
+static void merge_word(const au_table_t *t, _Atomic uint32_t *v, uint32_t *base, uint32_t fresh)
+{
+  const uint32_t b = *base;
+  *base = fresh;
+  if (fresh == b) return;
+  uint32_t old = atomic_load_explicit(v, memory_order_relaxed), upd;
+  do {
+    if (t->type != AU_F32) {
+      upd = old + (fresh - b); /* wraps as the kernels' adds do */
+      continue;
+    }
+    float cur, fb, ff, next;
+    memcpy(&cur, &old, 4);
+    memcpy(&fb, &b, 4);
+    memcpy(&ff, &fresh, 4);
+    next = old == b ? ff : ff + (cur - fb); /* bits: NaN stays put */
+    memcpy(&upd, &next, 4);
+  } while (!atomic_compare_exchange_weak_explicit(v, &old, upd, memory_order_relaxed,
+                                                  memory_order_relaxed));
+}
+
+static void merge_fresh(rec_t *r, const psm_entry_t *e)
 {
   _Atomic uint32_t *v = pa_of(r)->values;
-  const uint8_t *base = r->repl.base;
-  size_t n = group_bytes(r->t) / 4;
-  for (size_t i = 0; i < n; i++) {
-    float f, b;
-    memcpy(&f, fresh + 4 * i, 4);
-    memcpy(&b, base + 4 * i, 4);
-    uint32_t old = atomic_load_explicit(&v[i], memory_order_relaxed), upd;
-    do {
-      float cur, next;
-      memcpy(&cur, &old, 4);
-      next = memcmp(&cur, &b, 4) == 0 ? f : f + (cur - b); /* bits: NaN stays put */
-      memcpy(&upd, &next, 4);
-    } while (!atomic_compare_exchange_weak_explicit(&v[i], &old, upd, memory_order_relaxed,
-                                                    memory_order_relaxed));
+  uint32_t *base = r->repl.base;
+  if (e->npairs) {
+    for (uint32_t i = 0; i < e->npairs; i++) {
+      uint32_t k = psm_entry_index(e, i);
+      merge_word(r->t, &v[k], &base[k], psm_entry_word(e, i));
+    }
+    return;
+  }
+  const size_t n = group_bytes(r->t) / 4;
+  for (size_t k = 0; k < n; k++) {
+    uint32_t f;
+    memcpy(&f, e->words + k * 4, 4);
+    merge_word(r->t, &v[k], &base[k], f);
   }
 }
 
@@ -276,41 +337,26 @@ void replication_on_entries(struct placer *p, const au_msg_t *m, int fresh)
 {
   au_node_t *n = p->node;
   psm_entries_t it;
-  psm_values_t e;
+  psm_entry_t e;
   psm_why_t why;
-  uint8_t *tmp = NULL;
-  size_t tmp_cap = 0;
   int more = -1;
   if (psm_entries_begin(m->data, m->len, &it, &why) != 0) goto bad;
   if (!fresh) idle_touched(n); /* fresh values for the replicas go out at the next tick */
   while ((more = psm_entry_next(n, &it, &e, &why)) == 1) {
     rec_t *r = rec_get(p, e.t, e.actor);
     if (!r) break;
-    const uint8_t *vals = e.values;
-    size_t bytes = group_bytes(r->t);
     uint8_t st = atomic_load(&pa_of(r)->state);
     if (!fresh) {
       if (st != PA_OWNER) continue;
-      apply_group(r, vals, &p->scratch);
+      if (e.npairs && !adds_words(r->t)) continue; /* a sender would not: malformed */
+      apply_deltas(r, &e, &p->scratch);
       atomic_store(&pa_of(r)->dirty, 1); /* the replicas must hear */
       continue;
     }
     if (st != PA_REPLICA) continue;
     trace_emit(n->rt, TRACE_REPLICA_SYNC, (uint64_t)r->t->id, r->actor, m->from_node, r->t->group);
-    if (tmp_cap < bytes) {
-      uint8_t *b = realloc(tmp, bytes);
-      if (!b) break;
-      tmp = b;
-      tmp_cap = bytes;
-    }
-    /* keep what the workers added since the last sync: values += fresh - base */
-    if (r->t->type == AU_F32)
-      merge_f32(r, vals);
-    else if (replica_diff(r->t, vals, r->repl.base, tmp))
-      apply_group(r, tmp, &p->scratch);
-    memcpy(r->repl.base, vals, bytes);
+    merge_fresh(r, &e);
   }
-  free(tmp);
   if (more >= 0) return;
 bad:
   fprintf(stderr, "augur[rank %d]: malformed %s from node %u: %s\n", n->rank,
@@ -353,15 +399,20 @@ void replication_finish_drop(struct placer *p, rec_t *r)
   au_node_t *n = p->node;
   param_actor_t *pa = pa_of(r);
   uint32_t owner = pa->owner;
+  /* the workers are out (the grace period): the values are read plainly */
   obuf_t batch = {0};
-  uint8_t *d = psm_entry_add(&batch, r->t, r->actor);
-  if (d && replica_diff(r->t, pa->values, r->repl.base, d)) {
-    au_send_to(n->rt, owner, PS_PLACER_PORT, PS_SYNC, batch.p, batch.len);
-    counter_add(&p->repl.syncs, 1);
-  } else if (!d) {
+  words_t w = {0};
+  if (words_fit(&w, r->t) != 0) {
     fprintf(stderr, "augur[rank %d]: out of memory: last delta of actor %llu lost\n", n->rank,
             (unsigned long long)r->actor);
+  } else {
+    uint32_t k = diff_words(r->t, pa->values, r->repl.base, w.out, w.changed, 1);
+    if (k && psm_entry_add(&batch, r->t, r->actor, w.out, w.changed, k, adds_words(r->t)) == 0) {
+      au_send_to(n->rt, owner, PS_PLACER_PORT, PS_SYNC, batch.p, batch.len);
+      counter_add(&p->repl.syncs, 1);
+    }
   }
+  words_free(&w);
   free(batch.p);
   table_values_free(r->t, r->actor, pa->values);
   pa->values = NULL;
@@ -387,56 +438,39 @@ rec_t *replication_on_gone(struct placer *p, const au_msg_t *m)
 int replication_tick(struct placer *p)
 {
   au_node_t *n = p->node;
+  if (!p->repl.replicas && !p->repl.owned) return 0;
   obuf_t *syncs = calloc((size_t)n->nodes, sizeof(obuf_t));
   obuf_t *fresh = calloc((size_t)n->nodes, sizeof(obuf_t));
-  if (!syncs || !fresh) {
-    free(syncs);
-    free(fresh);
-    return 1; /* busy: look again at the next tick */
-  }
-  uint8_t *now = NULL;
-  size_t now_cap = 0;
-  int sent = 0;
+  words_t w = {0};
+  int sent = 1; /* out of memory: busy, the next tick tries again */
+  if (!syncs || !fresh) goto out;
+  sent = 0;
   /* replicas here: ship what the workers changed since the last sync */
   for (rec_t *r = p->repl.replicas; r; r = r->repl.next_replica) {
     /* unmarked: nobody wrote it since the last look (marks come after the writes, so a
      * write during this look marks it again for the next) */
     if (!atomic_exchange(&pa_of(r)->dirty, 0)) continue;
-    size_t bytes = group_bytes(r->t);
-    if (now_cap < bytes) {
-      uint8_t *b = realloc(now, 2 * bytes); /* the values read, and their delta */
-      if (!b) break;
-      now = b;
-      now_cap = bytes;
-    }
-    uint8_t *diff = now + bytes;
-    copy_values(r, now);
-    if (!replica_diff(r->t, now, r->repl.base, diff)) continue; /* unchanged */
-    uint8_t *d = psm_entry_add(&syncs[pa_of(r)->owner], r->t, r->actor);
-    if (!d) break;
-    memcpy(d, diff, bytes);
-    memcpy(r->repl.base, now, bytes); /* what was read is what was shipped */
+    if (words_fit(&w, r->t) != 0) break;
+    copy_values(r, (uint8_t *)w.now);
+    uint32_t k = diff_words(r->t, w.now, r->repl.base, w.out, w.changed, 1);
+    if (!k) continue; /* unchanged */
+    obuf_t *b = &syncs[pa_of(r)->owner];
+    if (psm_entry_add(b, r->t, r->actor, w.out, w.changed, k, adds_words(r->t)) != 0) break;
+    memcpy(r->repl.base, w.now, group_bytes(r->t)); /* what was read is what was shipped */
     counter_add(&p->repl.syncs, 1);
   }
   /* owned actors whose values changed since last sent, whoever changed them (synced
-   * deltas, pushes, local workers): send them to every replica */
+   * deltas, pushes, local workers): the changed words to every replica */
   for (rec_t *r = p->repl.owned; r; r = r->repl.next_owned) {
     if (!atomic_exchange(&pa_of(r)->dirty, 0)) continue;
-    size_t bytes = group_bytes(r->t);
-    if (now_cap < bytes) {
-      uint8_t *b = realloc(now, 2 * bytes); /* the values read, and their delta */
-      if (!b) break;
-      now = b;
-      now_cap = bytes;
-    }
-    copy_values(r, now);
-    if (memcmp(now, r->repl.base, bytes) == 0) continue;
-    memcpy(r->repl.base, now, bytes);
+    if (words_fit(&w, r->t) != 0) break;
+    copy_values(r, (uint8_t *)w.now);
+    uint32_t k = diff_words(r->t, w.now, r->repl.base, w.out, w.changed, 0);
+    if (!k) continue;
+    memcpy(r->repl.base, w.now, group_bytes(r->t));
     for (int node = 0; node < n->nodes && node < 64; node++)
-      if (r->repl.replicas >> node & 1) {
-        uint8_t *v = psm_entry_add(&fresh[node], r->t, r->actor);
-        if (v) memcpy(v, now, bytes);
-      }
+      if (r->repl.replicas >> node & 1)
+        psm_entry_add(&fresh[node], r->t, r->actor, w.now, w.changed, k, 1);
   }
   for (int node = 0; node < n->nodes; node++) {
     if (syncs[node].len) {
@@ -450,9 +484,10 @@ int replication_tick(struct placer *p)
     free(syncs[node].p);
     free(fresh[node].p);
   }
+out:
   free(syncs);
   free(fresh);
-  free(now);
+  words_free(&w);
   return sent;
 }
 

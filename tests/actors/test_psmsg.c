@@ -324,37 +324,57 @@ static void test_claims(void **state)
 static int dec_entries(const uint8_t *p, size_t len)
 {
   psm_entries_t it;
-  psm_values_t v;
+  psm_entry_t e;
   if (psm_entries_begin(p, len, &it, NULL) != 0) return -1;
   int rc;
-  while ((rc = psm_entry_next(node, &it, &v, NULL)) == 1) continue;
+  while ((rc = psm_entry_next(node, &it, &e, NULL)) == 1) continue;
   return rc;
 }
 
 static void test_entries(void **state)
 {
   (void)state;
+  /* ti: 4 rows of 5 int32 words; tf: 2 rows of 8 words (3 values, 3 slots, padding) */
+  const uint32_t wi = 4 * ti->row_bytes / 4, wf = 2 * tf->row_bytes / 4;
+  uint32_t words[64], changed[64];
+  for (uint32_t i = 0; i < 64; i++) words[i] = 1000 + i, changed[i] = i;
   obuf_t b = {0};
-  uint8_t *v = psm_entry_add(&b, ti, 3);
-  memset(v, 0xab, 4 * ti->row_bytes);
-  v = psm_entry_add(&b, tf, 4);
-  memset(v, 0xcd, 2 * tf->row_bytes);
+  /* every word changed: dense; two of tf's 12 words: pairs; sparse refused: dense */
+  assert_int_equal(psm_entry_add(&b, ti, 3, words, changed, wi, 1), 0);
+  const uint32_t two[] = {1, 7};
+  assert_int_equal(psm_entry_add(&b, tf, 4, words, two, 2, 1), 0);
+  assert_int_equal(psm_entry_add(&b, tf, 0, words, two, 2, 0), 0);
+  assert_int_equal(b.len, 8 + (16 + wi * 4) + (16 + 2 * 8) + (16 + wf * 4));
   psm_entries_t it;
-  psm_values_t e;
+  psm_entry_t e;
   assert_int_equal(psm_entries_begin(b.p, b.len, &it, NULL), 0);
   assert_int_equal(psm_entry_next(node, &it, &e, NULL), 1);
   assert_ptr_equal(e.t, ti);
   assert_int_equal(e.actor, 3);
-  assert_int_equal(e.values[0], 0xab);
+  assert_int_equal(e.npairs, 0);
+  assert_memory_equal(e.words, words, wi * 4);
   assert_int_equal(psm_entry_next(node, &it, &e, NULL), 1);
   assert_ptr_equal(e.t, tf);
-  assert_int_equal(e.values[2 * tf->row_bytes - 1], 0xcd);
+  assert_int_equal(e.npairs, 2);
+  assert_int_equal(psm_entry_index(&e, 1), 7);
+  assert_int_equal(psm_entry_word(&e, 1), 1007);
+  assert_int_equal(psm_entry_next(node, &it, &e, NULL), 1);
+  assert_int_equal(e.npairs, 0);
   assert_int_equal(psm_entry_next(node, &it, &e, NULL), 0);
   refuses_other_lengths(dec_entries, b.p, b.len);
-  memcpy(b.p, &(uint32_t){3}, 4); /* three announced, two there */
+  memcpy(b.p, &(uint32_t){4}, 4); /* four announced, three there */
   assert_int_not_equal(dec_entries(b.p, b.len), 0);
-  memcpy(b.p, &(uint32_t){1}, 4); /* one announced, two there */
+  memcpy(b.p, &(uint32_t){2}, 4); /* two announced, three there */
   assert_int_not_equal(dec_entries(b.p, b.len), 0);
+  memcpy(b.p, &(uint32_t){3}, 4);
+  /* pairs out of order, or past the actor's words */
+  uint8_t *pairs = b.p + 8 + 16 + wi * 4 + 16;
+  memcpy(pairs + 8, &(uint32_t){1}, 4);
+  assert_int_not_equal(dec_entries(b.p, b.len), 0);
+  memcpy(pairs + 8, &wf, 4);
+  assert_int_not_equal(dec_entries(b.p, b.len), 0);
+  memcpy(pairs + 8, &(uint32_t){7}, 4);
+  assert_int_equal(dec_entries(b.p, b.len), 0);
   free(b.p);
 }
 
