@@ -32,13 +32,98 @@
 
 /* --- lists and claims ------------------------------------------------------------------ */
 
-static void list(struct placer *p, rec_t *r)
+/* --- the wake heap ----------------------------------------------------------------------- */
+
+static void heap_up(wake_t *h, size_t i)
 {
-  if (r->claims.listed) return;
-  r->claims.listed = 1;
-  r->claims.next_claimed = p->claims.claimed;
-  p->claims.claimed = r;
-  placer_arm_tick(p); /* the tick looks at the list */
+  while (i > 0 && h[(i - 1) / 2].at > h[i].at) {
+    wake_t t = h[i];
+    h[i] = h[(i - 1) / 2];
+    h[(i - 1) / 2] = t;
+    i = (i - 1) / 2;
+  }
+}
+
+static void heap_down(wake_t *h, size_t n, size_t i)
+{
+  for (;;) {
+    size_t l = 2 * i + 1, m = i;
+    if (l < n && h[l].at < h[m].at) m = l;
+    if (l + 1 < n && h[l + 1].at < h[m].at) m = l + 1;
+    if (m == i) return;
+    wake_t t = h[i];
+    h[i] = h[m];
+    h[m] = t;
+    i = m;
+  }
+}
+
+/* r is to be looked at `at` (an earlier time than what it waits for wins; a later one
+ * replaces it once that one comes and finds nothing). */
+static void wake_at(struct placer *p, rec_t *r, uint64_t at)
+{
+  claims_state_t *s = &p->claims;
+  if (!at || (r->claims.wake_ns && r->claims.wake_ns <= at)) return;
+  if (s->nheap == s->capheap) {
+    size_t cap = s->capheap ? 2 * s->capheap : 256;
+    wake_t *h = realloc(s->heap, cap * sizeof(*h));
+    if (!h) return;
+    s->heap = h;
+    s->capheap = cap;
+  }
+  r->claims.wake_ns = at;
+  s->heap[s->nheap] = (wake_t){at, r};
+  heap_up(s->heap, s->nheap++);
+  placer_arm_tick(p); /* the tick looks at the heap */
+}
+
+void claims_retry_at(struct placer *p, rec_t *r, uint64_t at)
+{
+  r->claims.retry_ns = at;
+  wake_at(p, r, at);
+}
+
+static uint64_t end_worker_clock(const struct placer *p, const rec_t *r);
+static uint64_t lease_of(const rec_t *r);
+static uint64_t claim_margin(const struct placer *p);
+
+/* When the tick must look at r next, from its claims alone: a claim due to go out, this
+ * node's claim to renew (before it lapses, while the worker's clock is short of the end)
+ * or to release (the clock well past the end, estimated from its speed and checked
+ * then), an owner's claim lapsing, a keep or a retry coming. 0: nothing to look at. */
+static uint64_t next_wake(struct placer *p, rec_t *r, uint64_t now)
+{
+  const claims_rec_t *c = &r->claims;
+  const uint64_t tick = (uint64_t)p->node->sync_ms * 1000 * 1000;
+  uint64_t w = UINT64_MAX;
+  if (c->due_from) {
+    uint64_t m = claim_margin(p);
+    w = c->due_from > m ? c->due_from - m : 1;
+  } else if (c->end_clock) {
+    const uint64_t clk = end_worker_clock(p, r);
+    const float idle = c->idle_ticks > 1 ? c->idle_ticks : 1;
+    const float release = (float)c->end_clock + GAP_PAUSE * idle;
+    if ((float)clk < release) {
+      if (clk < c->end_clock) { /* renewed halfway through the lease */
+        const uint64_t half = lease_of(r) / 2;
+        w = c->told_until > half ? c->told_until - half : 1;
+      }
+      if (c->told_until) { /* released when the clock gets there */
+        uint64_t est = c->tick_ns > 0 ? (uint64_t)((release - (float)clk) * c->tick_ns) : tick;
+        if (now + est < w) w = now + est;
+      }
+    }
+  }
+  for (int i = 0; i < c->nclaims; i++)
+    if (c->claims[i].until_ns > now && c->claims[i].until_ns < w) w = c->claims[i].until_ns;
+  if (c->keep_until > now && c->keep_until < w) w = c->keep_until;
+  if (c->retry_ns > now && c->retry_ns < w) w = c->retry_ns;
+  return w == UINT64_MAX ? 0 : w > now ? w : now + 1;
+}
+
+static void schedule(struct placer *p, rec_t *r, uint64_t now)
+{
+  wake_at(p, r, next_wake(p, r, now));
 }
 
 /* Adds a claim for r to the batch for its owner. */
@@ -145,7 +230,7 @@ void claims_inputs(rec_t *r, uint64_t now, place_input_t *in)
 }
 
 static void claim_here(struct placer *p, rec_t *r, int node, int flags, uint64_t from,
-                       uint64_t until)
+                       uint64_t until, uint64_t now)
 {
   claim_t *c = NULL;
   for (int i = 0; i < r->claims.nclaims; i++)
@@ -169,7 +254,7 @@ static void claim_here(struct placer *p, rec_t *r, int node, int flags, uint64_t
     if (until > c->until_ns) c->until_ns = until;
   }
   c->hot = (flags & PSM_CLAIM_HOT) != 0;
-  list(p, r);
+  schedule(p, r, now); /* its lapse */
 }
 
 /* A claim for r from `node`, here or on its way to the owner. */
@@ -179,7 +264,7 @@ static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int flags
   au_node_t *n = p->node;
   uint8_t st = atomic_load(&pa_of(r)->state);
   if (st == PA_OWNER && !r->reloc.handing_off) {
-    claim_here(p, r, node, flags, from, until);
+    claim_here(p, r, node, flags, from, until, now);
     rec_to_decide(p, r);
     return;
   }
@@ -220,8 +305,8 @@ static void claim_out(struct placer *p, rec_t *r, uint64_t from, uint64_t until,
   uint8_t st = atomic_load(&pa_of(r)->state);
   if (st == PA_REMOTE) r->claims.asked_ns = now; /* the latest claim: it may bring it here */
   counter_add(&p->claims.claims_sent, 1);
-  list(p, r); /* the tick releases it once this node's workers are past it */
   claim(p, r, p->node->rank, 0, hot_here(r), from, until, now, out);
+  schedule(p, r, now); /* renewed or released as the worker's clock goes */
 }
 
 static void release_out(struct placer *p, rec_t *r, uint64_t now, obuf_t *out)
@@ -391,7 +476,7 @@ void claims_on_intent(struct placer *p, const au_msg_t *m)
     if (from > now + margin) { /* not yet: the tick sends it when due */
       if (!r->claims.due_from || from < r->claims.due_from) r->claims.due_from = from;
       if (until > r->claims.due_until) r->claims.due_until = until;
-      list(p, r);
+      schedule(p, r, now);
       continue;
     }
     claim_out(p, r, from, until, now, out);
@@ -433,28 +518,31 @@ void claims_tick(struct placer *p)
   /* Only while this node's workers run: a timer is not a message, so what a tick starts
    * on an idle node would escape the end-of-run detection (a move still on the wire when
    * au_node_run returns). Claims and answers that arrive as messages are acted on always. */
-  if (!p->claims.claimed || atomic_load(&p->node->active) == 0) return;
-  obuf_t *out = batches(p);
-  if (!out) return;
-  uint64_t now = au_now_ns();
-  uint64_t margin = claim_margin(p);
-  for (rec_t **pp = &p->claims.claimed; *pp;) {
-    rec_t *r = *pp;
+  claims_state_t *s = &p->claims;
+  if (!s->nheap || atomic_load(&p->node->active) == 0) return;
+  obuf_t *out = NULL;
+  const uint64_t now = au_now_ns(), margin = claim_margin(p);
+  while (s->nheap && s->heap[0].at <= now) {
+    wake_t e = s->heap[0];
+    s->heap[0] = s->heap[--s->nheap];
+    heap_down(s->heap, s->nheap, 0);
+    rec_t *r = e.r;
     claims_rec_t *c = &r->claims;
+    if (c->wake_ns != e.at) continue; /* stale: it was scheduled again */
+    c->wake_ns = 0;
+    if (!out && !(out = batches(p))) {
+      wake_at(p, r, now + 1); /* out of memory: at the next tick */
+      break;
+    }
     if (c->due_from && c->due_from <= now + margin)
       claim_out(p, r, c->due_from, c->due_until, now, out);
     else
       follow_clock(p, r, now, out);
+    if (c->retry_ns && c->retry_ns <= now) c->retry_ns = 0;
     rec_to_decide(p, r);
-    if (!c->due_from && !c->nclaims && c->told_until <= now &&
-        end_worker_clock(p, r) >= c->end_clock) { /* nothing left */
-      *pp = c->next_claimed;
-      c->listed = 0;
-      c->next_claimed = NULL;
-      continue;
-    }
-    pp = &c->next_claimed;
+    schedule(p, r, now);
   }
+  if (!out) return;
   send_batches(p, out);
   free_batches(p, out);
 }
@@ -465,7 +553,7 @@ void claims_arrived(struct placer *p, rec_t *r)
    * actor can arrive first (a move asked for by a worker, not by the claim) */
   uint64_t now = au_now_ns();
   if (atomic_load(&pa_of(r)->state) == PA_OWNER && r->claims.told_until > now) {
-    claim_here(p, r, p->node->rank, hot_here(r), now, r->claims.told_until);
+    claim_here(p, r, p->node->rank, hot_here(r), now, r->claims.told_until, now);
   }
   if (!r->claims.asked_ns) return;
   uint64_t took = now - r->claims.asked_ns;

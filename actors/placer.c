@@ -46,6 +46,7 @@ static void decide(struct placer *p, rec_t *r, uint64_t now)
   for (int node = 0; plan.give && node < p->node->nodes && node < 64; node++)
     if ((plan.give >> node & 1) && replication_give(p, r, (uint32_t)node) != 0)
       fprintf(stderr, "augur[rank %d]: cannot send a replica to node %d\n", p->node->rank, node);
+  if (plan.retry_ns) claims_retry_at(p, r, plan.retry_ns);
   if (plan.move_to >= 0 && relocation_hand_off(p, r, plan.move_to)) {
     /* the claims go with it, held to follow the values */
     obuf_t c = {0};
@@ -100,12 +101,6 @@ static void on_want(struct placer *p, const au_msg_t *m)
 static void tick(struct placer *p)
 {
   claims_tick(p);
-  /* owned actors of tables placed by intents that have replicas are decided on every
-   * tick too, while the workers run: their replicas may have to go */
-  if (atomic_load(&p->node->active) != 0)
-    for (rec_t *r = p->repl.owned; r; r = r->repl.next_owned)
-      if (!r->claims.listed && (r->t->place == AU_PLACE_HOT || r->t->place == AU_PLACE_ADAPTIVE))
-        rec_to_decide(p, r); /* listed ones are on the list already */
   decide_listed(p);
   relocation_tick(p);
   /* the sync's cost follows what changed; when that is much, it runs less often, so that
@@ -234,6 +229,7 @@ void placer_free(au_node_t *n)
   u64map_destroy(&p->recs);
   free(p->scratch.p);
   free(p->decide);
+  free(p->claims.heap);
   free(p);
   n->placer = NULL;
 }

@@ -39,12 +39,14 @@ typedef struct repl_rec {
   uint64_t replicas;     /* the owner: nodes holding a replica (bit r = node r) */
   uint64_t dropping;     /* the owner: replicas told to go and not yet gone (bits) */
   uint8_t dropping_here; /* this node's replica leaves after a grace period */
-  struct rec *next_replica, *next_owned; /* the lists the tick walks */
+  /* on the lists the tick walks: next, and the pointer that points here (O(1) removal) */
+  struct rec *next_replica, **pprev_replica, *next_owned, **pprev_owned;
 } repl_rec_t;
 
 typedef struct claims_rec {
   uint32_t hits;           /* this node's intents naming it (AU_PLACE_HOT) */
-  uint8_t listed;          /* on the `claimed` list */
+  uint64_t wake_ns;        /* when the tick looks at it next (0: not scheduled; claims.c) */
+  uint64_t retry_ns;       /* the owner looks again then (a move waiting out a hold) */
   uint64_t last_intent_ns; /* this node's latest intent naming it */
   float gap_ns;            /* the usual gap between those intents */
   uint64_t told_until;     /* end of the claim its owner has heard of from this node */
@@ -64,7 +66,6 @@ typedef struct claims_rec {
   uint64_t asked_ns; /* when a claim that may bring it here went out */
   claim_t *claims;   /* the owner: the nodes' claims */
   int nclaims, capclaims;
-  struct rec *next_claimed;
 } claims_rec_t;
 
 /* An actor the placer is busy with. */
@@ -93,8 +94,16 @@ typedef struct repl_state {
   atomic_llong replicas_held;
 } repl_state_t;
 
+/* A record's next look, in the tick's heap (earliest first); an entry whose time is not
+ * the record's wake_ns any more is stale and skipped. */
+typedef struct wake {
+  uint64_t at;
+  rec_t *r;
+} wake_t;
+
 typedef struct claims_state {
-  rec_t *claimed;       /* actors with claims, claims due, or replicas to watch */
+  wake_t *heap; /* actors with claims, claims due, or claims to follow, by when */
+  size_t nheap, capheap;
   action_latency_t lat; /* claim sent -> actor or replica here */
   uint64_t intent_keys; /* since the hot thresholds were last computed */
   uint64_t intended;    /* actors named by an intent of this node so far */
@@ -236,9 +245,12 @@ void replication_free(rec_t *r);
 /* PS_INTENT, PS_CLAIM: records owned here whose claims changed go on p->decide. */
 void claims_on_intent(struct placer *p, const au_msg_t *m);
 void claims_on_claim(struct placer *p, const au_msg_t *m);
-/* The tick: claims that came due go out, claims follow the clocks; every claimed record
- * goes on p->decide. Only while the node's workers run. */
+/* The tick: the records whose time has come (a claim due, a claim to renew or release as
+ * the clock goes, an owner's claim lapsing, a keep or a hold over) are looked at and go
+ * on p->decide. Only while the node's workers run. */
 void claims_tick(struct placer *p);
+/* The owner wants to look at r again at `at` (a move waiting out its hold). */
+void claims_retry_at(struct placer *p, rec_t *r, uint64_t at);
 /* What place_decide reads of the record's claims at the owner, after dropping lapsed
  * claims and accounting the period of use. */
 void claims_inputs(rec_t *r, uint64_t now, place_input_t *in);

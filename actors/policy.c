@@ -176,7 +176,9 @@ place_plan_t place_plan(const place_input_t *in)
     if (in->replicas)
       plan.drop = in->replicas; /* first; the move comes once they are gone */
     else if (now - in->arrived_ns >= PLACE_HOLD_NS)
-      plan.move_to = act.node; /* else the tick looks again */
+      plan.move_to = act.node;
+    else
+      plan.retry_ns = in->arrived_ns + PLACE_HOLD_NS;
     break;
   case PLACE_REPLICAS:
     plan.give = act.nodes & ~in->replicas;

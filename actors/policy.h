@@ -112,9 +112,10 @@ typedef struct place_input {
 } place_input_t;
 
 typedef struct place_plan {
-  int move_to;   /* hand the actor off to this node; -1: it stays */
-  uint64_t give; /* nodes that get a replica */
-  uint64_t drop; /* replicas told to go */
+  int move_to;       /* hand the actor off to this node; -1: it stays */
+  uint64_t retry_ns; /* a move waits out the hold until then: decide again (0: no) */
+  uint64_t give;     /* nodes that get a replica */
+  uint64_t drop;     /* replicas told to go */
 } place_plan_t;
 
 /* An actor that arrived stays at least this long before it moves again (no ping-pong:

@@ -29,6 +29,24 @@
 #include "runtime/rt.h"
 #include "runtime/trace.h"
 
+/* The replicas and owned lists: pushed at the head, removed in place. */
+#define LIST_PUSH(head, r, f)                                                                      \
+  do {                                                                                             \
+    (r)->repl.next_##f = *(head);                                                                  \
+    if (*(head)) (*(head))->repl.pprev_##f = &(r)->repl.next_##f;                                  \
+    (r)->repl.pprev_##f = (head);                                                                  \
+    *(head) = (r);                                                                                 \
+  } while (0)
+#define LIST_DEL(r, f)                                                                             \
+  do {                                                                                             \
+    if ((r)->repl.pprev_##f) {                                                                     \
+      *(r)->repl.pprev_##f = (r)->repl.next_##f;                                                   \
+      if ((r)->repl.next_##f) (r)->repl.next_##f->repl.pprev_##f = (r)->repl.pprev_##f;            \
+    }                                                                                              \
+    (r)->repl.next_##f = NULL;                                                                     \
+    (r)->repl.pprev_##f = NULL;                                                                    \
+  } while (0)
+
 static size_t group_bytes(const au_table_t *t)
 {
   return (size_t)t->group * t->row_bytes;
@@ -77,16 +95,11 @@ static void copy_values(const rec_t *r, uint8_t *out)
 }
 
 /* The owner forgets its replica on `node`, and the base once none is left. */
-static void forget(struct placer *p, rec_t *r, int node)
+static void forget(rec_t *r, int node)
 {
   r->repl.replicas &= ~(1ull << node);
   if (r->repl.replicas) return;
-  for (rec_t **pp = &p->repl.owned; *pp; pp = &(*pp)->repl.next_owned)
-    if (*pp == r) {
-      *pp = r->repl.next_owned;
-      break;
-    }
-  r->repl.next_owned = NULL;
+  LIST_DEL(r, owned);
   free(r->repl.base);
   r->repl.base = NULL;
 }
@@ -99,15 +112,14 @@ int replication_give(struct placer *p, rec_t *r, uint32_t to)
     /* the owner's base: its values as last sent to the replicas */
     if (!(r->repl.base = malloc(bytes))) return AU_ENOMEM;
     copy_values(r, r->repl.base);
-    r->repl.next_owned = p->repl.owned;
-    p->repl.owned = r;
+    LIST_PUSH(&p->repl.owned, r, owned);
   }
   r->repl.replicas |= 1ull << to;
   au_outbuf_t ob;
   uint8_t *out =
       au_send_to_start(n->rt, to, PS_PLACER_PORT, PS_REP_DATA, psm_values_len(r->t), &ob);
   if (!out) {
-    forget(p, r, (int)to); /* never sent: no replica to keep track of */
+    forget(r, (int)to); /* never sent: no replica to keep track of */
     return ob.rc;
   }
   /* newer than base, maybe: the next tick sends the rest */
@@ -127,16 +139,6 @@ void replication_drop(struct placer *p, rec_t *r, uint64_t nodes)
   for (int node = 0; node < n->nodes && node < 64; node++)
     if (nodes >> node & 1) send_actor(p, r, PS_REP_DROP, (uint32_t)node);
   r->repl.dropping |= nodes;
-}
-
-static void unlist(struct placer *p, rec_t *r)
-{
-  for (rec_t **pp = &p->repl.replicas; *pp; pp = &(*pp)->repl.next_replica)
-    if (*pp == r) {
-      *pp = r->repl.next_replica;
-      break;
-    }
-  r->repl.next_replica = NULL;
 }
 
 void replication_on_req(struct placer *p, const au_msg_t *m)
@@ -197,8 +199,7 @@ rec_t *replication_on_data(struct placer *p, const au_msg_t *m)
   atomic_fetch_add(&p->repl.replicas_held, 1);
   trace_emit(n->rt, TRACE_REPLICA_CREATE, (uint64_t)r->t->id, r->actor, pa->owner, bytes);
   r->repl.requested = 0;
-  r->repl.next_replica = p->repl.replicas;
-  p->repl.replicas = r;
+  LIST_PUSH(&p->repl.replicas, r, replica);
   placer_arm_tick(p);
   return r;
 }
@@ -376,7 +377,7 @@ int replication_on_drop(struct placer *p, const au_msg_t *m, rec_t **out)
     return 0;
   }
   /* no new access from here on; the values stay until the grace period is over */
-  unlist(p, r);
+  LIST_DEL(r, replica);
   r->repl.dropping_here = 1;
   idle_pending(n, 1);
   atomic_store(&pa_of(r)->state, PA_REMOTE);
@@ -385,8 +386,7 @@ int replication_on_drop(struct placer *p, const au_msg_t *m, rec_t **out)
     fprintf(stderr, "augur[rank %d]: out of memory dropping a replica\n", n->rank);
     atomic_store(&pa_of(r)->state, PA_REPLICA);
     r->repl.dropping_here = 0;
-    r->repl.next_replica = p->repl.replicas;
-    p->repl.replicas = r;
+    LIST_PUSH(&p->repl.replicas, r, replica);
     idle_pending(n, -1);
     return 0;
   }
@@ -431,7 +431,7 @@ rec_t *replication_on_gone(struct placer *p, const au_msg_t *m)
   rec_t *r = m->from_node < 64 ? actor_rec(p, m) : NULL;
   if (!r) return NULL;
   r->repl.dropping &= ~(1ull << m->from_node);
-  forget(p, r, (int)m->from_node);
+  forget(r, (int)m->from_node);
   return r;
 }
 

@@ -97,6 +97,66 @@ static void test_modes(void **state)
   assert_int_equal(a.kind, PLACE_LEAVE);
 }
 
+/* place_plan: the decision carried out under the rules around it. */
+static void test_plan(void **state)
+{
+  (void)state;
+  claim_t one[] = {{.node = 2, .from_ns = 90 * MS, .until_ns = 200 * MS}};
+  place_input_t in = {.mode = PLACE_ADAPTIVE,
+                      .owner = 0,
+                      .claims = one,
+                      .nclaims = 1,
+                      .claimants = 1u << 2,
+                      .now_ns = 100 * MS};
+  /* a lone claimant: the actor moves there */
+  place_plan_t p = place_plan(&in);
+  assert_int_equal(p.move_to, 2);
+  assert_int_equal(p.give | p.drop, 0);
+  /* ... but not while it waits out its hold after arriving: look again when it ends */
+  in.arrived_ns = 99 * MS + 500 * 1000;
+  p = place_plan(&in);
+  assert_int_equal(p.move_to, -1);
+  assert_int_equal(p.retry_ns, in.arrived_ns + PLACE_HOLD_NS);
+  in.arrived_ns = 0;
+  /* ... and an actor with replicas drops them first (those not told already) */
+  in.replicas = (1u << 1) | (1u << 3);
+  in.dropping = 1u << 3;
+  p = place_plan(&in);
+  assert_int_equal(p.move_to, -1);
+  assert_int_equal(p.drop, 1u << 1);
+  /* a replica whose node no longer claims it goes, unless a keep holds it */
+  claim_t two[] = {{.node = 1, .from_ns = 90 * MS, .until_ns = 200 * MS},
+                   {.node = 2, .from_ns = 90 * MS, .until_ns = 200 * MS}};
+  in.claims = two;
+  in.nclaims = 2;
+  in.claimants = (1u << 1) | (1u << 2);
+  in.replicas = (1u << 1) | (1u << 3);
+  in.dropping = 0;
+  p = place_plan(&in);
+  assert_int_equal(p.give, 1u << 2); /* node 1 has one already */
+  assert_int_equal(p.drop, 1u << 3);
+  in.keep_until = 150 * MS;
+  p = place_plan(&in);
+  assert_int_equal(p.drop, 0);
+  /* nobody claims it: the replicas go once the keep is over */
+  in.nclaims = 0;
+  in.claimants = 0;
+  p = place_plan(&in);
+  assert_int_equal(p.drop, 0);
+  in.now_ns = 160 * MS;
+  p = place_plan(&in);
+  assert_int_equal(p.drop, (1u << 1) | (1u << 3));
+  /* replicate never drops, and never gives the owner a replica */
+  in.mode = PLACE_REPLICATE;
+  in.claims = two;
+  in.nclaims = 2;
+  in.claimants = (1u << 0) | (1u << 2);
+  two[0].node = 0;
+  p = place_plan(&in);
+  assert_int_equal(p.drop, 0);
+  assert_int_equal(p.give, 1u << 2);
+}
+
 static void test_mode_names(void **state)
 {
   (void)state;
@@ -147,6 +207,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_modes),
+      cmocka_unit_test(test_plan),
       cmocka_unit_test(test_mode_names),
       cmocka_unit_test(test_clock_rate_and_timing),
   };
