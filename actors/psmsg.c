@@ -463,8 +463,8 @@ static uint32_t group_words(const au_table_t *t)
   return (uint32_t)((size_t)t->group * t->row_bytes / 4);
 }
 
-int psm_entry_add(obuf_t *b, const au_table_t *t, uint64_t actor, const uint32_t *words,
-                  const uint32_t *changed, uint32_t nchanged, int sparse)
+int psm_entry_add(obuf_t *b, const au_table_t *t, uint64_t actor, const uint32_t *changed,
+                  const uint32_t *vals, uint32_t nchanged, const uint32_t *every, int sparse)
 {
   const uint32_t all = group_words(t);
   const int pairs = sparse && nchanged > 0 && (size_t)nchanged * 2 < all;
@@ -477,12 +477,16 @@ int psm_entry_add(obuf_t *b, const au_table_t *t, uint64_t actor, const uint32_t
   put_u64(e + 8, actor);
   uint8_t *w = e + ENTRY_HEAD;
   if (!pairs) {
-    memcpy(w, words, (size_t)all * 4);
+    if (every)
+      memcpy(w, every, (size_t)all * 4);
+    else
+      memset(w, 0, (size_t)all * 4);
+    for (uint32_t i = 0; i < nchanged; i++) put_u32(w + (size_t)changed[i] * 4, vals[i]);
     return 0;
   }
   for (uint32_t i = 0; i < nchanged; i++) {
     put_u32(w + (size_t)i * 8, changed[i]);
-    put_u32(w + (size_t)i * 8 + 4, words[changed[i]]);
+    put_u32(w + (size_t)i * 8 + 4, vals[i]);
   }
   return 0;
 }

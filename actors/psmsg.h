@@ -210,11 +210,12 @@ typedef struct psm_entry {
   const uint8_t *words; /* dense: group * row_bytes; sparse: npairs x (u32 index, u32 word) */
 } psm_entry_t;
 
-/* Adds an entry for (t, actor): words[0 .. group * row_bytes / 4) carries every word, and
- * changed[0..nchanged) (ascending) says which changed. Sparse only when `sparse` allows
- * (kernels that add word by word) and the pairs are smaller. 0 or AU_ENOMEM. */
-int psm_entry_add(obuf_t *b, const au_table_t *t, uint64_t actor, const uint32_t *words,
-                  const uint32_t *changed, uint32_t nchanged, int sparse);
+/* Adds an entry for (t, actor): the words changed[0..nchanged) (ascending indices into the
+ * group's rows) carry vals[0..nchanged); a dense entry carries all[] (every word: values)
+ * or, with all NULL, 0 for the others (deltas). Sparse only when `sparse` allows (kernels
+ * that add word by word) and the pairs are smaller. 0 or AU_ENOMEM. */
+int psm_entry_add(obuf_t *b, const au_table_t *t, uint64_t actor, const uint32_t *changed,
+                  const uint32_t *vals, uint32_t nchanged, const uint32_t *all, int sparse);
 static inline uint32_t psm_entry_index(const psm_entry_t *e, uint32_t i)
 {
   uint32_t v;

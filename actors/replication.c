@@ -206,9 +206,9 @@ rec_t *replication_on_data(struct placer *p, const au_msg_t *m)
 
 /* --- syncs: what changed, word by word ------------------------------------------------ */
 
-/* Scratch for one actor: its words as read, what each carries, which changed. */
+/* Scratch for one actor: which words changed, and what each carries. */
 typedef struct words {
-  uint32_t *now, *out, *changed;
+  uint32_t *changed, *vals;
   size_t cap; /* words */
 } words_t;
 
@@ -216,18 +216,17 @@ static int words_fit(words_t *w, const au_table_t *t)
 {
   size_t n = group_bytes(t) / 4;
   if (w->cap >= n) return 0;
-  uint32_t *b = realloc(w->now, 3 * n * sizeof(uint32_t));
+  uint32_t *b = realloc(w->changed, 2 * n * sizeof(uint32_t));
   if (!b) return AU_ENOMEM;
-  w->now = b;
-  w->out = b + n;
-  w->changed = b + 2 * n;
+  w->changed = b;
+  w->vals = b + n;
   w->cap = n;
   return 0;
 }
 
 static void words_free(words_t *w)
 {
-  free(w->now);
+  free(w->changed);
   *w = (words_t){0};
 }
 
@@ -238,31 +237,34 @@ static int adds_words(const au_table_t *t)
          t->kernel == kernel_hogwild_f32 || t->kernel == kernel_hogwild_i32;
 }
 
-/* Which words of a differ from b's (other bits: a NaN that stays NaN is no change, or a
- * diverged model would keep the replicas syncing, and the run from ending, for ever), and
- * into out their deltas a - b (delta) or their values a (!delta), 0 elsewhere. */
-static uint32_t diff_words(const au_table_t *t, const uint32_t *a, const uint32_t *b, uint32_t *out,
-                           uint32_t *changed, int delta)
+/* One pass over an actor's words: those that differ from base (other bits: a NaN that
+ * stays NaN is no change, or a diverged model would keep the replicas syncing, and the
+ * run from ending, for ever) go into w with their delta value - base (delta) or their
+ * value (!delta), and base takes their value. Values are read with relaxed atomic loads
+ * (workers may be adding). Returns how many changed. */
+static uint32_t take_changes(const au_table_t *t, const void *values, uint32_t *base, words_t *w,
+                             int delta)
 {
+  _Atomic uint32_t *v = (_Atomic uint32_t *)values;
   const size_t n = group_bytes(t) / 4;
   uint32_t k = 0;
   for (size_t i = 0; i < n; i++) {
-    if (a[i] == b[i]) {
-      out[i] = 0;
-      continue;
-    }
-    changed[k++] = (uint32_t)i;
+    uint32_t x = atomic_load_explicit(&v[i], memory_order_relaxed), b = base[i];
+    if (x == b) continue;
+    w->changed[k] = (uint32_t)i;
     if (!delta) {
-      out[i] = a[i];
+      w->vals[k] = x;
     } else if (t->type == AU_F32) {
-      float fa, fb, fd;
-      memcpy(&fa, &a[i], 4);
-      memcpy(&fb, &b[i], 4);
-      fd = fa - fb;
-      memcpy(&out[i], &fd, 4);
+      float fx, fb, fd;
+      memcpy(&fx, &x, 4);
+      memcpy(&fb, &b, 4);
+      fd = fx - fb;
+      memcpy(&w->vals[k], &fd, 4);
     } else {
-      out[i] = a[i] - b[i];
+      w->vals[k] = x - b;
     }
+    base[i] = x; /* what was read is what is shipped */
+    k++;
   }
   return k;
 }
@@ -406,8 +408,9 @@ void replication_finish_drop(struct placer *p, rec_t *r)
     fprintf(stderr, "augur[rank %d]: out of memory: last delta of actor %llu lost\n", n->rank,
             (unsigned long long)r->actor);
   } else {
-    uint32_t k = diff_words(r->t, pa->values, r->repl.base, w.out, w.changed, 1);
-    if (k && psm_entry_add(&batch, r->t, r->actor, w.out, w.changed, k, adds_words(r->t)) == 0) {
+    uint32_t k = take_changes(r->t, pa->values, r->repl.base, &w, 1);
+    if (k &&
+        psm_entry_add(&batch, r->t, r->actor, w.changed, w.vals, k, NULL, adds_words(r->t)) == 0) {
       au_send_to(n->rt, owner, PS_PLACER_PORT, PS_SYNC, batch.p, batch.len);
       counter_add(&p->repl.syncs, 1);
     }
@@ -451,12 +454,14 @@ int replication_tick(struct placer *p)
      * write during this look marks it again for the next) */
     if (!atomic_exchange(&pa_of(r)->dirty, 0)) continue;
     if (words_fit(&w, r->t) != 0) break;
-    copy_values(r, (uint8_t *)w.now);
-    uint32_t k = diff_words(r->t, w.now, r->repl.base, w.out, w.changed, 1);
+    uint32_t k = take_changes(r->t, pa_of(r)->values, r->repl.base, &w, 1);
     if (!k) continue; /* unchanged */
     obuf_t *b = &syncs[pa_of(r)->owner];
-    if (psm_entry_add(b, r->t, r->actor, w.out, w.changed, k, adds_words(r->t)) != 0) break;
-    memcpy(r->repl.base, w.now, group_bytes(r->t)); /* what was read is what was shipped */
+    if (psm_entry_add(b, r->t, r->actor, w.changed, w.vals, k, NULL, adds_words(r->t)) != 0) {
+      /* not shipped: the base has them; put them back as the next delta */
+      fprintf(stderr, "augur[rank %d]: out of memory: a replica delta is lost\n", n->rank);
+      break;
+    }
     counter_add(&p->repl.syncs, 1);
   }
   /* owned actors whose values changed since last sent, whoever changed them (synced
@@ -464,13 +469,11 @@ int replication_tick(struct placer *p)
   for (rec_t *r = p->repl.owned; r; r = r->repl.next_owned) {
     if (!atomic_exchange(&pa_of(r)->dirty, 0)) continue;
     if (words_fit(&w, r->t) != 0) break;
-    copy_values(r, (uint8_t *)w.now);
-    uint32_t k = diff_words(r->t, w.now, r->repl.base, w.out, w.changed, 0);
-    if (!k) continue;
-    memcpy(r->repl.base, w.now, group_bytes(r->t));
+    uint32_t k = take_changes(r->t, pa_of(r)->values, r->repl.base, &w, 0);
+    if (!k) continue; /* the base is the values now: a dense entry carries all of it */
     for (int node = 0; node < n->nodes && node < 64; node++)
       if (r->repl.replicas >> node & 1)
-        psm_entry_add(&fresh[node], r->t, r->actor, w.now, w.changed, k, 1);
+        psm_entry_add(&fresh[node], r->t, r->actor, w.changed, w.vals, k, r->repl.base, 1);
   }
   for (int node = 0; node < n->nodes; node++) {
     if (syncs[node].len) {

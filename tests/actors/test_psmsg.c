@@ -340,10 +340,10 @@ static void test_entries(void **state)
   for (uint32_t i = 0; i < 64; i++) words[i] = 1000 + i, changed[i] = i;
   obuf_t b = {0};
   /* every word changed: dense; two of tf's 12 words: pairs; sparse refused: dense */
-  assert_int_equal(psm_entry_add(&b, ti, 3, words, changed, wi, 1), 0);
-  const uint32_t two[] = {1, 7};
-  assert_int_equal(psm_entry_add(&b, tf, 4, words, two, 2, 1), 0);
-  assert_int_equal(psm_entry_add(&b, tf, 0, words, two, 2, 0), 0);
+  assert_int_equal(psm_entry_add(&b, ti, 3, changed, words, wi, NULL, 1), 0);
+  const uint32_t two[] = {1, 7}, twov[] = {1001, 1007};
+  assert_int_equal(psm_entry_add(&b, tf, 4, two, twov, 2, NULL, 1), 0);
+  assert_int_equal(psm_entry_add(&b, tf, 0, two, twov, 2, NULL, 0), 0);
   assert_int_equal(b.len, 8 + (16 + wi * 4) + (16 + 2 * 8) + (16 + wf * 4));
   psm_entries_t it;
   psm_entry_t e;
@@ -359,8 +359,19 @@ static void test_entries(void **state)
   assert_int_equal(psm_entry_index(&e, 1), 7);
   assert_int_equal(psm_entry_word(&e, 1), 1007);
   assert_int_equal(psm_entry_next(node, &it, &e, NULL), 1);
-  assert_int_equal(e.npairs, 0);
+  assert_int_equal(e.npairs, 0); /* dense: the two words, zeros elsewhere */
+  uint32_t dense[16];
+  memcpy(dense, e.words, wf * 4);
+  for (uint32_t i = 0; i < wf; i++) assert_int_equal(dense[i], i == 1 ? 1001 : i == 7 ? 1007 : 0);
   assert_int_equal(psm_entry_next(node, &it, &e, NULL), 0);
+  /* dense values: every word from `all`, the changed ones from vals */
+  obuf_t v = {0};
+  assert_int_equal(psm_entry_add(&v, tf, 2, two, twov, 2, changed, 0), 0);
+  assert_int_equal(psm_entries_begin(v.p, v.len, &it, NULL), 0);
+  assert_int_equal(psm_entry_next(node, &it, &e, NULL), 1);
+  memcpy(dense, e.words, wf * 4);
+  for (uint32_t i = 0; i < wf; i++) assert_int_equal(dense[i], i == 1 ? 1001 : i == 7 ? 1007 : i);
+  free(v.p);
   refuses_other_lengths(dec_entries, b.p, b.len);
   memcpy(b.p, &(uint32_t){4}, 4); /* four announced, three there */
   assert_int_not_equal(dec_entries(b.p, b.len), 0);

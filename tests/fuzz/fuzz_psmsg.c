@@ -175,18 +175,17 @@ static void entries(const uint8_t *p, size_t len)
     CHECK(all <= 64);
     uint32_t k = 0;
     if (e.npairs) {
-      memset(words, 0, sizeof(words));
       for (uint32_t i = 0; i < e.npairs; i++) {
         uint32_t x = psm_entry_index(&e, i);
         CHECK(x < all && (i == 0 || x > psm_entry_index(&e, i - 1)));
-        words[x] = psm_entry_word(&e, i);
+        words[k] = psm_entry_word(&e, i);
         changed[k++] = x;
       }
     } else {
       memcpy(words, e.words, (size_t)all * 4);
       for (uint32_t i = 0; i < all; i++) changed[k++] = i;
     }
-    CHECK(psm_entry_add(&again, e.t, e.actor, words, changed, k, e.npairs > 0) == 0);
+    CHECK(psm_entry_add(&again, e.t, e.actor, changed, words, k, NULL, e.npairs > 0) == 0);
   }
   if (rc == 0 && entries_read) { /* what the builder made decodes to as many entries */
     psm_entries_t it2;
