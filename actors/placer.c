@@ -39,6 +39,7 @@ static void decide(struct placer *p, rec_t *r, uint64_t now)
                       .replicas = r->repl.replicas,
                       .dropping = r->repl.dropping,
                       .arrived_ns = r->reloc.arrived_ns,
+                      .hold_ns = reloc_hold_ns(r),
                       .now_ns = now};
   claims_inputs(r, now, &in);
   place_plan_t plan = place_plan(&in);
@@ -70,7 +71,8 @@ static void decide_listed(struct placer *p)
   p->ndecide = 0;
 }
 
-/* A local worker wants these actors here. */
+/* A local worker wants these actors here: it waits for them (PS_WANT) or fetches their
+ * rows meanwhile (PS_HINT). */
 static void on_want(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
@@ -88,7 +90,7 @@ static void on_want(struct placer *p, const au_msg_t *m)
       continue;
     }
     rec_t *r = rec_get(p, t, actor);
-    if (!r || rec_add_waiter(r, wid) != 0) continue;
+    if (!r || (m->type == PS_WANT && rec_add_waiter(r, wid) != 0)) continue;
     if (t->place == AU_PLACE_REPLICATE)
       replication_want(p, r);
     else if (!r->reloc.requested && !r->reloc.handing_off)
@@ -119,6 +121,7 @@ static void placer_behaviour(au_actor_t *self, void *state, au_msg_t *m)
   rec_t *r;
   switch (m->type) {
   case PS_WANT:
+  case PS_HINT:
     on_want(p, m);
     break;
   case PS_MOVE_REQ:
@@ -131,7 +134,7 @@ static void placer_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     }
     break;
   case PS_OWNER:
-    relocation_on_owner(p, m);
+    if ((r = relocation_on_owner(p, m))) notify_waiters(p, r); /* they fetch the rows now */
     break;
   case PS_FWD_REQ:
   case PS_FWD_PUSH:

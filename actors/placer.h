@@ -26,10 +26,15 @@ typedef struct held {
 /* --- each technique's part of a record ------------------------------------------------- */
 
 typedef struct reloc_rec {
-  int requested;       /* a move here is under way */
-  int handing_off;     /* leaving: waiting for the grace period */
-  int to;              /* where it goes */
-  uint64_t arrived_ns; /* when it last arrived (a moved actor stays a while) */
+  int requested;         /* a move here is under way */
+  int handing_off;       /* leaving: waiting for the grace period */
+  int to;                /* where it goes */
+  uint64_t arrived_ns;   /* when it last arrived (a moved actor stays a while) */
+  uint8_t hold_exp;      /* it stays PLACE_HOLD_NS << hold_exp: longer each time it was taken
+                            away soon after it came, shorter when it was left alone */
+  uint8_t contended_now; /* wanted elsewhere during this hold: hold_exp counted it */
+  uint64_t used_ns;      /* when this node's workers last used it (relocation.c) */
+  uint64_t held_ns;      /* since when a move request waits for it here */
 } reloc_rec_t;
 
 typedef struct repl_rec {
@@ -194,6 +199,14 @@ rec_t *grace_poll(struct placer *p, const au_msg_t *m);
 
 /* --- relocation.c ------------------------------------------------------------------------ */
 
+#define RELOC_HOLD_EXP_MAX 7 /* a contended actor stays at most 128 holds */
+
+/* How long an actor that arrived stays before it moves again. */
+static inline uint64_t reloc_hold_ns(const rec_t *r)
+{
+  return PLACE_HOLD_NS << r->reloc.hold_exp;
+}
+
 /* Asks the owner to move the actor here (hops: forwards so far). */
 void relocation_ask(struct placer *p, rec_t *r, uint32_t hops);
 /* Starts handing an owned actor off to node `to`: 1 once it is handing off (its grace
@@ -208,8 +221,9 @@ void relocation_on_move_req(struct placer *p, const au_msg_t *m);
 rec_t *relocation_on_move_data(struct placer *p, const au_msg_t *m);
 /* Serves what waited for the actor to arrive; move requests wait out the hold. */
 void relocation_release(struct placer *p, rec_t *r);
-/* PS_OWNER */
-void relocation_on_owner(struct placer *p, const au_msg_t *m);
+/* PS_OWNER: news of an actor's owner, or from its owner that it is contended; then, if
+ * local workers wait for it, its record (the caller tells them to fetch its rows). */
+rec_t *relocation_on_owner(struct placer *p, const au_msg_t *m);
 /* PS_FWD_REQ, PS_FWD_PUSH */
 void relocation_on_forward(struct placer *p, const au_msg_t *m);
 /* The tick: moves whose hold is over go. */

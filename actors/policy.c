@@ -175,10 +175,10 @@ place_plan_t place_plan(const place_input_t *in)
   case PLACE_MOVE:
     if (in->replicas)
       plan.drop = in->replicas; /* first; the move comes once they are gone */
-    else if (now - in->arrived_ns >= PLACE_HOLD_NS)
+    else if (now - in->arrived_ns >= (in->hold_ns ? in->hold_ns : PLACE_HOLD_NS))
       plan.move_to = act.node;
     else
-      plan.retry_ns = in->arrived_ns + PLACE_HOLD_NS;
+      plan.retry_ns = in->arrived_ns + (in->hold_ns ? in->hold_ns : PLACE_HOLD_NS);
     break;
   case PLACE_REPLICAS:
     plan.give = act.nodes & ~in->replicas;

@@ -108,6 +108,7 @@ typedef struct place_input {
   uint64_t replicas;   /* nodes holding a replica */
   uint64_t dropping;   /* ... of which these were told to go */
   uint64_t arrived_ns; /* when the actor last arrived here */
+  uint64_t hold_ns;    /* ... and how long it stays before it moves again (0: PLACE_HOLD_NS) */
   uint64_t now_ns;
 } place_input_t;
 

@@ -63,7 +63,11 @@ struct au_table {
   int hogwild; /* AU_KERNEL_HOGWILD: updates may lose a racing update */
   au_optim_t optim;
   float lr, optim_init;
-  int place;      /* au_place_t */
+  int place; /* au_place_t */
+  /* AU_PLACE_RELOCATE: per actor, nonzero while it is contended (taken away soon after it
+   * arrived, relocation.c): steps fetch its rows instead of waiting for it to move. The
+   * placer writes, workers read (relaxed: a stale answer only picks the other road) */
+  _Atomic uint8_t *contended;
   uint64_t slots; /* home-owned actors packed in storage (id / nodes) */
   /* AU_PLACE_HOT: how many actors are hot, and the intent count that makes one hot on
    * this node (the placer recomputes it from its own counts; claims.c) */
@@ -164,10 +168,16 @@ static inline int table_replicable(const au_table_t *t)
 }
 
 /* Marks an actor's values written, after the writes: the replica tick ships (or sends
- * fresh) only what is marked. Only tables that can have replicas keep the mark. */
+ * fresh) only what is marked, and relocation does not move an actor that is in use where
+ * it is. Only tables that can have replicas or move keep the mark. */
+static inline int table_marks(const au_table_t *t)
+{
+  return table_replicable(t) || t->place == AU_PLACE_RELOCATE;
+}
+
 static inline void table_mark(au_table_t *t, au_key_t k)
 {
-  if (!table_replicable(t)) return;
+  if (!table_marks(t)) return;
   atomic_store_explicit(&t->actors[k >> t->group_shift].dirty, 1, memory_order_release);
 }
 

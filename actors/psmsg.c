@@ -205,7 +205,8 @@ uint8_t *psm_rows_answer(uint8_t *out, const psm_rows_t *m)
 }
 
 /* --- an actor's rows: PS_MOVE_DATA, PS_REP_DATA ------------------------------------------
- * u32 table, u32 version (0 for a replica), u64 actor, then group * row_bytes. */
+ * u32 table, u16 version, u8 hold exponent, u8 0 (all 0 for a replica), u64 actor, then
+ * group * row_bytes. */
 
 #define VALUES_HEAD 16
 
@@ -214,10 +215,13 @@ size_t psm_values_len(const au_table_t *t)
   return VALUES_HEAD + (size_t)t->group * t->row_bytes;
 }
 
-uint8_t *psm_values_encode(uint8_t *out, const au_table_t *t, uint64_t actor, uint32_t version)
+uint8_t *psm_values_encode(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
+                           uint8_t hold_exp)
 {
   put_u32(out, (uint32_t)t->id);
-  put_u32(out + 4, version);
+  memcpy(out + 4, &version, 2);
+  out[6] = hold_exp;
+  out[7] = 0;
   put_u64(out + 8, actor);
   return out + VALUES_HEAD;
 }
@@ -236,14 +240,17 @@ int psm_values_decode(const au_node_t *n, const uint8_t *p, size_t len, psm_valu
         psm_values_len(t));
     return AU_EPROTO;
   }
-  *out = (psm_values_t){
-      .t = t, .actor = get_u64(p + 8), .version = get_u32(p + 4), .values = p + VALUES_HEAD};
+  if (check_zero(p + 7, 1, "actor rows", why)) return AU_EPROTO;
+  *out =
+      (psm_values_t){.t = t, .actor = get_u64(p + 8), .hold_exp = p[6], .values = p + VALUES_HEAD};
+  memcpy(&out->version, p + 4, 2);
   return 0;
 }
 
 /* --- one actor ---------------------------------------------------------------------------
  * PS_MOVE_REQ: u32 table, u32 to, u64 actor, u32 hops, u32 0          (24 bytes)
- * PS_OWNER:    u32 table, u32 owner, u64 actor, u32 version            (20 bytes)
+ * PS_OWNER:    u32 table, u32 owner, u64 actor, u16 version, u8 hold exponent, u8 0
+ *                                                                       (20 bytes)
  * PS_REP_REQ:  u32 table, u32 to, u64 actor                            (16 bytes)
  * PS_REP_DROP, PS_REP_GONE: u32 table, u32 0, u64 actor                (16 bytes) */
 
@@ -260,7 +267,10 @@ size_t psm_actor_encode(uint8_t out[PSM_ACTOR_MAX], uint32_t type, const psm_act
   put_u32(out + 4, type == PS_REP_DROP || type == PS_REP_GONE ? 0 : m->node);
   put_u64(out + 8, m->actor);
   if (type == PS_MOVE_REQ) put_u32(out + 16, m->hops);
-  if (type == PS_OWNER) put_u32(out + 16, m->version);
+  if (type == PS_OWNER) {
+    memcpy(out + 16, &m->version, 2);
+    out[18] = m->hold_exp;
+  }
   return len;
 }
 
@@ -280,18 +290,15 @@ int psm_actor_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t
     return AU_EPROTO;
   if (type == PS_MOVE_REQ) out->hops = get_u32(p + 16);
   if (type == PS_OWNER) {
-    uint32_t v = get_u32(p + 16);
-    if (v > 0xffff) {
-      say(why, "version %u is not a version", v);
-      return AU_EPROTO;
-    }
-    out->version = (uint16_t)v;
+    if (check_zero(p + 19, 1, "owner news", why)) return AU_EPROTO;
+    memcpy(&out->version, p + 16, 2);
+    out->hold_exp = p[18];
   }
   if (type == PS_REP_DROP || type == PS_REP_GONE) return 0;
   return check_node(n, out->node, type == PS_OWNER ? "owner" : "node", why);
 }
 
-/* --- PS_WANT: u32 table, u32 n, u64 actors[n] ------------------------------------------- */
+/* --- PS_WANT, PS_HINT: u32 table, u32 n, u64 actors[n] ------------------------------------- */
 
 int psm_want_add(obuf_t *b, const au_table_t *t, uint64_t actor)
 {

@@ -41,6 +41,8 @@ enum {
   PS_CLAIM,            /* placer -> owner's placer: claims */
   PS_REP_DROP,         /* owner -> replica's placer: drop the replica */
   PS_REP_GONE,         /* replica -> owner: dropped; its last delta went before */
+  PS_HINT,             /* worker -> its placer: actors it would like here (it fetches them
+                          meanwhile; PS_WANT's layout) */
 };
 
 /* Why a decoder refused a message, for the log. */
@@ -109,7 +111,8 @@ uint8_t *psm_rows_answer(uint8_t *out, const psm_rows_t *m);
 typedef struct psm_values {
   au_table_t *t;
   uint64_t actor;
-  uint32_t version;      /* PS_MOVE_DATA: the moves so far; PS_REP_DATA: 0 */
+  uint16_t version;      /* PS_MOVE_DATA: the moves so far (wraps); PS_REP_DATA: 0 */
+  uint8_t hold_exp;      /* PS_MOVE_DATA: its hold is PLACE_HOLD_NS << hold_exp */
   const uint8_t *values; /* group * row_bytes */
 } psm_values_t;
 
@@ -117,7 +120,8 @@ int psm_values_decode(const au_node_t *n, const uint8_t *p, size_t len, psm_valu
                       psm_why_t *why);
 size_t psm_values_len(const au_table_t *t);
 /* Writes the head into out (psm_values_len bytes); returns where the rows go. */
-uint8_t *psm_values_encode(uint8_t *out, const au_table_t *t, uint64_t actor, uint32_t version);
+uint8_t *psm_values_encode(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
+                           uint8_t hold_exp);
 
 /* --- one actor: PS_MOVE_REQ, PS_OWNER, PS_REP_REQ, PS_REP_DROP, PS_REP_GONE -------------- */
 
@@ -128,6 +132,7 @@ typedef struct psm_actor_msg {
                        the replica; DROP/GONE: 0 */
   uint32_t hops;    /* MOVE_REQ: forwards so far */
   uint16_t version; /* OWNER: the moves so far */
+  uint8_t hold_exp; /* OWNER: the actor's hold exponent (relocation.c) */
 } psm_actor_msg_t;
 
 #define PSM_ACTOR_MAX 24 /* bytes of the longest of these messages */
@@ -136,7 +141,7 @@ size_t psm_actor_encode(uint8_t out[PSM_ACTOR_MAX], uint32_t type, const psm_act
 int psm_actor_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t len,
                      psm_actor_msg_t *out, psm_why_t *why);
 
-/* --- PS_WANT: a worker's actors of one table ------------------------------------------- */
+/* --- PS_WANT, PS_HINT: a worker's actors of one table -------------------------------------- */
 
 typedef struct psm_want {
   au_table_t *t;

@@ -6,12 +6,20 @@
  * home node must know, the others save a hop). Rows requested or pushed meanwhile are
  * held and sent on after the values, on the same connection, so they arrive after them.
  *
+ * An actor that arrived stays for its hold; one that is taken away within a few holds of
+ * arriving is contended: its hold doubles (up to 128 ms), and one left alone for long
+ * halves it again. The hold travels with the actor and its owner news, and every node
+ * marks a contended actor, for good (t->contended): a step that lacks its rows fetches
+ * them and asks for the actor only by the way (PS_HINT), instead of waiting for it to move
+ * (PS_WANT).
+ * So nodes that want the same actors at once all make progress, at worst at the speed of
+ * the classic parameter server, and a contended actor settles down instead of bouncing.
+ *
  * The invariants: exactly one node holds an actor as owner or is handing it off; no
  * update is lost (a push reaches the values wherever they are, once); a node keeps an
- * actor that arrived for at least PLACE_HOLD_NS before it lets it go again, and serves
- * what was held for it first, so that the workers that waited get to use it (no
- * ping-pong without progress); a message chasing an actor goes through the home node,
- * which knows the owner.
+ * actor that arrived for its hold before it lets it go again, and serves what was held
+ * for it first (no ping-pong without progress); a message chasing an actor goes through
+ * the home node, which knows the owner.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +28,12 @@
 #include "actors/placer.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"
+
+/* A contended actor's rows are fetched, not waited for (worker.c). */
+static void set_contended(const au_table_t *t, uint64_t actor, uint8_t hold_exp)
+{
+  if (t->contended) atomic_store_explicit(&t->contended[actor], hold_exp > 0, memory_order_relaxed);
+}
 
 /* --- one key of a forwarded request or push --------------------------------------- */
 
@@ -108,6 +122,15 @@ void relocation_ship(struct placer *p, rec_t *r)
   const int to = r->reloc.to;
   size_t bytes = (size_t)t->group * t->row_bytes;
   uint16_t version = (uint16_t)(pa->version + 1);
+  /* contended: taken away within four holds of arriving; left alone: 32 holds */
+  const uint64_t dwell = au_now_ns() - r->reloc.arrived_ns, hold = reloc_hold_ns(r);
+  uint8_t exp = r->reloc.hold_exp;
+  if (r->reloc.contended_now) /* counted when a request came during the hold */
+    r->reloc.contended_now = 0;
+  else if (r->reloc.arrived_ns && dwell < 4 * hold && exp < RELOC_HOLD_EXP_MAX)
+    exp++;
+  else if (dwell > 32 * hold && exp > 0)
+    exp--;
   trace_emit(n->rt, TRACE_RELOC_START, (uint64_t)t->id, r->actor, (uint64_t)to,
              trace_flow_id((uint64_t)t->id, r->actor, version));
   au_outbuf_t ob;
@@ -118,12 +141,14 @@ void relocation_ship(struct placer *p, rec_t *r)
             (unsigned long long)r->actor, au_strerror(ob.rc));
     return;
   }
-  memcpy(psm_values_encode(out, t, r->actor, version), pa->values, bytes);
+  memcpy(psm_values_encode(out, t, r->actor, version, exp), pa->values, bytes);
   au_send_to_finish(&ob);
   table_values_free(t, r->actor, pa->values);
   pa->values = NULL;
   pa->owner = (uint32_t)to;
   pa->version = version;
+  set_contended(t, r->actor, exp);
+  r->reloc.hold_exp = exp;
   atomic_store(&pa->state, PA_REMOTE);
   counter_add(&p->reloc.moves_out, 1);
   r->reloc.handing_off = 0;
@@ -131,7 +156,8 @@ void relocation_ship(struct placer *p, rec_t *r)
   uint8_t msg[PSM_ACTOR_MAX];
   size_t len = psm_actor_encode(
       msg, PS_OWNER,
-      &(psm_actor_msg_t){.t = t, .actor = r->actor, .node = (uint32_t)to, .version = version});
+      &(psm_actor_msg_t){
+          .t = t, .actor = r->actor, .node = (uint32_t)to, .version = version, .hold_exp = exp});
   for (int node = 0; node < n->nodes; node++)
     if (node != n->rank && node != to)
       au_send_to(n->rt, (uint32_t)node, PS_PLACER_PORT, PS_OWNER, msg, len);
@@ -147,6 +173,43 @@ void relocation_ship(struct placer *p, rec_t *r)
     h = next;
   }
   idle_pending(p->node, -1); /* the hand-off is over */
+}
+
+/* The actor stays here a while yet: 2 if it arrived less than its hold ago, 1 if this
+ * node's own workers used it less than a hold ago (their views mark it, table_mark). */
+static int staying(rec_t *r, uint64_t now)
+{
+  if (atomic_exchange_explicit(&pa_of(r)->dirty, 0, memory_order_acquire)) r->reloc.used_ns = now;
+  const uint64_t hold = reloc_hold_ns(r);
+  return now - r->reloc.arrived_ns < hold ? 2 : now - r->reloc.used_ns < hold;
+}
+
+/* Wanted elsewhere, and held here: contended (once per hold), and told so to the node
+ * that asked, whose workers fetch the rows then rather than wait. */
+static void contended(struct placer *p, rec_t *r, uint32_t asker);
+
+/* Tells node `to`, which asked for r and may wait for it, that r is contended: its
+ * workers fetch the rows instead (relocation_on_owner). */
+static void tell_contended(struct placer *p, rec_t *r, uint32_t to)
+{
+  uint8_t msg[PSM_ACTOR_MAX];
+  size_t len = psm_actor_encode(msg, PS_OWNER,
+                                &(psm_actor_msg_t){.t = r->t,
+                                                   .actor = r->actor,
+                                                   .node = (uint32_t)p->node->rank,
+                                                   .version = pa_of(r)->version,
+                                                   .hold_exp = r->reloc.hold_exp});
+  au_send_to(p->node->rt, to, PS_PLACER_PORT, PS_OWNER, msg, len);
+}
+
+static void contended(struct placer *p, rec_t *r, uint32_t asker)
+{
+  if (!r->reloc.contended_now && r->reloc.hold_exp < RELOC_HOLD_EXP_MAX) {
+    r->reloc.hold_exp++;
+    r->reloc.contended_now = 1;
+  }
+  set_contended(r->t, r->actor, r->reloc.hold_exp);
+  tell_contended(p, r, asker);
 }
 
 /* The tick must look at r once its hold is over. */
@@ -172,7 +235,13 @@ void relocation_on_move_req(struct placer *p, const au_msg_t *m)
   uint8_t st = atomic_load(&pa_of(r)->state);
   if (st == PA_OWNER) {
     if ((int)q.node == n->rank) return; /* already here */
-    if (au_now_ns() - r->reloc.arrived_ns < PLACE_HOLD_NS) {
+    const uint64_t now = au_now_ns();
+    const int stay = staying(r, now);
+    if (stay) {
+      /* wanted elsewhere during its hold: contended. In use here: it goes once the use is
+       * over, or is called contended after four holds of it (relocation_tick) */
+      if (stay == 2) contended(p, r, q.node);
+      if (!r->held) r->reloc.held_ns = now;
       hold_move(p, r, m); /* the tick lets it go later */
       return;
     }
@@ -227,6 +296,8 @@ rec_t *relocation_on_move_data(struct placer *p, const au_msg_t *m)
              trace_flow_id((uint64_t)t->id, v.actor, (uint16_t)v.version));
   r->reloc.requested = 0;
   r->reloc.arrived_ns = au_now_ns();
+  r->reloc.hold_exp = v.hold_exp <= RELOC_HOLD_EXP_MAX ? v.hold_exp : RELOC_HOLD_EXP_MAX;
+  set_contended(t, v.actor, r->reloc.hold_exp);
   return r;
 }
 
@@ -248,16 +319,24 @@ void relocation_release(struct placer *p, rec_t *r)
   }
 }
 
-void relocation_on_owner(struct placer *p, const au_msg_t *m)
+rec_t *relocation_on_owner(struct placer *p, const au_msg_t *m)
 {
   psm_actor_msg_t o;
-  if (psm_actor_decode(p->node, PS_OWNER, m->data, m->len, &o, NULL) != 0) return;
+  if (psm_actor_decode(p->node, PS_OWNER, m->data, m->len, &o, NULL) != 0) return NULL;
   param_actor_t *pa = &o.t->actors[o.actor];
-  /* newer news only (serial-number order: the version wraps) */
-  if ((int16_t)(o.version - pa->version) <= 0) return;
-  if (atomic_load(&pa->state) != PA_REMOTE) return; /* it is here: this node knows best */
-  pa->owner = o.node;
-  pa->version = o.version;
+  set_contended(o.t, o.actor, o.hold_exp);
+  /* newer news only (serial-number order: the version wraps); news of a contended actor
+   * from its owner may come with the version this node knows */
+  if ((int16_t)(o.version - pa->version) < 0) return NULL;
+  if (atomic_load(&pa->state) != PA_REMOTE) return NULL; /* it is here: this node knows best */
+  if (o.version != pa->version) {
+    pa->owner = o.node;
+    pa->version = o.version;
+  }
+  /* contended: workers that wait for it here fetch its rows instead (placer.c) */
+  if (!o.hold_exp || !o.t->contended) return NULL;
+  rec_t *r = rec_get(p, o.t, o.actor);
+  return r && r->nwaiters ? r : NULL;
 }
 
 typedef struct fwd_ctx {
@@ -297,16 +376,19 @@ void relocation_tick(struct placer *p)
     if (!r || !r->held) continue;
     uint8_t st = atomic_load(&pa_of(r)->state);
     if (st != PA_OWNER || r->reloc.handing_off) continue;
-    if (au_now_ns() - r->reloc.arrived_ns < PLACE_HOLD_NS) {
-      p->reloc.holds = 1; /* look again */
-      continue;
-    }
-    /* the hold is over: the first move request wins, the others follow it */
+    /* the first move request wins, the others follow it */
     held_t *h = r->held;
     while (h && h->type != PS_MOVE_REQ) h = h->next;
     if (!h) continue;
     psm_actor_msg_t q;
     if (psm_actor_decode(p->node, PS_MOVE_REQ, h->data, h->len, &q, NULL) != 0) continue;
+    const uint64_t now = au_now_ns();
+    if (staying(r, now)) {
+      p->reloc.holds = 1; /* look again */
+      if (now - r->reloc.held_ns > 4 * reloc_hold_ns(r) && !r->reloc.contended_now)
+        contended(p, r, q.node); /* used here all along: the asker fetches meanwhile */
+      continue;
+    }
     held_t **pp = &r->held;
     while (*pp != h) pp = &(*pp)->next;
     *pp = h->next;

@@ -295,7 +295,9 @@ static void apply(const psm_rows_t *m, obuf_t *update)
       continue;
     }
     table_apply(t, row, update->p);
-    table_mark(t, k);
+    /* replicas must hear; a relocating table's mark says that this node's own workers use
+     * the actor, which a push from elsewhere does not */
+    if (table_replicable(t)) table_mark(t, k);
   }
 }
 

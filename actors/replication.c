@@ -123,7 +123,7 @@ int replication_give(struct placer *p, rec_t *r, uint32_t to)
     return ob.rc;
   }
   /* newer than base, maybe: the next tick sends the rest */
-  copy_values(r, psm_values_encode(out, r->t, r->actor, 0));
+  copy_values(r, psm_values_encode(out, r->t, r->actor, 0, 0));
   au_send_to_finish(&ob);
   atomic_store(&pa_of(r)->dirty, 1); /* ... so it must look */
   placer_arm_tick(p);

@@ -139,8 +139,9 @@ int au_table_create(au_node_t *node, au_table_t **out, const au_table_opts_t *op
   au_table_t **by_id = realloc(node->table_by_id, (size_t)(node->ntables + 1) * sizeof(*by_id));
   if (by_id) node->table_by_id = by_id;
   t->actors = calloc(t->nactors, sizeof(param_actor_t));
+  if (t->place == AU_PLACE_RELOCATE) t->contended = calloc(t->nactors, 1);
   t->storage = values_alloc(t, (owned ? owned : 1) * group_bytes);
-  if (!by_id || !t->actors || !t->storage) {
+  if (!by_id || !t->actors || !t->storage || (t->place == AU_PLACE_RELOCATE && !t->contended)) {
     table_free(t);
     return AU_ENOMEM;
   }
@@ -193,6 +194,7 @@ void table_free(au_table_t *t)
     if (t->actors[a].values && !is_home_slot(t, a)) free(t->actors[a].values);
   free(t->storage);
   free(t->actors);
+  free((void *)t->contended);
   free(t);
 }
 

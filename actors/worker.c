@@ -330,6 +330,7 @@ typedef struct wants {
   obuf_t buf; /* the PS_WANT message (psmsg.c) */
   uint64_t last;
   uint32_t n;
+  size_t rows; /* rows of the step waiting for these actors */
 } wants_t;
 
 static int want(wants_t *ws, au_table_t *t, au_key_t k)
@@ -342,29 +343,41 @@ static int want(wants_t *ws, au_table_t *t, au_key_t k)
   return 0;
 }
 
-/* Sends the step's wants to the placer; the worker waits for PS_ARRIVED. */
-static int send_wants(au_worker_t *w, wants_t *ws)
+/* Sends the step's wants to the placer: the worker then waits for PS_ARRIVED (PS_WANT), or
+ * fetches the rows meanwhile (PS_HINT). */
+static int send_wants(au_worker_t *w, wants_t *ws, uint32_t type)
 {
   au_node_t *n = w->node;
-  int rc = au_send_to(n->rt, (uint32_t)n->rank, PS_PLACER_PORT, PS_WANT, ws->buf.p, ws->buf.len);
+  int rc = au_send_to(n->rt, (uint32_t)n->rank, PS_PLACER_PORT, type, ws->buf.p, ws->buf.len);
   free(ws->buf.p);
-  if (rc != 0) return rc;
+  ws->buf = (obuf_t){0};
+  ws->n = 0;
+  if (rc != 0 || type == PS_HINT) return rc;
   w->wants = 1;
   return AU_EAGAIN;
 }
 
 /* Row of key k for this step: local, fetched earlier in the step, or NULL (requested,
- * or wanted here for a relocating table). *remote says which. */
-static void *step_row(au_worker_t *w, au_table_t *t, au_key_t k, int *remote, wants_t *ws)
+ * or wanted here). *remote says which. A replicated table's actors are copied here and a
+ * relocating table's moved here (ws: the step waits); a contended one's rows are fetched
+ * and the actor hinted at (hs), so nodes that need the same actors at once still make
+ * progress (relocation.c). */
+static void *step_row(au_worker_t *w, au_table_t *t, au_key_t k, int *remote, wants_t *ws,
+                      wants_t *hs)
 {
   void *row = table_row(t, k);
   *remote = 0;
   if (row || w->node->nodes == 1) return row;
   if (t->place == AU_PLACE_RELOCATE || t->place == AU_PLACE_REPLICATE) {
-    /* moved or copied here on demand, then used locally */
-    ws->t = t;
-    if (want(ws, t, k) != 0) w->remote.failed = AU_ENOMEM;
-    return NULL;
+    const int fetch = t->contended && atomic_load_explicit(&t->contended[k >> t->group_shift],
+                                                           memory_order_relaxed);
+    wants_t *to = fetch ? hs : ws;
+    to->t = t;
+    if (want(to, t, k) != 0) w->remote.failed = AU_ENOMEM;
+    if (!fetch) {
+      ws->rows++;
+      return NULL;
+    }
   }
   int requested;
   row = remote_row(w, t, k, &requested);
@@ -374,12 +387,15 @@ static void *step_row(au_worker_t *w, au_table_t *t, au_key_t k, int *remote, wa
 
 /* The step lacks `missing` rows: ask for them, the way the table places them. A row that
  * has to move here counts as a remote access (a fetched one counts when it is used). */
-static int lacking(au_worker_t *w, wants_t *ws, size_t missing)
+static int lacking(au_worker_t *w, wants_t *ws, wants_t *hs, size_t missing)
 {
   if (w->node->nodes == 1) return AU_EAGAIN;
+  if (hs->n) send_wants(w, hs, PS_HINT);
+  const size_t waiting = ws->rows;
   if (ws->n) {
-    counter_add(&w->rows_remote, missing);
-    return send_wants(w, ws);
+    counter_add(&w->rows_remote, waiting);
+    int rc = send_wants(w, ws, PS_WANT);
+    if (rc != AU_EAGAIN || waiting == missing) return rc; /* nothing to fetch */
   }
   return fetch_missing(w);
 }
@@ -406,16 +422,16 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
     if (st != PA_OWNER && st != PA_REPLICA) break;
     rows[i] = (char *)pa->values + (size_t)(k & mask) * row_bytes;
   }
-  wants_t ws = {0};
+  wants_t ws = {0}, hs = {0};
   for (; i < n; i++) {
     if (keys[i] >= t->keys) {
-      free(ws.buf.p);
+      free(ws.buf.p), free(hs.buf.p);
       return AU_ERANGE;
     }
     int is_remote;
-    rows[i] = step_row(w, t, keys[i], &is_remote, &ws);
+    rows[i] = step_row(w, t, keys[i], &is_remote, &ws, &hs);
     if (w->remote.failed) {
-      free(ws.buf.p);
+      free(ws.buf.p), free(hs.buf.p);
       return w->remote.failed;
     }
     if (!rows[i]) {
@@ -432,7 +448,8 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
       nremote++;
     }
   }
-  if (missing) return lacking(w, &ws, missing);
+  if (missing) return lacking(w, &ws, &hs, missing);
+  if (hs.n) send_wants(w, &hs, PS_HINT); /* rows fetched earlier in the step: hinted again */
   *v = (au_view_t){.rows = rows,
                    .n = n,
                    .dim = t->dim,
@@ -473,7 +490,7 @@ void au_release(au_worker_t *w, au_view_t *v)
     w->views--;
     /* the view's local rows may have been written: mark them for the replica tick (after
      * the writes; a row fetched from elsewhere went back as a push) */
-    if (w->node->nodes > 1 && table_replicable(t)) {
+    if (w->node->nodes > 1 && table_marks(t)) {
       uint64_t last = UINT64_MAX; /* once per run of keys of one actor */
       for (size_t i = 0; i < v->n; i++) {
         uint64_t actor = v->au__keys[i] >> t->group_shift;
@@ -492,12 +509,12 @@ int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void 
   int rc = check_keys(t, keys, n);
   if (rc != 0) return rc;
   size_t missing = 0, nremote = 0;
-  wants_t ws = {0};
+  wants_t ws = {0}, hs = {0};
   for (size_t i = 0; i < n; i++) {
     int is_remote;
-    void *row = step_row(w, t, keys[i], &is_remote, &ws);
+    void *row = step_row(w, t, keys[i], &is_remote, &ws, &hs);
     if (w->remote.failed) {
-      free(ws.buf.p);
+      free(ws.buf.p), free(hs.buf.p);
       return w->remote.failed;
     }
     if (!row) {
@@ -507,7 +524,8 @@ int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void 
     nremote += (size_t)is_remote;
     if (!missing) kernel_copy_row((char *)out + i * t->update_bytes, row, t->dim);
   }
-  if (missing) return lacking(w, &ws, missing);
+  if (missing) return lacking(w, &ws, &hs, missing);
+  if (hs.n) send_wants(w, &hs, PS_HINT);
   counter_add(&w->rows_local, n - nremote);
   if (nremote) counter_add(&w->rows_remote, nremote);
   return 0;

@@ -154,7 +154,7 @@ static void test_values(void **state)
   size_t len = psm_values_len(tf);
   assert_int_equal(len, 16 + 2 * tf->row_bytes);
   uint8_t *msg = malloc(len);
-  uint8_t *vals = psm_values_encode(msg, tf, 4, 77);
+  uint8_t *vals = psm_values_encode(msg, tf, 4, 77, 3);
   for (size_t i = 0; i < 2 * tf->row_bytes; i++) vals[i] = (uint8_t)i;
   psm_values_t v;
   psm_why_t why;
@@ -162,9 +162,10 @@ static void test_values(void **state)
   assert_ptr_equal(v.t, tf);
   assert_int_equal(v.actor, 4);
   assert_int_equal(v.version, 77);
+  assert_int_equal(v.hold_exp, 3);
   assert_int_equal(v.values[5], 5);
   refuses_other_lengths(dec_values, msg, len);
-  psm_values_encode(msg, tf, 5, 0); /* tf has 5 actors: 0..4 */
+  psm_values_encode(msg, tf, 5, 0, 0); /* tf has 5 actors: 0..4 */
   assert_int_not_equal(psm_values_decode(node, msg, len, &v, &why), 0);
   assert_non_null(strstr(why.text, "actor 5"));
   free(msg);
@@ -207,11 +208,14 @@ static void test_actor_messages(void **state)
   }
   uint8_t msg[PSM_ACTOR_MAX];
   psm_actor_msg_t o;
-  size_t len = psm_actor_encode(msg, PS_OWNER, &(psm_actor_msg_t){.t = ti, .actor = 1});
-  memcpy(msg + 16, &(uint32_t){70000}, 4);
+  size_t len =
+      psm_actor_encode(msg, PS_OWNER, &(psm_actor_msg_t){.t = ti, .actor = 1, .hold_exp = 5});
   psm_why_t why;
+  assert_int_equal(psm_actor_decode(node, PS_OWNER, msg, len, &o, &why), 0);
+  assert_int_equal(o.hold_exp, 5);
+  msg[19] = 1; /* reserved */
   assert_int_not_equal(psm_actor_decode(node, PS_OWNER, msg, len, &o, &why), 0);
-  assert_non_null(strstr(why.text, "version 70000"));
+  assert_non_null(strstr(why.text, "reserved"));
 }
 
 static int dec_want(const uint8_t *p, size_t len)

@@ -8,18 +8,20 @@
  * three alone), one worker each, UPDATES updates per key and phase:
  *
  *   turns: two phases (two collective au_node_run calls); in phase p party q updates the
- *     keys k with k % 3 == (q + p) % 3, so every key has one updater per phase and another
- *     in the next: rows move mid-run with relocation and must carry their state exactly.
+ *     keys of the actors a with a % 3 == (q + p) % 3, so every actor has one updater per
+ *     phase and another in the next: rows move mid-run with relocation and must carry
+ *     their state exactly.
  *     The script compares the rows (hex bits) with a one-node run's: equal to the bit.
  *   shared: one phase in which every party updates every key at once: with replication
- *     every node keeps a replica and the owner merges their deltas. Checked here, on the
- *     owner: the accumulators hold every party's squared gradients (AdaGrad's state adds
- *     up), and each value moved by between lr*g/sqrt(final G) and lr*g/sqrt(first G) per
- *     update (SGD: by exactly lr*g). Prints bound_errors=N.
+ *     every node keeps a replica and the owner merges their deltas; with relocation the
+ *     actors are contended and fetched. Checked here, on the owner: the accumulators hold every
+ * party's squared gradients (AdaGrad's state adds up), and each value moved by between
+ * lr*g/sqrt(final G) and lr*g/sqrt(first G) per update (SGD: by exactly lr*g). Prints
+ * bound_errors=N.
  *
  * Gradients are positive multiples of 1/8 that depend on (phase, party, update, key,
  * value): their squares sum exactly in float32. Every node writes the rows it owns
- * (values, then slots, as hex floats; one line per key) to OUT.RANK.
+ * (values, then slots, as %.9g: exact for float32; one line per key) to OUT.RANK.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -30,8 +32,9 @@
 #include <augur.h>
 
 enum { KEYS = 48, DIM = 11, UPDATES = 30, PARTIES = 3 };
-#define LR 0.1f
-#define G0 0.5f
+#define GROUP 2
+#define LR    0.1f
+#define G0    0.5f
 
 typedef struct party {
   au_table_t *t;
@@ -45,7 +48,8 @@ static float grad(int phase, int q, int u, au_key_t k, uint32_t j)
 
 static int uses(const party_t *p, au_key_t k)
 {
-  return p->shared || (int)(k % 3) == (p->q + p->phase) % 3;
+  /* by actor (keys k and k ^ 1 share one): one updater per actor and phase */
+  return p->shared || (int)(k / GROUP % 3) == (p->q + p->phase) % 3;
 }
 
 /* One update of every key the party uses per step, through a view. */
@@ -103,7 +107,7 @@ int main(int argc, char **argv)
                                               .init_b = 0.1,
                                               .seed = 5,
                                               .kernel = AU_KERNEL_ADD,
-                                              .group = 2,
+                                              .group = GROUP,
                                               .place = place,
                                               .optim = optim,
                                               .lr = LR,
@@ -190,9 +194,9 @@ int main(int argc, char **argv)
       return 1;
     }
     fprintf(f, "%" PRIu64, k);
-    for (uint32_t j = 0; j < DIM; j++) fprintf(f, " %a", (double)row[j]);
+    for (uint32_t j = 0; j < DIM; j++) fprintf(f, " %.9g", (double)row[j]);
     fprintf(f, " |");
-    for (uint32_t j = 0; j < ns; j++) fprintf(f, " %a", (double)slots[j]);
+    for (uint32_t j = 0; j < ns; j++) fprintf(f, " %.9g", (double)slots[j]);
     fputc('\n', f);
     owned++;
   }

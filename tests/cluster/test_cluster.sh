@@ -92,9 +92,11 @@ relocate)
     check "relocate on $n nodes: all keys exact" \
       grep -q 'cluster_checked=2000 of 2000 cluster_wrong=0' "$tmp/out$n"
     check "relocate on $n nodes: actors moved" grep -q 'moves_in=[1-9]' "$tmp/out$n"
-    check "relocate on $n nodes: pushes were forwarded to moved actors" \
-      grep -q 'forwards=[1-9]' "$tmp/out$n"
   done
+  # coverage, not correctness: some push chased a moved actor in one of the runs (how many
+  # do is up to timing; an actor in use where it is stays there)
+  check "relocate: pushes were forwarded to moved actors" \
+    grep -q 'forwards=[1-9]' "$tmp/out2" "$tmp/out3" "$tmp/out4"
   ;;
 replicate)
   # the storm again, with every node keeping replicas of what it touches, synced every
@@ -153,7 +155,8 @@ policy)
 optim)
   # optimizer state in the rows (optim_node.c): taking turns, rows that move (relocate) or
   # are fetched and pushed (classic) end equal to a one-node run's to the bit; shared at
-  # once by 3 nodes, replicas' AdaGrad accumulators add up on the owner
+  # once by 3 nodes (replicas, or contended actors fetched), the AdaGrad accumulators add
+  # up on the owner and the values move within the documented bounds
   opt=$build/tests/optim_node
   for optim in adagrad adagrad-row; do
     timeout 60 "$opt" turns classic $optim "$tmp/one.$optim" >"$tmp/one.out" 2>&1
@@ -173,7 +176,7 @@ optim)
     done
   done
   for optim in adagrad adagrad-row sgd; do
-    for place in replicate adaptive; do
+    for place in replicate adaptive relocate; do
       timeout 120 "$augur" run -n 3 "$opt" shared $place $optim "$tmp/s" >"$tmp/out" 2>&1
       rc=$?
       cat "$tmp/out"
@@ -181,7 +184,8 @@ optim)
         test $rc -eq 0 -a "$(grep -c 'bound_errors=0 ok$' "$tmp/out")" -eq 3
       check "$optim shared, $place: every key owned once" \
         test "$(cut -d' ' -f1 "$tmp/s".* | sort -u | wc -l)" -eq 48 -a "$(cat "$tmp/s".* | wc -l)" -eq 48
-      check "$optim shared, $place: replicas were made" grep -q 'replicas_made=[1-9]' "$tmp/out"
+      [ $place != relocate ] && check "$optim shared, $place: replicas were made" \
+        grep -q 'replicas_made=[1-9]' "$tmp/out"
       rm -f "$tmp/s".*
     done
   done

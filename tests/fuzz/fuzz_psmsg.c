@@ -98,7 +98,7 @@ static void values(const uint8_t *p, size_t len)
   sink += v.values[(size_t)v.t->group * v.t->row_bytes - 1];
   uint8_t *again = malloc(len);
   CHECK(again);
-  memcpy(psm_values_encode(again, v.t, v.actor, v.version), v.values,
+  memcpy(psm_values_encode(again, v.t, v.actor, v.version, v.hold_exp), v.values,
          (size_t)v.t->group * v.t->row_bytes);
   CHECK(memcmp(again, p, len) == 0);
   free(again);
@@ -113,7 +113,8 @@ static void actor(uint32_t type, const uint8_t *p, size_t len)
   size_t l = psm_actor_encode(msg, type, &a);
   CHECK(l == len);
   CHECK(psm_actor_decode(&node, type, msg, l, &b, NULL) == 0);
-  CHECK(b.t == a.t && b.actor == a.actor && b.hops == a.hops && b.version == a.version);
+  CHECK(b.t == a.t && b.actor == a.actor && b.hops == a.hops && b.version == a.version &&
+        b.hold_exp == a.hold_exp);
   if (type != PS_REP_DROP && type != PS_REP_GONE) CHECK(b.node == a.node && a.node < 4);
 }
 
