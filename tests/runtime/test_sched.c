@@ -2,6 +2,7 @@
  * exact count, fan-out/fan-in sums, stealing from a skewed start, quiescence, timers in
  * order, an idle runtime using no CPU, explicit stop, actors that stop themselves. */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -165,6 +166,12 @@ static void busy(au_actor_t *self, void *st, au_msg_t *m)
   (void)st;
   (void)m;
   note_thread();
+  /* Every busy actor starts in the spawner's deque, so the other thread gets one only by
+   * stealing. On a loaded machine it may not get the CPU before this one has run them
+   * all: wait (5 s at most) until it has run one, so that the run surely steals. */
+  uint64_t deadline = au_now_ns() + 5000000000ull;
+  while (!(atomic_load(&thread_seen[0]) && atomic_load(&thread_seen[1])) && au_now_ns() < deadline)
+    sched_yield();
   volatile uint64_t x = 0;
   for (int i = 0; i < 200000; i++) x += (uint64_t)i;
 }
