@@ -21,6 +21,7 @@
 #include "augur.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"
+#include "tests/runtime/check.h"
 
 /* --- a strict JSON reader (RFC 8259), building a tree ----------------------------------- */
 
@@ -490,11 +491,14 @@ static void spawner(au_actor_t *self, void *st, au_msg_t *m)
   (void)st;
   if (m->type == 1) return; /* the timer: by now both threads have parked */
   /* a timer keeps the run from ending while the threads wait: they park */
-  assert_int_equal(au_timer_start(au_actor_runtime(self), self, 1, 30, 0, NULL), 0);
+  CHECK(au_timer_start(au_actor_runtime(self), self, 1, 30, 0, NULL) == 0);
   for (uint64_t i = 0; i < SPAWNED; i++) {
     au_actor_t *b;
-    assert_int_equal(au_actor_spawn(au_actor_runtime(self), &b, busy, 0), 0);
-    assert_int_equal(au_send(b, 0, &i, sizeof(i)), 0);
+    if (au_actor_spawn(au_actor_runtime(self), &b, busy, 0) != 0) {
+      CHECK(!"au_actor_spawn failed");
+      return;
+    }
+    CHECK(au_send(b, 0, &i, sizeof(i)) == 0);
   }
 }
 
@@ -547,6 +551,7 @@ static void test_run_every_thread(void **state)
   atomic_store(&go, 1);
   assert_int_equal(au_runtime_run(rt), 0);
   for (int i = 0; i <= USER_THREADS; i++) pthread_join(th[i], NULL);
+  assert_checks();
   /* the main thread too, through the shared buffer */
   trace_emit(rt, TRACE_RELOC_END, 9, 9, 0, trace_flow_id(9, 9, 0)); /* no start: no pair */
   trace_emit(rt, TRACE_RELOC_START, 8, 8, 1, 0);                    /* flow 0: no arrow */
