@@ -41,13 +41,6 @@ static uint64_t rng_next(uint64_t *s)
   return x * 0x2545f4914f6cdd1dULL;
 }
 
-/* Counters are written by their owner only: a relaxed load and store is enough and
- * avoids a locked instruction on the hot path. */
-static inline void count(atomic_ullong *c, uint64_t n)
-{
-  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
-}
-
 int sched_init(au_runtime_t *rt)
 {
   /* aligned: the deque's ends and the counters each have a cache line of their own */

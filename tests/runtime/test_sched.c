@@ -180,6 +180,7 @@ static void busy(au_actor_t *self, void *st, au_msg_t *m)
     sched_yield();
   volatile uint64_t x = 0;
   for (int i = 0; i < 200000; i++) x += (uint64_t)i;
+  (void)x;
 }
 
 static void spawner(au_actor_t *self, void *st, au_msg_t *m)
