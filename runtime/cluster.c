@@ -52,12 +52,12 @@ static void net_fail(net_t *net, int error, const char *msg)
 void net_lost(net_t *net, int peer, const char *why)
 {
   if (net->state == NET_LEAVING || net->state == NET_LEFT) {
-    net_log(net, "node %d went away while this node was leaving: %s", peer, why);
+    net_log(net, AU_LOG_WARN, "node %d went away while this node was leaving: %s", peer, why);
     return;
   }
   char msg[320];
   snprintf(msg, sizeof(msg), "lost node %d: %s", peer, why);
-  net_log(net, "%s", msg);
+  net_log(net, AU_LOG_ERROR, "%s", msg);
   net_fail(net, AU_ENODE, msg);
 }
 
@@ -162,7 +162,7 @@ void cluster_on_dial_failed(net_t *net, int peer, const char *why)
   }
   char msg[400];
   snprintf(msg, sizeof(msg), "node %d at %s %s", peer, net->addrs[peer], why);
-  net_log(net, "%s", msg);
+  net_log(net, AU_LOG_ERROR, "%s", msg);
   net_fail(net, AU_EPROTO, msg);
 }
 
@@ -502,7 +502,7 @@ static void on_tick(uv_timer_t *t)
       snprintf(msg, sizeof(msg),
                "timed out after %d s forming a cluster of %d nodes (not connected: %s)",
                net->opts.timeout_ms / 1000, net->nodes, len ? missing : "none; waiting for GO");
-      net_log(net, "%s", msg);
+      net_log(net, AU_LOG_ERROR, "%s", msg);
       net_fail(net, AU_ETIMEDOUT, msg);
     }
   }
@@ -546,7 +546,7 @@ static void start(net_t *net)
     if (net->rank == 0)
       snprintf(err + strlen(err), sizeof(err) - strlen(err),
                " (the coordinator address; set AU_COORD to a free host:port)");
-    net_log(net, "%s", err);
+    net_log(net, AU_LOG_ERROR, "%s", err);
     net_fail(net, AU_EPROTO, err);
     return;
   }

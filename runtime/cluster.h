@@ -12,6 +12,7 @@
 
 #include "augur.h"
 #include "runtime/handshake.h"
+#include "runtime/log.h"
 #include "runtime/net.h"
 #include "runtime/pool.h"
 #include "runtime/wire.h"
@@ -143,7 +144,8 @@ struct net {
 };
 
 /* net.c */
-void net_log(net_t *net, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A message about this node of the cluster (runtime/log.h), at an AU_LOG_* level. */
+#define net_log(net, level, ...) au__log((level), (net)->rank, __VA_ARGS__)
 au_msg_t *frame_alloc(au_runtime_t *rt, pool_cache_t *cache, size_t len);
 void conn_queue(conn_t *c, au_msg_t *m);
 /* Starts a write of the queued frames unless one is in flight. */

@@ -70,7 +70,7 @@ static void timer_start(au_runtime_t *rt, const cmd_t *c)
   io_timer_t *t = calloc(1, sizeof(*t));
   if (!t || u64map_put(&rt->io.timers, c->id, t) != 0) {
     free(t);
-    fprintf(stderr, "augur: out of memory arming timer %llu; it will not fire\n",
+    au__log(AU_LOG_ERROR, rt_log_rank(rt), "out of memory arming timer %llu; it will not fire",
             (unsigned long long)c->id);
     pending_done(rt);
     return;

@@ -37,16 +37,6 @@ static const uint8_t *known_types(void)
   return mask;
 }
 
-void net_log(net_t *net, const char *fmt, ...)
-{
-  char line[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof(line), fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "augur[rank %d]: %s\n", net->rank, line);
-}
-
 /* --- frames out ------------------------------------------------------------------- */
 
 au_msg_t *frame_alloc(au_runtime_t *rt, pool_cache_t *cache, size_t len)
@@ -327,7 +317,7 @@ void conn_fail(conn_t *c, const char *why)
   } else if (c->outgoing && !was_up) {
     cluster_on_dial_failed(net, c->expect, why);
   } else if (!was_up) {
-    net_log(net, "closed connection from %s: %s", c->name, why);
+    net_log(net, AU_LOG_WARN, "closed connection from %s: %s", c->name, why);
   }
 }
 
@@ -383,12 +373,12 @@ static void on_accept(uv_stream_t *server, int status)
 {
   net_t *net = server->data;
   if (status < 0) {
-    net_log(net, "accept failed: %s", uv_strerror(status));
+    net_log(net, AU_LOG_WARN, "accept failed: %s", uv_strerror(status));
     return;
   }
   conn_t *c = conn_new(net, 0, -1);
   if (!c) {
-    net_log(net, "out of memory accepting a connection");
+    net_log(net, AU_LOG_ERROR, "out of memory accepting a connection");
     return;
   }
   if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {

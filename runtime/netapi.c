@@ -176,7 +176,8 @@ void net_leave(au_runtime_t *rt)
     int rc = wait_for(net, is_left, 0, LEAVE_TIMEOUT_MS);
     pthread_mutex_unlock(&net->mu);
     if (rc == AU_ETIMEDOUT)
-      net_log(net, "leaving: peers did not say BYE within %d s; closing", LEAVE_TIMEOUT_MS / 1000);
+      net_log(net, AU_LOG_WARN, "leaving: peers did not say BYE within %d s; closing",
+              LEAVE_TIMEOUT_MS / 1000);
   }
   atomic_fetch_sub(&rt->io_pending, 1);
 }

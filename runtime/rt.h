@@ -14,6 +14,7 @@
 #include "augur.h"
 #include "runtime/deque.h"
 #include "runtime/injectq.h"
+#include "runtime/log.h"
 #include "runtime/mailbox.h"
 #include "runtime/pool.h"
 #include "runtime/u64map.h"
@@ -116,6 +117,12 @@ static inline rt_ctx_t *rt_ctx(au_runtime_t *rt)
 {
   rt_ctx_t *c = rt_tls;
   return c && c->rt == rt ? c : NULL;
+}
+
+/* The rank that the runtime's messages name (runtime/log.h): -1 outside a cluster. */
+static inline int rt_log_rank(const au_runtime_t *rt)
+{
+  return rt->nodes > 1 ? rt->rank : -1;
 }
 
 static inline pool_cache_t *rt_cache(au_runtime_t *rt)

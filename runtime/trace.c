@@ -213,7 +213,7 @@ void trace_record(au_runtime_t *rt, int kind, uint64_t a, uint64_t b, uint64_t c
 
 /* --- au_trace_start ------------------------------------------------------------------ */
 
-static int max_events(uint64_t *out)
+static int max_events(int rank, uint64_t *out)
 {
   const char *s = getenv("AU_TRACE_MAX_EVENTS");
   *out = DEFAULT_MAX_EVENTS;
@@ -222,9 +222,8 @@ static int max_events(uint64_t *out)
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
   if (*s < '0' || *s > '9' || *end || errno || v == 0 || v > MAX_MAX_EVENTS) {
-    fprintf(stderr,
-            "augur: AU_TRACE_MAX_EVENTS: expected a number of events from 1 to %llu, "
-            "got '%s'\n",
+    au__log(AU_LOG_ERROR, rank,
+            "AU_TRACE_MAX_EVENTS: expected a number of events from 1 to %llu, got '%s'",
             (unsigned long long)MAX_MAX_EVENTS, s);
     return AU_EINVAL;
   }
@@ -233,7 +232,7 @@ static int max_events(uint64_t *out)
 }
 
 /* The directory that will hold path exists and is writable: fail now, not at stop. */
-static int dir_writable(const char *path)
+static int dir_writable(int rank, const char *path)
 {
   const char *slash = strrchr(path, '/');
   char dir[4096];
@@ -248,7 +247,7 @@ static int dir_writable(const char *path)
     dir[n] = '\0';
   }
   if (access(dir, W_OK | X_OK) == 0) return 0;
-  fprintf(stderr, "augur: trace %s: cannot write into %s: %s\n", path, dir, strerror(errno));
+  au__log(AU_LOG_ERROR, rank, "trace %s: cannot write into %s: %s", path, dir, strerror(errno));
   return AU_EINVAL;
 }
 
@@ -257,13 +256,14 @@ int au_trace_start(au_runtime_t *rt, const char *path)
   if (!rt || !path || !*path) return AU_EINVAL;
   struct trace *tr = rt->trace;
   if (atomic_load(&rt->trace_on)) {
-    fprintf(stderr, "augur: trace %s: tracing is already on (into %s)\n", path, tr->path);
+    au__log(AU_LOG_ERROR, rt_log_rank(rt), "trace %s: tracing is already on (into %s)", path,
+            tr->path);
     return AU_EINVAL;
   }
   uint64_t cap;
-  int rc = max_events(&cap);
+  int rc = max_events(rt_log_rank(rt), &cap);
   if (rc) return rc;
-  if ((rc = dir_writable(path))) return rc;
+  if ((rc = dir_writable(rt_log_rank(rt), path))) return rc;
   char *p = strdup(path);
   if (!p) return AU_ENOMEM;
   free(tr->path);
@@ -489,7 +489,7 @@ static int write_json(au_runtime_t *rt, struct trace *tr, uint64_t stop_ns)
     snprintf(path, len, "%s", tr->path);
   FILE *f = fopen(path, "w");
   if (!f) {
-    fprintf(stderr, "augur: trace: cannot create %s: %s\n", path, strerror(errno));
+    au__log(AU_LOG_ERROR, rt_log_rank(rt), "trace: cannot create %s: %s", path, strerror(errno));
     free(path);
     free(buf);
     return AU_EINVAL;
@@ -550,7 +550,7 @@ static int write_json(au_runtime_t *rt, struct trace *tr, uint64_t stop_ns)
   int err = ferror(f) ? errno : 0;
   if (fclose(f) != 0 && !err) err = errno;
   if (err) {
-    fprintf(stderr, "augur: trace: writing %s failed: %s\n", path, strerror(err));
+    au__log(AU_LOG_ERROR, rt_log_rank(rt), "trace: writing %s failed: %s", path, strerror(err));
     free(path);
     return AU_EINVAL;
   }

@@ -18,7 +18,7 @@ static const char *_Atomic check_first_expr;
 static const char *check_first_file;
 static int check_first_line;
 
-static void check_fail(const char *expr, const char *file, int line)
+static inline void check_fail(const char *expr, const char *file, int line)
 {
   if (atomic_fetch_add(&check_failures, 1) == 0) {
     check_first_file = file;
