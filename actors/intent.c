@@ -264,7 +264,7 @@ static void decide(struct placer *p, rec_t *r, uint64_t now)
     for (int node = 0; node < n->nodes && node < 64; node++)
       if ((act.nodes >> node & 1) && !(r->replicas >> node & 1))
         if (replica_give(p, r, (uint32_t)node) != 0)
-          fprintf(stderr, "augur[rank %d]: cannot send a replica to node %d\n", n->rank, node);
+          au__log(AU_LOG_ERROR, n->rank, "cannot send a replica to node %d", node);
     break;
   case PLACE_DROP:
     if (now >= r->keep_until) drop_replicas(p, r, r->replicas);
@@ -542,7 +542,7 @@ static void on_claim(struct placer *p, const au_msg_t *m)
   if (m->len < 8) return;
   memcpy(&count, m->data, 4);
   if (m->len != 8 + (size_t)count * CLAIM_BYTES) {
-    fprintf(stderr, "augur[rank %d]: malformed claim from node %u\n", n->rank, m->from_node);
+    au__log(AU_LOG_WARN, n->rank, "malformed claim from node %u", m->from_node);
     return;
   }
   obuf_t *out = batches(p);
@@ -592,7 +592,7 @@ void intent_drop_here(struct placer *p, const au_msg_t *m)
   atomic_store(&pa_of(r)->state, PA_REMOTE);
   if (placement_grace_begin(p, r, PL_DROP_GRACE) != 0) {
     /* cannot wait: keep the replica (the owner keeps sending it fresh values) */
-    fprintf(stderr, "augur[rank %d]: out of memory dropping a replica\n", n->rank);
+    au__log(AU_LOG_ERROR, n->rank, "out of memory dropping a replica");
     atomic_store(&pa_of(r)->state, PA_REPLICA);
     r->dropping_here = 0;
     r->next_replica = p->replicas;
@@ -613,7 +613,7 @@ static void finish_drop(struct placer *p, rec_t *r)
     au_send_to(n->rt, owner, PS_PLACER_PORT, PS_SYNC, batch.p, batch.len);
     counter_add(&p->syncs, 1);
   } else if (!d) {
-    fprintf(stderr, "augur[rank %d]: out of memory: last delta of actor %llu lost\n", n->rank,
+    au__log(AU_LOG_ERROR, n->rank, "out of memory: last delta of actor %llu lost",
             (unsigned long long)r->actor);
   }
   free(batch.p);

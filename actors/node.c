@@ -15,7 +15,7 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
   char err[400];
   int rc = au_cluster_opts_from_env(&cluster, err, sizeof(err));
   if (rc < 0) {
-    fprintf(stderr, "augur: %s\n", err);
+    au__log(AU_LOG_ERROR, -1, "%s", err);
     return rc;
   }
   au_node_t *n = calloc(1, sizeof(*n));
@@ -46,7 +46,7 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
   }
   if (cluster.nodes > 1) {
     if ((rc = au_runtime_join(n->rt, &cluster, err, sizeof(err))) != 0) {
-      fprintf(stderr, "augur[rank %d]: %s\n", cluster.rank, err);
+      au__log(AU_LOG_ERROR, cluster.rank, "%s", err);
       au_node_stop(n);
       return rc;
     }
@@ -100,7 +100,7 @@ int au_node_run(au_node_t *n)
   int waiting = 0;
   for (int i = 0; i < n->nworkers; i++) waiting += n->workers[i]->state == W_WAITING;
   if (waiting) {
-    fprintf(stderr, "augur: %d worker(s) wait (AU_WAIT) for something that cannot arrive\n",
+    au__log(AU_LOG_ERROR, -1, "%d worker(s) wait (AU_WAIT) for something that cannot arrive",
             waiting);
     return AU_EDEADLK;
   }

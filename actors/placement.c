@@ -57,7 +57,7 @@ static void hold(struct placer *p, rec_t *r, const au_msg_t *m, uint32_t type, c
 {
   held_t *h = malloc(sizeof(*h) + len);
   if (!h) {
-    fprintf(stderr, "augur: out of memory holding a message for a moving actor\n");
+    au__log(AU_LOG_ERROR, -1, "out of memory holding a message for a moving actor");
     return;
   }
   h->next = NULL;
@@ -232,7 +232,7 @@ void placement_hand_off(struct placer *p, rec_t *r, int to)
    * or the snapshot sees it inside its step */
   atomic_store(&pa_of(r)->state, PA_HANDING_OFF);
   if (placement_grace_begin(p, r, PL_GRACE) != 0) {
-    fprintf(stderr, "augur: out of memory handing off an actor\n");
+    au__log(AU_LOG_ERROR, -1, "out of memory handing off an actor");
     atomic_store(&pa_of(r)->state, PA_OWNER);
     r->handing_off = 0;
     placer_pending(p, -1);
@@ -252,8 +252,8 @@ static void ship(struct placer *p, rec_t *r)
   uint8_t *out =
       au_send_to_start(n->rt, (uint32_t)r->to, PS_PLACER_PORT, PS_MOVE_DATA, 16 + bytes, &ob);
   if (!out) {
-    fprintf(stderr, "augur[rank %d]: cannot ship actor %llu: %s\n", n->rank,
-            (unsigned long long)r->actor, au_strerror(ob.rc));
+    au__log(AU_LOG_ERROR, n->rank, "cannot ship actor %llu: %s", (unsigned long long)r->actor,
+            au_strerror(ob.rc));
     return;
   }
   uint32_t tid = (uint32_t)t->id, ver = version;
@@ -334,9 +334,8 @@ static void on_move_req(struct placer *p, const au_msg_t *m)
      * nobody had been asked for (4 nodes, relocate). The home node knows the owner. */
     hops++;
     if (hops > 4u * (uint32_t)n->nodes)
-      fprintf(stderr,
-              "augur[rank %d]: move request for actor %llu still chasing it after %u hops\n",
-              n->rank, (unsigned long long)actor, hops);
+      au__log(AU_LOG_WARN, n->rank, "move request for actor %llu still chasing it after %u hops",
+              (unsigned long long)actor, hops);
     uint8_t fwd[24];
     memcpy(fwd, m->data, 24);
     memcpy(fwd + 16, &hops, 4);
@@ -359,15 +358,14 @@ static void on_move_data(struct placer *p, const au_msg_t *m)
   au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
   size_t bytes = t ? (size_t)t->group * t->row_bytes : 0;
   if (!t || actor >= t->nactors || m->len != 16 + bytes) {
-    fprintf(stderr, "augur[rank %d]: malformed actor data from node %u\n", n->rank, m->from_node);
+    au__log(AU_LOG_WARN, n->rank, "malformed actor data from node %u", m->from_node);
     return;
   }
   rec_t *r = rec_get(p, t, actor);
   param_actor_t *pa = &t->actors[actor];
   void *values = table_values_alloc(t, actor);
   if (!r || !values) {
-    fprintf(stderr, "augur[rank %d]: out of memory receiving actor %llu\n", n->rank,
-            (unsigned long long)actor);
+    au__log(AU_LOG_ERROR, n->rank, "out of memory receiving actor %llu", (unsigned long long)actor);
     return;
   }
   memcpy(values, m->data + 16, bytes);

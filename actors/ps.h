@@ -17,6 +17,7 @@
 #include "actors/remote.h"
 #include "augur.h"
 #include "runtime/counter.h"
+#include "runtime/ext.h"
 
 /* Where a parameter actor's values are, as seen from this node. */
 enum pa_state {

@@ -218,7 +218,7 @@ int remote_on_reply(au_worker_t *w, const au_msg_t *m)
 {
   wremote_t *r = &w->remote;
   if (m->type == PS_ERR) {
-    fprintf(stderr, "augur: worker %d: node %u answered: %.*s\n", w->id, m->from_node, (int)m->len,
+    au__log(AU_LOG_ERROR, -1, "worker %d: node %u answered: %.*s", w->id, m->from_node, (int)m->len,
             (const char *)m->data);
     r->failed = AU_EPROTO;
     r->pending = 0; /* the step fails; what else comes for it is ignored */
@@ -229,7 +229,7 @@ int remote_on_reply(au_worker_t *w, const au_msg_t *m)
   uint32_t cnt = m->len >= HDR ? get_u32(m->data + 4) : 0;
   au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
   if (!t || m->len != HDR + (size_t)cnt * (sizeof(uint64_t) + t->row_bytes)) {
-    fprintf(stderr, "augur: worker %d: malformed rows from node %u\n", w->id, m->from_node);
+    au__log(AU_LOG_WARN, -1, "worker %d: malformed rows from node %u", w->id, m->from_node);
     r->failed = AU_EPROTO;
     r->pending = 0;
     return 1;
@@ -278,7 +278,7 @@ static void reply_to(const uint8_t *p, uint32_t *node, au_port_t *port)
 /* Logs a bad request and tells the worker, whose step then fails with AU_EPROTO. */
 static void bad_request(au_node_t *n, const au_msg_t *m, int is_req, const char *why)
 {
-  fprintf(stderr, "augur[rank %d]: request from node %u: %s\n", n->rank, m->from_node, why);
+  au__log(AU_LOG_WARN, n->rank, "request from node %u: %s", m->from_node, why);
   uint32_t node = m->from_node;
   au_port_t port = m->from_port;
   if (is_req && m->len >= HDR) reply_to(m->data, &node, &port);
@@ -330,8 +330,7 @@ static void answer(au_node_t *n, au_table_t *t, const uint8_t *p, size_t len)
   uint8_t *out =
       au_send_to_start(n->rt, node, port, PS_ROWS, len + (size_t)cnt * t->row_bytes, &ob);
   if (!out) {
-    fprintf(stderr, "augur[rank %d]: cannot answer node %u: %s\n", n->rank, node,
-            au_strerror(ob.rc));
+    au__log(AU_LOG_ERROR, n->rank, "cannot answer node %u: %s", node, au_strerror(ob.rc));
     return;
   }
   memcpy(out, p, len);
@@ -356,7 +355,7 @@ static void apply(au_table_t *t, const uint8_t *p, obuf_t *delta)
   uint32_t cnt = get_u32(p + 4);
   delta->len = 0;
   if (obuf_reserve(delta, t->row_bytes) != 0) {
-    fprintf(stderr, "augur: out of memory applying a push; %u rows lost\n", cnt);
+    au__log(AU_LOG_ERROR, -1, "out of memory applying a push; %u rows lost", cnt);
     return;
   }
   p += HDR;
@@ -367,7 +366,7 @@ static void apply(au_table_t *t, const uint8_t *p, obuf_t *delta)
     memcpy(delta->p, p + sizeof(k), t->row_bytes);
     void *row = table_row_held(t, k);
     if (!row) {
-      fprintf(stderr, "augur: a push to key %llu of table %d found no values; lost\n",
+      au__log(AU_LOG_ERROR, -1, "a push to key %llu of table %d found no values; lost",
               (unsigned long long)k, t->id);
       continue;
     }

@@ -183,11 +183,11 @@ static void on_rep_req(struct placer *p, const au_msg_t *m)
   uint32_t to;
   memcpy(&to, m->data + 4, 4);
   if (!r || to >= (uint32_t)n->nodes || to >= 64 || atomic_load(&pa_of(r)->state) != PA_OWNER) {
-    fprintf(stderr, "augur[rank %d]: bad replica request from node %u\n", n->rank, m->from_node);
+    au__log(AU_LOG_WARN, n->rank, "bad replica request from node %u", m->from_node);
     return;
   }
   if (replica_give(p, r, to) != 0)
-    fprintf(stderr, "augur[rank %d]: cannot send a replica to node %u\n", n->rank, to);
+    au__log(AU_LOG_ERROR, n->rank, "cannot send a replica to node %u", to);
 }
 
 static void on_rep_data(struct placer *p, const au_msg_t *m)
@@ -198,14 +198,14 @@ static void on_rep_data(struct placer *p, const au_msg_t *m)
   param_actor_t *pa = pa_of(r);
   size_t bytes = group_bytes(r->t);
   if (atomic_load(&pa->state) != PA_REMOTE || r->dropping_here) {
-    fprintf(stderr, "augur[rank %d]: a replica of actor %llu came from node %u while one is here\n",
-            n->rank, (unsigned long long)r->actor, m->from_node);
+    au__log(AU_LOG_WARN, n->rank, "a replica of actor %llu came from node %u while one is here",
+            (unsigned long long)r->actor, m->from_node);
     return;
   }
   void *values = table_values_alloc(r->t, r->actor);
   r->base = malloc(bytes);
   if (!values || !r->base) {
-    fprintf(stderr, "augur[rank %d]: out of memory for a replica of actor %llu\n", n->rank,
+    au__log(AU_LOG_ERROR, n->rank, "out of memory for a replica of actor %llu",
             (unsigned long long)r->actor);
     if (values) table_values_free(r->t, r->actor, values);
     free(r->base);
@@ -309,7 +309,7 @@ static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
   for (uint32_t i = 0; i < count; i++) {
     rec_t *r = entry_rec(p, m->data + off, m->len - off);
     if (!r) {
-      fprintf(stderr, "augur[rank %d]: malformed sync from node %u\n", n->rank, m->from_node);
+      au__log(AU_LOG_WARN, n->rank, "malformed sync from node %u", m->from_node);
       break;
     }
     const uint8_t *vals = m->data + off + ENTRY;

@@ -137,7 +137,7 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     sched_long_turn(); /* user code ran: let queued network messages in next */
     rows_reset(w);
     if (w->views != 0) {
-      fprintf(stderr, "augur: worker %d: step returned holding %d view(s) without au_release\n",
+      au__log(AU_LOG_ERROR, -1, "worker %d: step returned holding %d view(s) without au_release",
               w->id, w->views);
       w->views = 0;
       rc = AU_EINVAL;
@@ -146,9 +146,9 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     remote_step_done(w, rc == AU_WAIT);
     if (rc == AU_WAIT && !w->remote.pending && !w->remote.link_wait && !w->barrier_gen &&
         !w->wants) {
-      fprintf(stderr,
-              "augur: worker %d: step returned AU_WAIT, but it waits for nothing (no call "
-              "said AU_EAGAIN)\n",
+      au__log(AU_LOG_ERROR, -1,
+              "worker %d: step returned AU_WAIT, but it waits for nothing (no call "
+              "said AU_EAGAIN)",
               w->id);
       rc = AU_EDEADLK;
     }
@@ -174,7 +174,7 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     break;
   default:
     if (rc > 0) {
-      fprintf(stderr, "augur: worker %d: step returned %d, not a step result\n", w->id, rc);
+      au__log(AU_LOG_ERROR, -1, "worker %d: step returned %d, not a step result", w->id, rc);
       rc = AU_EINVAL;
     }
     finish(w, rc);
