@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "runtime/net.h"
 #include "runtime/rt.h"
@@ -29,13 +28,6 @@ typedef struct io_timer {
   au_actor_t *to;
   uint32_t type;
 } io_timer_t;
-
-uint64_t au_now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void pending_done(au_runtime_t *rt)
 {

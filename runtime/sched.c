@@ -28,8 +28,6 @@
 
 enum { PARK_AGAIN, PARK_EXIT };
 
-_Thread_local rt_ctx_t *rt_tls;
-
 static uint64_t rng_next(uint64_t *s)
 {
   /* xorshift64* */

@@ -475,7 +475,7 @@ static const trace_event_t *cursor_next(cursor_t *it)
 
 static int write_json(au_runtime_t *rt, struct trace *tr, uint64_t stop_ns)
 {
-  int rank = au_runtime_rank(rt), nodes = au_runtime_nodes(rt);
+  int rank = rt->rank, nodes = rt->nodes;
   size_t len = strlen(tr->path) + 16;
   char *path = malloc(len), *buf = malloc(WBUF);
   if (!path || !buf) {
