@@ -31,7 +31,6 @@
 #include "actors/placement.h"
 #include "runtime/net.h"
 #include "runtime/rt.h"
-#include "runtime/trace.h"
 
 #define CLAIM_BYTES 40 /* see put_claim */
 /* PS_INTENT's head: u32 table, u32 n, u64 from, u64 until (ns from now), u32 worker,
@@ -90,9 +89,9 @@ int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, a
     while (seen[h] != UINT64_MAX && seen[h] != actor) h = (h + 1) & (cap - 1);
     if (seen[h] == actor) continue; /* named already */
     seen[h] = actor;
-    if (trace_on(node->rt))
-      trace_emit(node->rt, TRACE_INTENT, (uint64_t)t->id, actor, (uint64_t)node->rank,
-                 (uint64_t)w->id);
+    if (au_trace_enabled(node->rt))
+      au__trace(node->rt, TRACE_INTENT, (uint64_t)t->id, actor, (uint64_t)node->rank,
+                (uint64_t)w->id);
     memcpy(a + (size_t)cnt * 8, &actor, 8);
     cnt++;
   }
@@ -625,7 +624,7 @@ static void finish_drop(struct placer *p, rec_t *r)
   uint8_t msg[16];
   put_head(msg, r);
   au_send_to(n->rt, owner, PS_PLACER_PORT, PS_REP_GONE, msg, sizeof(msg));
-  trace_emit(n->rt, TRACE_REPLICA_DROP, (uint64_t)r->t->id, r->actor, owner, 0);
+  au__trace(n->rt, TRACE_REPLICA_DROP, (uint64_t)r->t->id, r->actor, owner, 0);
   counter_add(&p->replicas_dropped, 1);
   atomic_fetch_sub(&p->replicas_held, 1);
   placer_pending(p, -1);

@@ -8,6 +8,24 @@
 #include "actors/ps.h"
 #include "runtime/net.h"
 
+/* The names the trace gives ps.h's TRACE_* kinds, and their arguments. */
+static const au__trace_kind_t trace_kinds[TRACE_PS_END - TRACE_INTENT] = {
+    [TRACE_INTENT - TRACE_INTENT] = {"intent", {"table", "actor", "node", "worker"}, NULL, 0},
+    [TRACE_RELOC_START -
+        TRACE_INTENT] = {"relocation_start", {"table", "actor", "to", "flow"}, "relocation", 0},
+    [TRACE_RELOC_END -
+        TRACE_INTENT] = {"relocation_end", {"table", "actor", "to", "flow"}, "relocation", 1},
+    [TRACE_REPLICA_CREATE -
+        TRACE_INTENT] = {"replica_create", {"table", "actor", "owner", "bytes"}, NULL, 0},
+    [TRACE_REPLICA_SYNC -
+        TRACE_INTENT] = {"replica_sync", {"table", "actor", "owner", "rows"}, NULL, 0},
+    [TRACE_REPLICA_DROP -
+        TRACE_INTENT] = {"replica_drop", {"table", "actor", "owner", NULL}, NULL, 0},
+    [TRACE_REMOTE_ACCESS -
+        TRACE_INTENT] = {"remote_access", {"table", "actor", "node", "rows"}, NULL, 0},
+    [TRACE_FORWARD - TRACE_INTENT] = {"forward", {"table", "actor", "to", "hops"}, NULL, 0},
+};
+
 int au_node_start(au_node_t **out, const au_node_opts_t *opts)
 {
   if (!out) return AU_EINVAL;
@@ -32,6 +50,8 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
     free(n);
     return rc;
   }
+  for (int k = TRACE_INTENT; k < TRACE_PS_END; k++)
+    au__trace_kind(n->rt, k, &trace_kinds[k - TRACE_INTENT]); /* cannot fail: fixed kinds */
   n->rank = 0;
   n->nodes = 1;
   pthread_mutex_init(&n->barrier_mu, NULL);

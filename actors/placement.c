@@ -21,7 +21,6 @@
 
 #include "actors/placement.h"
 #include "runtime/rt.h"
-#include "runtime/trace.h"
 
 #define HOLD_NS (1000 * 1000ull) /* a moved actor stays at least this long */
 
@@ -89,7 +88,7 @@ static void count_forward(struct placer *p, const uint8_t *one, int to)
   memcpy(&tid, one, 4);
   memcpy(&key, one + FWD_HDR, 8);
   au_table_t *t = p->node->table_by_id[tid];
-  trace_emit(p->node->rt, TRACE_FORWARD, tid, key >> t->group_shift, (uint64_t)to, 1);
+  au__trace(p->node->rt, TRACE_FORWARD, tid, key >> t->group_shift, (uint64_t)to, 1);
 }
 
 /* Payloads of PS_REQ / PS_PUSH with one key (remote.h has the layout). */
@@ -246,8 +245,8 @@ static void ship(struct placer *p, rec_t *r)
   param_actor_t *pa = pa_of(r);
   size_t bytes = (size_t)t->group * t->row_bytes;
   uint16_t version = (uint16_t)(pa->version + 1);
-  trace_emit(n->rt, TRACE_RELOC_START, (uint64_t)t->id, r->actor, (uint64_t)r->to,
-             trace_flow_id((uint64_t)t->id, r->actor, version));
+  au__trace(n->rt, TRACE_RELOC_START, (uint64_t)t->id, r->actor, (uint64_t)r->to,
+            au__trace_flow((uint64_t)t->id, r->actor, version));
   au_outbuf_t ob;
   uint8_t *out =
       au_send_to_start(n->rt, (uint32_t)r->to, PS_PLACER_PORT, PS_MOVE_DATA, 16 + bytes, &ob);
@@ -340,7 +339,7 @@ static void on_move_req(struct placer *p, const au_msg_t *m)
     memcpy(fwd, m->data, 24);
     memcpy(fwd + 16, &hops, 4);
     counter_add(&p->forwards, 1);
-    trace_emit(n->rt, TRACE_FORWARD, tid, actor, (uint64_t)placement_next_hop(n, r), hops);
+    au__trace(n->rt, TRACE_FORWARD, tid, actor, (uint64_t)placement_next_hop(n, r), hops);
     au_send_to(n->rt, (uint32_t)placement_next_hop(n, r), PS_PLACER_PORT, PS_MOVE_REQ, fwd,
                sizeof(fwd));
   }
@@ -374,8 +373,8 @@ static void on_move_data(struct placer *p, const au_msg_t *m)
   pa->version = (uint16_t)ver;
   atomic_store_explicit(&pa->state, PA_OWNER, memory_order_release);
   counter_add(&p->moves_in, 1);
-  trace_emit(n->rt, TRACE_RELOC_END, tid, actor, (uint64_t)n->rank,
-             trace_flow_id(tid, actor, (uint16_t)ver));
+  au__trace(n->rt, TRACE_RELOC_END, tid, actor, (uint64_t)n->rank,
+            au__trace_flow(tid, actor, (uint16_t)ver));
   r->requested = 0;
   r->arrived_ns = au_now_ns();
   intent_arrived(p, r);

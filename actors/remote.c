@@ -11,7 +11,6 @@
 
 #include "actors/ps.h"
 #include "runtime/net.h"
-#include "runtime/trace.h"
 #include "runtime/rt.h"
 
 #define HDR 16 /* u32 table, u32 n, u32 reply node, u32 reply port (requests) */
@@ -174,7 +173,7 @@ int remote_send_requests(au_worker_t *w)
     b->len = 0;
     if (rc != 0) return rc;
     r->pending += (int)keys; /* answers may come in parts, from where the actors went */
-    trace_emit(rt, TRACE_REMOTE_ACCESS, get_u32(b->p), 0, (uint64_t)node, keys);
+    au__trace(rt, TRACE_REMOTE_ACCESS, get_u32(b->p), 0, (uint64_t)node, keys);
     sent++;
   }
   return sent ? AU_EAGAIN : 0;

@@ -22,7 +22,6 @@
 #include "actors/placement.h"
 #include "runtime/net.h"
 #include "runtime/rt.h"
-#include "runtime/trace.h"
 
 #define ENTRY 16 /* u32 table, u32 0, u64 actor; then the group's values */
 
@@ -220,7 +219,7 @@ static void on_rep_data(struct placer *p, const au_msg_t *m)
   counter_add(&p->replicas_made, 1);
   atomic_fetch_add(&p->replicas_held, 1);
   intent_arrived(p, r);
-  trace_emit(n->rt, TRACE_REPLICA_CREATE, (uint64_t)r->t->id, r->actor, pa->owner, bytes);
+  au__trace(n->rt, TRACE_REPLICA_CREATE, (uint64_t)r->t->id, r->actor, pa->owner, bytes);
   r->requested = 0;
   r->next_replica = p->replicas;
   p->replicas = r;
@@ -323,7 +322,7 @@ static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
       continue;
     }
     if (st != PA_REPLICA) continue;
-    trace_emit(n->rt, TRACE_REPLICA_SYNC, (uint64_t)r->t->id, r->actor, m->from_node, r->t->group);
+    au__trace(n->rt, TRACE_REPLICA_SYNC, (uint64_t)r->t->id, r->actor, m->from_node, r->t->group);
     if (tmp_cap < bytes) {
       uint8_t *b = realloc(tmp, bytes);
       if (!b) break;

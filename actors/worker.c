@@ -12,7 +12,6 @@
 #include "actors/ps.h"
 #include "runtime/net.h"
 #include "runtime/rt.h"
-#include "runtime/trace.h"
 
 enum { MSG_STEP = 1 };
 
@@ -256,9 +255,9 @@ int au_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_
    * only count it (and trace the first key's actor) */
   if (w->node->nodes > 1 && (t->place == AU_PLACE_HOT || t->place == AU_PLACE_ADAPTIVE))
     return intent_send(w, t, keys, n, start, end);
-  if (trace_on(w->node->rt) && n)
-    trace_emit(w->node->rt, TRACE_INTENT, (uint64_t)t->id, keys[0] >> t->group_shift,
-               (uint64_t)w->node->rank, (uint64_t)w->id);
+  if (au_trace_enabled(w->node->rt) && n)
+    au__trace(w->node->rt, TRACE_INTENT, (uint64_t)t->id, keys[0] >> t->group_shift,
+              (uint64_t)w->node->rank, (uint64_t)w->id);
   return 0;
 }
 

@@ -9,7 +9,49 @@
 #ifndef AUGUR_RUNTIME_EXT_H
 #define AUGUR_RUNTIME_EXT_H
 
+#include <stdint.h>
+
 #include "augur.h"
 #include "runtime/log.h" /* au__log: messages through au_log_set's function */
+
+/* --- trace events -------------------------------------------------------------------
+ * The trace recorder (au_trace_start) knows the scheduler's events only; its users
+ * register theirs, by number, with the names the JSON gives them (docs/tracing.md). */
+
+#define AU__TRACE_USER 16 /* the first kind a user may register; below: the runtime's */
+#define AU__TRACE_MAX  64 /* kinds are below this */
+
+typedef struct au__trace_kind {
+  const char *name;   /* the event's name in the JSON */
+  const char *arg[4]; /* the names of its four arguments; NULL: not written */
+  /* NULL, or the name of an arrow drawn between two events of different threads or
+   * nodes that pass the same id (au__trace_flow) as their fourth argument: such an event
+   * is drawn 1 us wide, its id in hex; 0 means no arrow */
+  const char *flow;
+  int flow_end; /* with flow: 0 = the arrow starts at this event, 1 = it ends here */
+} au__trace_kind_t;
+
+/* Registers `kind` (AU__TRACE_USER..AU__TRACE_MAX-1) in rt's trace; the strings must live
+ * as long as rt. Before recording starts, or at any time from one thread. 0, or AU_EINVAL
+ * (a bad kind or name; the kind is taken by another name). Registering the same name
+ * again under the same kind is a no-op. */
+int au__trace_kind(au_runtime_t *rt, int kind, const au__trace_kind_t *k);
+
+/* Records an event of a registered kind, if tracing is on; from any thread, never
+ * blocking on other threads' recording (see au_trace_start for the cap). The arguments
+ * are evaluated even when it is off: pass values at hand, or test au_trace_enabled. */
+void au__trace(au_runtime_t *rt, int kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d);
+
+/* A flow id from three numbers that both ends of an arrow know; never 0. */
+static inline uint64_t au__trace_flow(uint64_t a, uint64_t b, uint64_t c)
+{
+  uint64_t x = (a + 1) * 0x9e3779b97f4a7c15ull;
+  x ^= (b + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
+  x ^= (c + 1) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  x *= 0xd6e8feb86659fd93ull;
+  x ^= x >> 32;
+  return x ? x : 1;
+}
 
 #endif
