@@ -29,8 +29,6 @@
 #include <string.h>
 
 #include "actors/placement.h"
-#include "runtime/net.h"
-#include "runtime/rt.h"
 
 #define CLAIM_BYTES 40 /* see put_claim */
 /* PS_INTENT's head: u32 table, u32 n, u64 from, u64 until (ns from now), u32 worker,

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 
 #include "actors/ps.h"
-#include "runtime/net.h"
 
 /* The names the trace gives ps.h's TRACE_* kinds, and their arguments. */
 static const au__trace_kind_t trace_kinds[TRACE_PS_END - TRACE_INTENT] = {
@@ -102,9 +101,9 @@ int au_node_run(au_node_t *n)
   /* busy before the first kick, so that no worker can make the node idle early */
   atomic_store(&n->active, ready);
   if (ready)
-    net_set_idle(n->rt, 0);
+    au__cluster_idle(n->rt, 0);
   else
-    net_set_idle(n->rt, 1);
+    au__cluster_idle(n->rt, 1);
   for (int i = 0; i < n->nworkers; i++) {
     au_worker_t *w = n->workers[i];
     if (w->state == W_READY) {
@@ -112,8 +111,8 @@ int au_node_run(au_node_t *n)
       if (rc != 0) return rc;
     }
   }
-  /* one node: until quiescent; a cluster: until every node is idle (net_run) */
-  int rc = n->nodes > 1 ? net_run(n->rt) : au_runtime_run(n->rt);
+  /* one node: until quiescent; a cluster: until every node is idle (au__cluster_run) */
+  int rc = n->nodes > 1 ? au__cluster_run(n->rt) : au_runtime_run(n->rt);
   if (rc != 0) return rc;
   rc = atomic_load(&n->error);
   if (rc != 0) return rc;

@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "actors/placement.h"
-#include "runtime/rt.h"
 
 #define HOLD_NS (1000 * 1000ull) /* a moved actor stays at least this long */
 

@@ -5,7 +5,7 @@
 #define AUGUR_ACTORS_PLACEMENT_H
 
 #include "actors/ps.h"
-#include "runtime/u64map.h"
+#include "runtime/ext.h"
 
 /* A message waiting for an actor to arrive or to finish leaving. */
 typedef struct held {

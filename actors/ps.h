@@ -16,7 +16,6 @@
 #include "actors/policy.h"
 #include "actors/remote.h"
 #include "augur.h"
-#include "runtime/counter.h"
 #include "runtime/ext.h"
 
 /* The parameter server's trace events (docs/tracing.md), registered with the runtime by

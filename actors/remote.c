@@ -10,8 +10,6 @@
 #include <string.h>
 
 #include "actors/ps.h"
-#include "runtime/net.h"
-#include "runtime/rt.h"
 
 #define HDR 16 /* u32 table, u32 n, u32 reply node, u32 reply port (requests) */
 

@@ -20,8 +20,6 @@
 #include <string.h>
 
 #include "actors/placement.h"
-#include "runtime/net.h"
-#include "runtime/rt.h"
 
 #define ENTRY 16 /* u32 table, u32 0, u64 actor; then the group's values */
 
@@ -44,9 +42,9 @@ static void set_busy(struct placer *p, int busy)
 {
   if (atomic_exchange(&p->busy, busy) == busy) return;
   if (busy)
-    net_set_idle(p->node->rt, 0);
+    au__cluster_idle(p->node->rt, 0);
   else if (!placer_busy(p->node) && atomic_load(&p->node->active) == 0)
-    net_set_idle(p->node->rt, 1);
+    au__cluster_idle(p->node->rt, 1);
 }
 
 void placement_touched(au_node_t *n)
@@ -58,7 +56,7 @@ void placement_touched(au_node_t *n)
   /* before the message that changed the values counts as processed: the termination
    * poll then sees this node busy */
   atomic_store(&p->touched, 1);
-  net_set_idle(n->rt, 0);
+  au__cluster_idle(n->rt, 0);
 }
 
 int placer_busy(const au_node_t *n)
@@ -71,9 +69,9 @@ void placer_pending(struct placer *p, long d)
 {
   long before = atomic_fetch_add(&p->pending, d);
   if (d > 0 && before == 0)
-    net_set_idle(p->node->rt, 0);
+    au__cluster_idle(p->node->rt, 0);
   else if (d < 0 && before + d == 0 && !placer_busy(p->node) && atomic_load(&p->node->active) == 0)
-    net_set_idle(p->node->rt, 1);
+    au__cluster_idle(p->node->rt, 1);
 }
 
 void replica_want(struct placer *p, rec_t *r)

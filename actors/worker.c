@@ -10,8 +10,6 @@
 #include <string.h>
 
 #include "actors/ps.h"
-#include "runtime/net.h"
-#include "runtime/rt.h"
 
 enum { MSG_STEP = 1 };
 
@@ -102,7 +100,7 @@ static void leave_run(au_worker_t *w)
   /* what the worker changed in replicas (or in owned values with replicas) has not gone
    * out yet: the placer's next tick ships it, and says idle itself when it is done */
   placement_touched(n);
-  if (atomic_fetch_sub(&n->active, 1) == 1 && !placer_busy(n)) net_set_idle(n->rt, 1);
+  if (atomic_fetch_sub(&n->active, 1) == 1 && !placer_busy(n)) au__cluster_idle(n->rt, 1);
 }
 
 static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
@@ -133,7 +131,7 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     atomic_fetch_add(&w->epoch, 1);
     rc = w->step(w, w->arg);
     atomic_fetch_add(&w->epoch, 1);
-    sched_long_turn(); /* user code ran: let queued network messages in next */
+    au__long_turn(); /* user code ran: let queued network messages in next */
     rows_reset(w);
     if (w->views != 0) {
       au__log(AU_LOG_ERROR, -1, "worker %d: step returned holding %d view(s) without au_release",
@@ -268,7 +266,7 @@ static int fetch_missing(au_worker_t *w)
   wremote_t *r = &w->remote;
   for (int node = 0; node < n->nodes; node++) {
     if (node == n->rank) continue;
-    if (net_link_wait(n->rt, (uint32_t)node, w->actor, MSG_STEP)) {
+    if (au_link_wait(w->actor, (uint32_t)node, MSG_STEP)) {
       /* drop this step's requests: the wake-up re-runs the step, which asks again */
       r->link_wait = 1;
       remote_step_done(w, 0);
@@ -530,5 +528,5 @@ void au_node_stats(const au_node_t *n, au_node_stats_t *out)
     out->intent_keys += counter_get(&w->intent_keys);
   }
   placement_stats(n, out);
-  out->bytes_sent = net_bytes_sent(n->rt);
+  out->bytes_sent = au__bytes_sent(n->rt);
 }

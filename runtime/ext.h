@@ -12,7 +12,29 @@
 #include <stdint.h>
 
 #include "augur.h"
-#include "runtime/log.h" /* au__log: messages through au_log_set's function */
+#include "runtime/counter.h" /* counters that one thread writes and any reads */
+#include "runtime/log.h"     /* au__log: messages through au_log_set's function */
+#include "runtime/u64map.h"  /* a hash map from 64-bit keys to pointers */
+
+/* --- collective runs in a cluster ---------------------------------------------------
+ * In a cluster the runtime is never quiescent (the network can always bring a message);
+ * a collective run ends instead when every node has declared itself idle and no message
+ * is in flight anywhere (docs/cluster.md, "How a distributed run ends"). */
+
+/* Main thread, collective: runs the runtime until then. 0 or AU_ENODE (a node was lost). */
+int au__cluster_run(au_runtime_t *rt);
+/* Any thread: this node's own sources of messages (its workers) are idle (1) or busy (0)
+ * in the current run. A no-op outside a cluster. */
+void au__cluster_idle(au_runtime_t *rt, int idle);
+/* Any thread: payload bytes of the data messages this node has sent to other nodes. */
+uint64_t au__bytes_sent(const au_runtime_t *rt);
+
+/* --- scheduling ---------------------------------------------------------------------- */
+
+/* On a scheduler thread, from a behaviour: this turn was a long one (user code ran, a
+ * worker's step), so the thread's next turn looks at the inject queue first: messages from
+ * other threads (the network's) wait one such turn, not many. A no-op elsewhere. */
+void au__long_turn(void);
 
 /* --- trace events -------------------------------------------------------------------
  * The trace recorder (au_trace_start) knows the scheduler's events only; its users

@@ -72,18 +72,11 @@ void *net_frame_payload(au_msg_t *m);
  * message of `type` once it drains below a quarter of it; 0 if the sender may go on. */
 int net_link_wait(au_runtime_t *rt, uint32_t node, au_actor_t *who, uint32_t type);
 
-/* Main thread, collective: runs the runtime until every node has declared itself idle
- * (net_set_idle) and no data message is in flight anywhere. 0 or AU_ENODE. */
-int net_run(au_runtime_t *rt);
-/* Any thread: this node's workers are idle (1) or busy (0) in the current run. */
-void net_set_idle(au_runtime_t *rt, int idle);
 /* Any thread: 0 while the cluster is whole (or there is none), else why it broke. */
 int net_error(au_runtime_t *rt);
 /* Main thread, collective: element-wise sum over all nodes, in rank order. */
 int net_allreduce(au_runtime_t *rt, double *v, int n);
 
-/* Any thread: payload bytes of the data frames this node has sent (0 without a cluster). */
-uint64_t net_bytes_sent(au_runtime_t *rt);
 
 /* I/O thread, after draining its commands: one write per connection with queued frames. */
 void net_flush(au_runtime_t *rt);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "runtime/cluster.h"
+#include "runtime/ext.h"
 #include "runtime/rt.h"
 
 #define LEAVE_TIMEOUT_MS 10000
@@ -261,7 +262,7 @@ int net_link_wait(au_runtime_t *rt, uint32_t node, au_actor_t *who, uint32_t typ
   return wait;
 }
 
-void net_set_idle(au_runtime_t *rt, int idle)
+void au__cluster_idle(au_runtime_t *rt, int idle)
 {
   net_t *net = rt->net;
   if (!net) return;
@@ -269,7 +270,7 @@ void net_set_idle(au_runtime_t *rt, int idle)
   if (idle) post_cmd(rt, IO_CMD_NET_IDLE, NULL, 0);
 }
 
-int net_run(au_runtime_t *rt)
+int au__cluster_run(au_runtime_t *rt)
 {
   net_t *net = rt->net;
   pthread_mutex_lock(&net->mu);
@@ -362,7 +363,7 @@ int au_allreduce_sum(au_runtime_t *rt, double *v, int n)
   return net_allreduce(rt, v, n);
 }
 
-uint64_t net_bytes_sent(au_runtime_t *rt)
+uint64_t au__bytes_sent(const au_runtime_t *rt)
 {
   return rt->net ? atomic_load_explicit(&rt->net->sent_bytes, memory_order_relaxed) : 0;
 }

@@ -144,10 +144,6 @@ void sched_poke(au_runtime_t *rt);
 void sched_defer(rt_ctx_t *ctx, au_actor_t *a);
 /* Adds one actor turn that handled `msgs` messages to the thread's counters. */
 void sched_count_turn(sched_thread_t *t, unsigned msgs);
-/* The calling thread's turn was a long one (a worker's step): its next turn looks at the
- * inject queue first, so that messages from other threads (the network's, to a placer
- * or a server) wait one such turn, not INJECT_INTERVAL of them. */
-void sched_long_turn(void);
 
 /* actor.c */
 void actor_run(rt_ctx_t *ctx, au_actor_t *a);

@@ -20,6 +20,7 @@
 #endif
 
 #include "runtime/counter.h"
+#include "runtime/ext.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"
 
@@ -158,7 +159,7 @@ void sched_defer(rt_ctx_t *ctx, au_actor_t *a)
   notify(t->rt);
 }
 
-void sched_long_turn(void)
+void au__long_turn(void)
 {
   sched_thread_t *t = rt_tls ? rt_tls->sched : NULL;
   if (t && !t->inject_first) t->long_turn = 1;
@@ -179,7 +180,7 @@ static au_actor_t *find_work(sched_thread_t *t)
   ++t->tick;
   /* Fairness: a deferred actor waits at most INJECT_INTERVAL turns, and the inject
    * queue is looked at every INJECT_INTERVAL turns, even while the deque has work, and
-   * after a long turn (a worker's step: sched_long_turn). The actor taken so does not
+   * after a long turn (a worker's step: au__long_turn). The actor taken so does not
    * earn another such look (two workers in the inject queue would otherwise keep the
    * deque waiting). */
   if (t->deferred && t->tick - t->deferred_at >= INJECT_INTERVAL) return take_deferred(t);
