@@ -580,10 +580,10 @@ void net_handle_cmd(au_runtime_t *rt, au_msg_t *m)
 {
   net_t *net = rt->net;
   switch (m->type) {
-  case IO_CMD_NET_START:
+  case NET_CMD_START:
     start(net);
     break;
-  case IO_CMD_NET_SEND: {
+  case NET_CMD_SEND: {
     frame_meta_t *fm = frame_meta(m);
     conn_t *c = fm->node < (uint32_t)net->nodes ? net->conns[fm->node] : NULL;
     if (!c || c->state != C_UP) {
@@ -595,7 +595,7 @@ void net_handle_cmd(au_runtime_t *rt, au_msg_t *m)
     conn_queue(c, m);
     return; /* the connection owns it now */
   }
-  case IO_CMD_NET_IDLE:
+  case NET_CMD_IDLE:
     if (net->rank == 0) {
       send_status(net, net->status[0].round);
       check_termination(net);
@@ -603,7 +603,7 @@ void net_handle_cmd(au_runtime_t *rt, au_msg_t *m)
       send_status(net, 0);
     }
     break;
-  case IO_CMD_NET_REDUCE: {
+  case NET_CMD_REDUCE: {
     uint64_t seq;
     int n;
     memcpy(&seq, m->data, sizeof(seq));
@@ -617,7 +617,7 @@ void net_handle_cmd(au_runtime_t *rt, au_msg_t *m)
     }
     break;
   }
-  case IO_CMD_NET_LEAVE:
+  case NET_CMD_LEAVE:
     leave(net);
     break;
   }

@@ -162,6 +162,14 @@ int net_listen(net_t *net, const struct sockaddr *addr, char *err, size_t errlen
 int conn_handshake_begin(conn_t *c, uint8_t *out, size_t cap);
 int conn_handshake_frame(conn_t *c, const wire_hdr_t *h, const uint8_t *payload, size_t plen);
 
+/* What the network adds to the I/O thread (installed by net_join, runtime/io.h):
+ * net_handle_cmd (cluster.c) takes the NET_CMD_* commands, net_flush (net.c) writes each
+ * connection's queue after a batch, net_close_all (net.c) closes every connection and
+ * handle of the network when the thread quits. */
+void net_handle_cmd(au_runtime_t *rt, au_msg_t *m);
+void net_flush(au_runtime_t *rt);
+void net_close_all(au_runtime_t *rt);
+
 /* cluster.c */
 void cluster_on_conn_up(net_t *net, conn_t *c);
 void cluster_on_ctrl(net_t *net, conn_t *c, const wire_hdr_t *h, const uint8_t *p, size_t n);

@@ -1,6 +1,7 @@
 /* io.c — the I/O thread: one libuv loop owned by the runtime. Other threads hand it
  * commands through an MPSC mailbox plus one uv_async_t; it runs timers that deliver
- * messages to actors (and, in a later issue, the network transport).
+ * messages to actors, and whatever its extension (the cluster transport, io_extend)
+ * registered: commands, a hook after each batch of them, and one on quitting.
  *
  * The invariant: every armed timer is counted in rt->io_pending from the moment
  * au_timer_start returns until the I/O thread disarms it, so the scheduler never
@@ -11,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/net.h"
-#include "runtime/rt.h"
+#include "runtime/io.h"
 
 typedef struct cmd {
   au_timer_id_t id;
@@ -90,10 +90,30 @@ static void close_any(uv_handle_t *h, void *arg)
   }
 }
 
+/* acquire: pairs with io_extend's release, so the extension's state is built */
+static const io_ext_t *ext_of(au_runtime_t *rt)
+{
+  return atomic_load_explicit(&rt->io.ext, memory_order_acquire);
+}
+
+int io_extend(au_runtime_t *rt, const io_ext_t *ext)
+{
+  const io_ext_t *none = NULL;
+  /* release: the I/O thread that finds it (ext_of) sees what was set up before */
+  if (atomic_compare_exchange_strong_explicit(&rt->io.ext, &none, ext, memory_order_release,
+                                              memory_order_relaxed))
+    return 0;
+  return none == ext ? 0 : AU_EBUSY; /* the same one again (a second join): fine */
+}
+
 static void handle_cmd(au_runtime_t *rt, au_msg_t *m, pool_cache_t *cache)
 {
-  if (m->type >= IO_CMD_NET) {
-    net_handle_cmd(rt, m); /* takes m */
+  const io_ext_t *ext = ext_of(rt);
+  if (m->type >= IO_CMD_EXT) {
+    if (ext)
+      ext->on_cmd(rt, m); /* takes m */
+    else
+      pool_free(&rt->pool, cache, m);
     return;
   }
   cmd_t c;
@@ -108,7 +128,7 @@ static void handle_cmd(au_runtime_t *rt, au_msg_t *m, pool_cache_t *cache)
     break;
   }
   case IO_CMD_QUIT:
-    net_close_all(rt);
+    if (ext) ext->on_quit(rt);
     uv_walk(&rt->io.loop, close_any, NULL);
     break;
   }
@@ -135,8 +155,9 @@ static void async_cb(uv_async_t *h)
     else
       sched_yield();
   }
-  /* one write per connection for everything this round queued */
-  net_flush(rt);
+  /* e.g. one write per connection for everything this round queued */
+  const io_ext_t *ext = ext_of(rt);
+  if (ext) ext->after_batch(rt);
 }
 
 static void *io_main(void *arg)
@@ -175,6 +196,7 @@ int io_start(au_runtime_t *rt)
   if (rc != 0) return rc;
   injectq_init(&io->cmdq);
   atomic_init(&io->next_id, 1);
+  atomic_init(&io->ext, NULL);
   if (uv_loop_init(&io->loop) != 0) goto fail_map;
   if (uv_async_init(&io->loop, &io->async, async_cb) != 0) goto fail_loop;
   io->async.data = rt;

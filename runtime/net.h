@@ -15,9 +15,19 @@
 #include <uv.h>
 
 #include "augur.h"
+#include "runtime/io.h"
 
 typedef struct net net_t;
 typedef struct conn conn_t;
+
+/* The network's commands for the I/O thread (runtime/io.h). */
+enum {
+  NET_CMD_START = IO_CMD_EXT,
+  NET_CMD_SEND,
+  NET_CMD_IDLE,
+  NET_CMD_REDUCE,
+  NET_CMD_LEAVE,
+};
 
 /* Frame types on the wire (runtime/wire.h carries them). */
 enum {
@@ -52,8 +62,6 @@ enum {
 int net_join(au_runtime_t *rt, const au_cluster_opts_t *o, char *err, size_t errlen);
 /* Main thread: says BYE to every peer, waits (bounded) for theirs, closes. */
 void net_leave(au_runtime_t *rt);
-/* I/O thread, on CMD_QUIT: closes every connection and handle the network owns. */
-void net_close_all(au_runtime_t *rt);
 void net_free(au_runtime_t *rt);
 
 /* Any thread: queues a message for (node, port). Never drops and never blocks; use
@@ -76,11 +84,5 @@ int net_link_wait(au_runtime_t *rt, uint32_t node, au_actor_t *who, uint32_t typ
 int net_error(au_runtime_t *rt);
 /* Main thread, collective: element-wise sum over all nodes, in rank order. */
 int net_allreduce(au_runtime_t *rt, double *v, int n);
-
-
-/* I/O thread, after draining its commands: one write per connection with queued frames. */
-void net_flush(au_runtime_t *rt);
-/* I/O thread: dispatches a command posted with io_post_msg (type >= IO_CMD_NET). */
-void net_handle_cmd(au_runtime_t *rt, au_msg_t *m);
 
 #endif

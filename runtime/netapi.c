@@ -96,6 +96,8 @@ void net_free(au_runtime_t *rt)
   rt->net = NULL;
 }
 
+static const io_ext_t net_io_ext = {net_handle_cmd, net_flush, net_close_all};
+
 int net_join(au_runtime_t *rt, const au_cluster_opts_t *o, char *err, size_t errlen)
 {
   net_t *net = calloc(1, sizeof(*net));
@@ -156,7 +158,12 @@ int net_join(au_runtime_t *rt, const au_cluster_opts_t *o, char *err, size_t err
       return AU_ENOMEM;
     }
   }
-  int rc = post_cmd(rt, IO_CMD_NET_START, NULL, 0);
+  int rc = io_extend(rt, &net_io_ext);
+  if (rc != 0) {
+    snprintf(err, errlen, "the runtime's I/O thread is extended by something else");
+    return rc;
+  }
+  rc = post_cmd(rt, NET_CMD_START, NULL, 0);
   pthread_mutex_lock(&net->mu);
   /* the I/O thread enforces the deadline itself; the margin here only guards a wedged
    * I/O thread */
@@ -172,7 +179,7 @@ void net_leave(au_runtime_t *rt)
   if (!net) return;
   netdelay_stop(net->delay); /* frames still waiting go out before BYE */
   net->delay = NULL;
-  if (post_cmd(rt, IO_CMD_NET_LEAVE, NULL, 0) == 0) {
+  if (post_cmd(rt, NET_CMD_LEAVE, NULL, 0) == 0) {
     pthread_mutex_lock(&net->mu);
     int rc = wait_for(net, is_left, 0, LEAVE_TIMEOUT_MS);
     pthread_mutex_unlock(&net->mu);
@@ -226,7 +233,7 @@ void net_send_finish(au_runtime_t *rt, au_msg_t *m)
   atomic_fetch_add(&net->out_bytes[fm->node], fm->len);
   atomic_fetch_add(&net->sent, 1);
   atomic_fetch_add_explicit(&net->sent_bytes, fm->len, memory_order_relaxed);
-  m->type = IO_CMD_NET_SEND;
+  m->type = NET_CMD_SEND;
   if (!net->delay || netdelay_push(net->delay, m) != 0) io_post_msg(rt, m);
 }
 
@@ -267,7 +274,7 @@ void au__cluster_idle(au_runtime_t *rt, int idle)
   net_t *net = rt->net;
   if (!net) return;
   atomic_store(&net->idle, idle);
-  if (idle) post_cmd(rt, IO_CMD_NET_IDLE, NULL, 0);
+  if (idle) post_cmd(rt, NET_CMD_IDLE, NULL, 0);
 }
 
 int au__cluster_run(au_runtime_t *rt)
@@ -279,7 +286,7 @@ int au__cluster_run(au_runtime_t *rt)
   pthread_mutex_unlock(&net->mu);
   if (rc) return rc;
   /* idle may already be 1 (no workers): tell rank 0 under the new run number */
-  if (atomic_load(&net->idle)) post_cmd(rt, IO_CMD_NET_IDLE, NULL, 0);
+  if (atomic_load(&net->idle)) post_cmd(rt, NET_CMD_IDLE, NULL, 0);
   for (;;) {
     rc = sched_run(rt);
     if (rc != 0) return rc;
@@ -308,7 +315,7 @@ int net_allreduce(au_runtime_t *rt, double *v, int n)
   memcpy(buf, &seq, sizeof(seq));
   memcpy(buf + sizeof(seq), &n, sizeof(n));
   if (n) memcpy(buf + 16, v, (size_t)n * sizeof(double));
-  rc = post_cmd(rt, IO_CMD_NET_REDUCE, buf, len);
+  rc = post_cmd(rt, NET_CMD_REDUCE, buf, len);
   free(buf);
   if (rc) return rc;
   pthread_mutex_lock(&net->mu);

@@ -75,4 +75,3 @@ int au_send_to(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, c
   if (len) memcpy(p, data, len);
   return au_send_to_finish(&ob);
 }
-

@@ -59,13 +59,16 @@ typedef struct sched_thread {
   atomic_ullong local_sent, handled;
 } sched_thread_t;
 
+struct io_ext;
+
 typedef struct io {
   uv_loop_t loop;
   uv_async_t async;
   pthread_t tid;
-  injectq_t cmdq;        /* commands (messages) from any thread, for the I/O thread */
-  u64map_t timers;       /* id -> io_timer, I/O thread only */
-  atomic_ullong next_id; /* timer ids, from 1 */
+  injectq_t cmdq;                     /* commands (messages) from any thread, for the I/O thread */
+  u64map_t timers;                    /* id -> io_timer, I/O thread only */
+  atomic_ullong next_id;              /* timer ids, from 1 */
+  _Atomic(const struct io_ext *) ext; /* io_extend's, or NULL (runtime/io.h) */
 } io_t;
 
 struct au_runtime {
@@ -148,25 +151,6 @@ void sched_count_turn(sched_thread_t *t, unsigned msgs);
 /* actor.c */
 void actor_run(rt_ctx_t *ctx, au_actor_t *a);
 void actor_free_all(au_runtime_t *rt);
-
-/* io.c */
-int io_start(au_runtime_t *rt);
-void io_stop(au_runtime_t *rt);
-/* Any thread: hands m to the I/O thread (m->type is an IO_CMD_*), which frees it. */
-void io_post_msg(au_runtime_t *rt, au_msg_t *m);
-
-/* Commands for the I/O thread; those from IO_CMD_NET on go to net_handle_cmd. */
-enum {
-  IO_CMD_TIMER_START = 1,
-  IO_CMD_TIMER_STOP,
-  IO_CMD_QUIT,
-  IO_CMD_NET = 100,
-  IO_CMD_NET_START = IO_CMD_NET,
-  IO_CMD_NET_SEND,
-  IO_CMD_NET_IDLE,
-  IO_CMD_NET_REDUCE,
-  IO_CMD_NET_LEAVE,
-};
 
 /* actor.c */
 /* Delivers a message whose sender fields are already set (the I/O thread does this for
