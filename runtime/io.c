@@ -178,13 +178,12 @@ void io_post_msg(au_runtime_t *rt, au_msg_t *m)
   if (injectq_push(&rt->io.cmdq, (injectq_node_t *)(void *)m) == 0) uv_async_send(&rt->io.async);
 }
 
-/* Any thread: queues a command for the I/O thread. */
-static int post(au_runtime_t *rt, int type, const cmd_t *c)
+int io_post(au_runtime_t *rt, uint32_t type, const void *data, size_t len)
 {
-  au_msg_t *m = pool_alloc(&rt->pool, rt_cache(rt), sizeof(*c));
+  au_msg_t *m = pool_alloc(&rt->pool, rt_cache(rt), len);
   if (!m) return AU_ENOMEM;
-  m->type = (uint32_t)type;
-  memcpy(m->data, c, sizeof(*c));
+  m->type = type;
+  if (len) memcpy(m->data, data, len);
   io_post_msg(rt, m);
   return 0;
 }
@@ -217,7 +216,7 @@ void io_stop(au_runtime_t *rt)
 {
   io_t *io = &rt->io;
   cmd_t c = {0};
-  while (post(rt, IO_CMD_QUIT, &c) != 0) sched_yield();
+  while (io_post(rt, IO_CMD_QUIT, &c, sizeof(c)) != 0) sched_yield();
   pthread_join(io->tid, NULL);
   uv_loop_close(&io->loop);
   /* The I/O thread is gone: free what is left in its queue. */
@@ -234,7 +233,7 @@ int au_timer_start(au_runtime_t *rt, au_actor_t *to, uint32_t type, uint64_t tim
   c.id = atomic_fetch_add_explicit(&rt->io.next_id, 1, memory_order_relaxed);
   /* Counted before the command is queued, so that quiescence cannot slip in between. */
   atomic_fetch_add(&rt->io_pending, 1);
-  int rc = post(rt, IO_CMD_TIMER_START, &c);
+  int rc = io_post(rt, IO_CMD_TIMER_START, &c, sizeof(c));
   if (rc != 0) {
     pending_done(rt);
     return rc;
@@ -247,5 +246,5 @@ int au_timer_stop(au_runtime_t *rt, au_timer_id_t id)
 {
   if (!rt || id == 0) return AU_EINVAL;
   cmd_t c = {.id = id};
-  return post(rt, IO_CMD_TIMER_STOP, &c);
+  return io_post(rt, IO_CMD_TIMER_STOP, &c, sizeof(c));
 }

@@ -30,6 +30,9 @@ void io_stop(au_runtime_t *rt);
  * the post that finds the queue empty wakes the thread (one eventfd write). */
 void io_post_msg(au_runtime_t *rt, au_msg_t *m);
 
+/* Any thread: io_post_msg of a pooled copy of data. 0 or AU_ENOMEM. */
+int io_post(au_runtime_t *rt, uint32_t type, const void *data, size_t len);
+
 /* Installs the runtime's one extension (ext outlives the runtime), before the first of its
  * commands is posted. 0 (also when ext is installed already), AU_EBUSY if another is. */
 int io_extend(au_runtime_t *rt, const io_ext_t *ext);

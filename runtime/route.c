@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/net.h"
+#include "runtime/data.h"
 #include "runtime/rt.h"
 
 int au_port_register(au_runtime_t *rt, au_port_t port, au_actor_t *a)
@@ -40,8 +40,8 @@ void *au_send_to_start(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t
   if ((int)node != rt->rank) {
     rt_ctx_t *c = rt_ctx(rt);
     au_port_t from = c && c->current ? c->current->port : AU_NO_PORT;
-    ob->msg = net_send_start(rt, node, port, type, from, len, &ob->rc);
-    return ob->msg ? net_frame_payload(ob->msg) : NULL;
+    ob->msg = data_send_start(rt, node, port, type, from, len, &ob->rc);
+    return ob->msg ? data_payload(ob->msg) : NULL;
   }
   if (!(ob->to = rt_port_actor(rt, port))) {
     ob->rc = AU_ENOENT;
@@ -60,7 +60,7 @@ int au_send_to_finish(au_outbuf_t *ob)
   if (ob->to)
     au_msg_send(ob->to, ob->msg);
   else
-    net_send_finish(ob->rt, ob->msg);
+    data_send_finish(ob->rt, ob->msg);
   ob->msg = NULL;
   return 0;
 }

@@ -1,6 +1,6 @@
 /* wire.h — frames on a byte stream: encoding their headers and reassembling them from
  * whatever chunks a socket delivers. Pure: no I/O, no clock, no globals; the transport
- * (runtime/net.c) calls it. The format, byte by byte, is in docs/wire.md.
+ * (runtime/conn.c) calls it. The format, byte by byte, is in docs/wire.md.
  *
  *   frame  := u32 length (little-endian) | header | payload
  *   header := msgpack array of 4..8 unsigned integers [type, src, dst, seq, extra0..3]
