@@ -1,4 +1,7 @@
-/* rt.h — the runtime's internal state, shared by actor.c, sched.c and io.c.
+/* rt.h — the runtime's internal state (struct au_runtime, actors, scheduler threads, the
+ * per-thread context), shared inside runtime/ only: actors/ sees none of it (runtime/ext.h
+ * is its interface). Declares the core's functions (actor.c, sched.c); the I/O thread's
+ * are in io.h, the network's in net.h and the headers it names.
  *
  * The invariant that ties them: an actor is runnable exactly when it sits in one run
  * queue (a scheduler's deque or the inject queue) or is running on one thread, and it
@@ -52,7 +55,7 @@ typedef struct sched_thread {
   /* counters: written by the owner only, read by au_runtime_stats; a line of
    * their own, away from `bottom`, which thieves read (local_sent changes per send) */
   _Alignas(64) atomic_ullong runs, msgs, steals, parks;
-  /* For the cluster's end-of-run detection (runtime/cluster.c): local messages that
+  /* For the cluster's end-of-run detection (runtime/term.c): local messages that
    * behaviours on this thread sent, and messages handled here that count as sent
    * somewhere (from another node, or from a behaviour); `handled` is stored with
    * release, after the handlers. */
