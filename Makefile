@@ -5,7 +5,7 @@ CMAKE ?= cmake
 CTEST ?= ctest
 BUILD_TYPE ?= RelWithDebInfo
 
-.PHONY: all deps build test test-flaky demo ring tsan asan clang fuzz bench format clean
+.PHONY: all deps build test test-flaky tangle demo ring tsan asan clang fuzz bench format clean
 
 all: build
 
@@ -24,6 +24,11 @@ test: build
 
 test-flaky: build
 	cd build && $(CTEST) --output-on-failure -L flaky
+
+# The tangle check (tests/runtime/test_tangle.sh) on all of libaugur; make test runs it on
+# runtime/ alone (test_tangle), because actors/ still has the placer's cycle (issue 14).
+tangle: build
+	tests/runtime/test_tangle.sh --list build/tangle-all.txt
 
 demo: build
 	build/demos/augur-mf
