@@ -83,6 +83,11 @@ void actor_deliver(au_actor_t *to, au_msg_t *m)
   if (mailbox_push(&to->mq, m)) sched_schedule(to->rt, to);
 }
 
+void actor_deliver_chain(au_actor_t *to, au_msg_t *first, au_msg_t *last)
+{
+  if (mailbox_push_chain(&to->mq, first, last)) sched_schedule(to->rt, to);
+}
+
 void au_msg_send(au_actor_t *to, au_msg_t *msg)
 {
   au_runtime_t *rt = to->rt;

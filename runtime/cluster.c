@@ -57,6 +57,7 @@ static void on_frame(net_t *net, conn_t *c, const wire_hdr_t *h, const uint8_t *
 static const conn_handlers_t handlers = {
     .up = member_on_up,
     .frame = on_frame,
+    .read_done = data_flush,
     .written = data_written,
     .lost = member_lost,
     .dial_failed = member_on_dial_failed,

@@ -239,6 +239,8 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
   char why[160];
   int rc = wire_decoder_feed(&c->dec, (const uint8_t *)buf->base, (size_t)nread, on_frame, c, why,
                              sizeof(why));
+  net_t *net = c->net;
+  net->handlers->read_done(net, c);
   if (rc < 0 && c->state != C_CLOSING) conn_fail(c, why);
 }
 

@@ -89,6 +89,8 @@ typedef struct conn_handlers {
   /* a frame of type FT_DATA, FT_CTRL or FT_BYE after the handshake, from c->peer (the
    * source rank is checked, heartbeats are consumed here) */
   void (*frame)(net_t *net, conn_t *c, const wire_hdr_t *h, const uint8_t *p, size_t n);
+  /* every frame of one read has been handed to `frame` (also when c failed meanwhile) */
+  void (*read_done)(net_t *net, conn_t *c);
   /* frames counted against peer's queue (frame_meta.counted) have been written */
   void (*written)(net_t *net, int peer, size_t bytes);
   /* a connection that was up failed before its peer said BYE */

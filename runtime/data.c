@@ -202,5 +202,26 @@ void data_deliver(net_t *net, conn_t *c, const wire_hdr_t *h, const uint8_t *pay
   m->from_node = (uint32_t)c->peer;
   m->from_port = (au_port_t)h->extra[1];
   if (plen) memcpy(m->data, payload, plen);
-  actor_deliver(to, m);
+  /* Gathered: one read brings tens of frames, mostly for one actor; they go into its
+   * mailbox with one push and at most one wake-up. Order holds: a run is delivered
+   * before a frame for another actor is gathered, and every run before the read ends. */
+  data_t *d = &net->data;
+  if (d->run_to != to) data_flush(net, c);
+  m->au__next = NULL;
+  if (d->run_last)
+    d->run_last->au__next = m;
+  else
+    d->run_first = m;
+  d->run_last = m;
+  d->run_to = to;
+}
+
+void data_flush(net_t *net, conn_t *c)
+{
+  (void)c;
+  data_t *d = &net->data;
+  if (!d->run_first) return;
+  actor_deliver_chain(d->run_to, d->run_first, d->run_last);
+  d->run_to = NULL;
+  d->run_first = d->run_last = NULL;
 }

@@ -38,6 +38,10 @@ typedef struct data_plane {
   atomic_ullong sent;       /* data frames this node has queued, ever */
   atomic_ullong sent_bytes; /* their payload bytes */
   netdelay_t *delay;        /* AU_NET_DELAY_US, or NULL */
+  /* I/O thread: data frames of the current read for one actor, delivered together at the
+   * end of the read or when a frame for another actor comes (data_flush) */
+  au_actor_t *run_to;
+  au_msg_t *run_first, *run_last;
 } data_t;
 
 /* Main thread, on joining: the queues, and the delay thread if AU_NET_DELAY_US asks for
@@ -61,6 +65,9 @@ void *data_payload(au_msg_t *m);
 void data_on_send(net_t *net, au_msg_t *m);
 void data_deliver(net_t *net, conn_t *c, const wire_hdr_t *h, const uint8_t *p, size_t n);
 void data_written(net_t *net, int peer, size_t bytes);
+/* I/O thread, at the end of a read (conn_handlers_t.read_done): delivers what
+ * data_deliver gathered. */
+void data_flush(net_t *net, conn_t *c);
 
 /* netdelay.c: an added one-way delay on data frames (AU_NET_DELAY_US, testing only) */
 int netdelay_start(au_runtime_t *rt, uint64_t delay_ns, netdelay_t **out);

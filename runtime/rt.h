@@ -159,6 +159,9 @@ void actor_free_all(au_runtime_t *rt);
 /* Delivers a message whose sender fields are already set (the I/O thread does this for
  * messages from other nodes). */
 void actor_deliver(au_actor_t *to, au_msg_t *m);
+/* actor_deliver of first..last, linked through au__next: one mailbox push, at most one
+ * wake-up, for a run of messages to the same actor. */
+void actor_deliver_chain(au_actor_t *to, au_msg_t *first, au_msg_t *last);
 
 static inline au_actor_t *rt_port_actor(au_runtime_t *rt, au_port_t port)
 {
