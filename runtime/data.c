@@ -159,6 +159,12 @@ int au_link_wait(au_actor_t *self, uint32_t node, uint32_t type)
   net_t *net = au_actor_runtime(self)->net;
   if (!net || node >= (uint32_t)net->nodes) return 0;
   data_t *d = &net->data;
+  /* relaxed: the common answer, "go on", needs no lock; a sender that misses a byte
+   * written this instant sends one more message, no more. Only a sender that must wait
+   * takes the lock, under which data_written's check and this one are ordered. */
+  if (atomic_load_explicit(&d->out_bytes[node], memory_order_relaxed) <=
+      (size_t)net->opts.queue_bytes)
+    return 0;
   int wait = 0;
   pthread_mutex_lock(&d->wait_mu);
   if (atomic_load(&d->out_bytes[node]) > (size_t)net->opts.queue_bytes) {
