@@ -30,6 +30,11 @@ void io_stop(au_runtime_t *rt);
  * the post that finds the queue empty wakes the thread (one eventfd write). */
 void io_post_msg(au_runtime_t *rt, au_msg_t *m);
 
+/* Any thread: io_post_msg, but on a scheduler thread m waits with the others of the
+ * turn and they are posted together when it ends (or once there are IO_BATCH of them):
+ * one wake-up and one queue operation for many. Order among them is kept. */
+void io_post_later(au_runtime_t *rt, au_msg_t *m);
+
 /* Any thread: io_post_msg of a pooled copy of data. 0 or AU_ENOMEM. */
 int io_post(au_runtime_t *rt, uint32_t type, const void *data, size_t len);
 
