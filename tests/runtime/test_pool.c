@@ -39,6 +39,13 @@ static void test_classes_and_big(void **state)
   assert_non_null(sh);
   pool_free(&p, NULL, sh);
   assert_ptr_equal(pool_alloc(&p, &p.caches[0], 8), a);
+  /* A 4 KiB payload (a typical frame) takes a 5 KiB block, not an 8 KiB one: blocks of a
+   * class lie next to each other in a fresh slab. */
+  au_msg_t *b1 = pool_alloc(&p, &p.caches[0], 4096);
+  au_msg_t *b2 = pool_alloc(&p, &p.caches[0], 4096);
+  assert_int_equal((char *)b2 - (char *)b1, 5120);
+  pool_free(&p, &p.caches[0], b1);
+  pool_free(&p, &p.caches[0], b2);
   pool_destroy(&p);
 }
 
