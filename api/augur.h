@@ -176,7 +176,7 @@ typedef struct au_cluster_opts {
   int heartbeat_ms; /* send something to each peer at least this often (0 = 500) */
   int dead_ms;      /* a peer silent this long is lost (0 = 5000) */
   long queue_bytes; /* bytes queued to one peer before senders are asked to wait
-                     * (au_link_wait); they resume below a quarter of it (0 = 16 MiB) */
+                     * (au_link_wait); they resume below a quarter of it (0 = 4 MiB) */
 } au_cluster_opts_t;
 
 /* Fills o from the environment: AU_RANK, AU_NODES, AU_COORD (and AU_CLUSTER, AU_BIND,
