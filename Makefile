@@ -5,7 +5,7 @@ CMAKE ?= cmake
 CTEST ?= ctest
 BUILD_TYPE ?= RelWithDebInfo
 
-.PHONY: all deps build test test-flaky demo ring tsan asan fuzz bench format clean
+.PHONY: all deps build test test-flaky tangle demo ring tsan asan clang fuzz bench format clean
 
 all: build
 
@@ -24,6 +24,11 @@ test: build
 
 test-flaky: build
 	cd build && $(CTEST) --output-on-failure -L flaky
+
+# The tangle check (tests/runtime/test_tangle.sh) on all of libaugur, as make test's
+# test_tangle runs it.
+tangle: build
+	tests/runtime/test_tangle.sh --list build/tangle-all.txt
 
 demo: build
 	build/demos/augur-mf
@@ -50,13 +55,21 @@ asan: deps
 	cd build-asan && ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
 	  $(CTEST) --output-on-failure -j $(JOBS) -LE 'install|flaky'
 
+# clang with -Werror (CMake's default) on everything, then the unit tests: the code must
+# build warning-free under both compilers, not only under gcc.
+clang:
+	@scripts/install-deps.sh clang
+	$(CMAKE) -S . -B build-clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang
+	$(CMAKE) --build build-clang -j $(JOBS)
+	cd build-clang && $(CTEST) --output-on-failure -j $(JOBS) -L unit
+
 # libFuzzer on the frame decoder and the handshake, from the committed seeds, for
 # FUZZ_SECONDS; the corpus it grows goes to a scratch folder, not into the repository.
 FUZZ_SECONDS ?= 60
 fuzz:
 	@scripts/install-deps.sh fuzz
 	$(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
-	  -DAUGUR_FUZZ=ON -DAUGUR_WERROR=OFF
+	  -DAUGUR_FUZZ=ON
 	$(CMAKE) --build build-fuzz -j $(JOBS) --target fuzz_wire
 	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus && cp tests/fuzz/corpus/wire/* build-fuzz/corpus/
 	build-fuzz/tests/fuzz/fuzz_wire -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
@@ -66,4 +79,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-tsan build-asan build-fuzz
+	rm -rf build build-tsan build-asan build-clang build-fuzz

@@ -20,9 +20,6 @@
 #include <string.h>
 
 #include "actors/placer.h"
-#include "runtime/net.h"
-#include "runtime/rt.h"
-#include "runtime/trace.h"
 
 #define LEASE_MIN    (10 * 1000 * 1000ull)   /* a claim outlives its intent at least this */
 #define LEASE_MAX    (1000 * 1000 * 1000ull) /* ... and at most this */
@@ -422,7 +419,7 @@ void claims_on_intent(struct placer *p, const au_msg_t *m)
   psm_intent_t in;
   psm_why_t why;
   if (psm_intent_decode(n, m->data, m->len, &in, &why) != 0) {
-    fprintf(stderr, "augur[rank %d]: malformed intent: %s\n", n->rank, why.text);
+    au__log(AU_LOG_WARN, n->rank, "malformed intent: %s", why.text);
     return;
   }
   au_table_t *t = in.t;
@@ -496,8 +493,7 @@ void claims_on_claim(struct placer *p, const au_msg_t *m)
   uint32_t count;
   psm_why_t why;
   if (psm_claims_decode(n, m->data, m->len, &count, &why) != 0) {
-    fprintf(stderr, "augur[rank %d]: malformed claim from node %u: %s\n", n->rank, m->from_node,
-            why.text);
+    au__log(AU_LOG_WARN, n->rank, "malformed claim from node %u: %s", m->from_node, why.text);
     return;
   }
   obuf_t *out = batches(p);

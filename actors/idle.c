@@ -2,7 +2,6 @@
 #include "actors/idle.h"
 
 #include "actors/ps.h"
-#include "runtime/net.h"
 
 int idle_busy(const au_node_t *n)
 {
@@ -13,14 +12,14 @@ int idle_busy(const au_node_t *n)
 /* Says idle once nothing is left: no active worker, no placer work. */
 static void maybe_idle(au_node_t *n)
 {
-  if (!idle_busy(n) && atomic_load(&n->active) == 0) net_set_idle(n->rt, 1);
+  if (!idle_busy(n) && atomic_load(&n->active) == 0) au__cluster_idle(n->rt, 1);
 }
 
 void idle_pending(au_node_t *n, long d)
 {
   long before = atomic_fetch_add(&n->idle.pending, d);
   if (d > 0 && before == 0)
-    net_set_idle(n->rt, 0);
+    au__cluster_idle(n->rt, 0);
   else if (d < 0 && before + d == 0)
     maybe_idle(n);
 }
@@ -33,7 +32,7 @@ void idle_touched(au_node_t *n)
   /* before the message that changed the values counts as processed: the termination
    * poll then sees this node busy */
   atomic_store(&n->idle.touched, 1);
-  net_set_idle(n->rt, 0);
+  au__cluster_idle(n->rt, 0);
 }
 
 void idle_tick(au_node_t *n, int sent)
@@ -42,7 +41,7 @@ void idle_tick(au_node_t *n, int sent)
   int busy = sent | atomic_exchange(&n->idle.touched, 0);
   if (atomic_exchange(&n->idle.busy, busy) == busy) return;
   if (busy)
-    net_set_idle(n->rt, 0);
+    au__cluster_idle(n->rt, 0);
   else
     maybe_idle(n);
 }
@@ -52,5 +51,5 @@ void idle_worker_left(au_node_t *n)
   /* what the worker changed in replicas (or in owned values with replicas) has not gone
    * out yet: the placer's next tick ships it, and says idle itself when it is done */
   idle_touched(n);
-  if (atomic_fetch_sub(&n->active, 1) == 1 && !idle_busy(n)) net_set_idle(n->rt, 1);
+  if (atomic_fetch_sub(&n->active, 1) == 1 && !idle_busy(n)) au__cluster_idle(n->rt, 1);
 }

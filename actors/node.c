@@ -7,7 +7,24 @@
 
 #include "actors/placer.h"
 #include "actors/ps.h"
-#include "runtime/net.h"
+
+/* The names the trace gives ps.h's TRACE_* kinds, and their arguments. */
+static const au__trace_kind_t trace_kinds[TRACE_PS_END - TRACE_INTENT] = {
+    [TRACE_INTENT - TRACE_INTENT] = {"intent", {"table", "actor", "node", "worker"}, NULL, 0},
+    [TRACE_RELOC_START -
+        TRACE_INTENT] = {"relocation_start", {"table", "actor", "to", "flow"}, "relocation", 0},
+    [TRACE_RELOC_END -
+        TRACE_INTENT] = {"relocation_end", {"table", "actor", "to", "flow"}, "relocation", 1},
+    [TRACE_REPLICA_CREATE -
+        TRACE_INTENT] = {"replica_create", {"table", "actor", "owner", "bytes"}, NULL, 0},
+    [TRACE_REPLICA_SYNC -
+        TRACE_INTENT] = {"replica_sync", {"table", "actor", "owner", "rows"}, NULL, 0},
+    [TRACE_REPLICA_DROP -
+        TRACE_INTENT] = {"replica_drop", {"table", "actor", "owner", NULL}, NULL, 0},
+    [TRACE_REMOTE_ACCESS -
+        TRACE_INTENT] = {"remote_access", {"table", "actor", "node", "rows"}, NULL, 0},
+    [TRACE_FORWARD - TRACE_INTENT] = {"forward", {"table", "actor", "to", "hops"}, NULL, 0},
+};
 
 int au_node_start(au_node_t **out, const au_node_opts_t *opts)
 {
@@ -16,7 +33,7 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
   char err[400];
   int rc = au_cluster_opts_from_env(&cluster, err, sizeof(err));
   if (rc < 0) {
-    fprintf(stderr, "augur: %s\n", err);
+    au__log(AU_LOG_ERROR, -1, "%s", err);
     return rc;
   }
   au_node_t *n = calloc(1, sizeof(*n));
@@ -33,6 +50,8 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
     free(n);
     return rc;
   }
+  for (int k = TRACE_INTENT; k < TRACE_PS_END; k++)
+    au__trace_kind(n->rt, k, &trace_kinds[k - TRACE_INTENT]); /* cannot fail: fixed kinds */
   n->rank = 0;
   n->nodes = 1;
   pthread_mutex_init(&n->barrier_mu, NULL);
@@ -47,7 +66,7 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
   }
   if (cluster.nodes > 1) {
     if ((rc = au_runtime_join(n->rt, &cluster, err, sizeof(err))) != 0) {
-      fprintf(stderr, "augur[rank %d]: %s\n", cluster.rank, err);
+      au__log(AU_LOG_ERROR, cluster.rank, "%s", err);
       au_node_stop(n);
       return rc;
     }
@@ -83,9 +102,9 @@ int au_node_run(au_node_t *n)
   /* busy before the first kick, so that no worker can make the node idle early */
   atomic_store(&n->active, ready);
   if (ready)
-    net_set_idle(n->rt, 0);
+    au__cluster_idle(n->rt, 0);
   else
-    net_set_idle(n->rt, 1);
+    au__cluster_idle(n->rt, 1);
   for (int i = 0; i < n->nworkers; i++) {
     au_worker_t *w = n->workers[i];
     if (w->state == W_READY) {
@@ -93,15 +112,15 @@ int au_node_run(au_node_t *n)
       if (rc != 0) return rc;
     }
   }
-  /* one node: until quiescent; a cluster: until every node is idle (net_run) */
-  int rc = n->nodes > 1 ? net_run(n->rt) : au_runtime_run(n->rt);
+  /* one node: until quiescent; a cluster: until every node is idle (au__cluster_run) */
+  int rc = n->nodes > 1 ? au__cluster_run(n->rt) : au_runtime_run(n->rt);
   if (rc != 0) return rc;
   rc = atomic_load(&n->error);
   if (rc != 0) return rc;
   int waiting = 0;
   for (int i = 0; i < n->nworkers; i++) waiting += n->workers[i]->state == W_WAITING;
   if (waiting) {
-    fprintf(stderr, "augur: %d worker(s) wait (AU_WAIT) for something that cannot arrive\n",
+    au__log(AU_LOG_ERROR, -1, "%d worker(s) wait (AU_WAIT) for something that cannot arrive",
             waiting);
     return AU_EDEADLK;
   }

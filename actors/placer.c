@@ -10,7 +10,6 @@
 
 #include "actors/idle.h"
 #include "actors/placer.h"
-#include "runtime/rt.h"
 
 #define SYNC_SPACING 4 /* a replica sync that took d is followed by one after 4 d at least */
 
@@ -46,7 +45,7 @@ static void decide(struct placer *p, rec_t *r, uint64_t now)
   if (plan.drop) replication_drop(p, r, plan.drop);
   for (int node = 0; plan.give && node < p->node->nodes && node < 64; node++)
     if ((plan.give >> node & 1) && replication_give(p, r, (uint32_t)node) != 0)
-      fprintf(stderr, "augur[rank %d]: cannot send a replica to node %d\n", p->node->rank, node);
+      au__log(AU_LOG_ERROR, p->node->rank, "cannot send a replica to node %d", node);
   if (plan.retry_ns) claims_retry_at(p, r, plan.retry_ns);
   if (plan.move_to >= 0 && relocation_hand_off(p, r, plan.move_to)) {
     /* the claims go with it, held to follow the values */

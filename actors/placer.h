@@ -13,7 +13,7 @@
 
 #include "actors/ps.h"
 #include "actors/psmsg.h"
-#include "runtime/u64map.h"
+#include "runtime/ext.h"
 
 /* A message waiting for an actor to arrive or to finish leaving (records.c). */
 typedef struct held {

@@ -18,7 +18,24 @@
 #include "actors/policy.h"
 #include "actors/remote.h"
 #include "augur.h"
-#include "runtime/counter.h"
+#include "runtime/ext.h"
+
+/* The parameter server's trace events (docs/tracing.md), registered with the runtime by
+ * au_node_start (node.c). What a, b, c, d mean, as the JSON "args" name them ("-": not
+ * written): `table` is the table's id (creation order, the same on every node), `actor`
+ * the parameter actor's index in its table, nodes are ranks. A relocation's flow id is
+ * au__trace_flow(table, actor, move count), which both owners know. */
+enum ps_trace_kind {
+  TRACE_INTENT = AU__TRACE_USER, /* table, actor, node (of the worker), worker */
+  TRACE_RELOC_START,             /* table, actor, to (new owner), flow: the old owner lets go */
+  TRACE_RELOC_END,               /* table, actor, to (new owner), flow: the new owner has it */
+  TRACE_REPLICA_CREATE,          /* table, actor, owner (primary's node), bytes */
+  TRACE_REPLICA_SYNC,            /* table, actor, owner, rows (changed rows received) */
+  TRACE_REPLICA_DROP,            /* table, actor, owner, - */
+  TRACE_REMOTE_ACCESS,           /* table, actor, node (fetched from), rows: a batch of rows */
+  TRACE_FORWARD,                 /* table, actor, to (node it goes on to), hops */
+  TRACE_PS_END
+};
 
 /* Where a parameter actor's values are, as seen from this node. */
 enum pa_state {

@@ -45,7 +45,7 @@ void rec_hold(struct placer *p, rec_t *r, const au_msg_t *m, uint32_t type, cons
 {
   held_t *h = malloc(sizeof(*h) + len);
   if (!h) {
-    fprintf(stderr, "augur: out of memory holding a message for a moving actor\n");
+    au__log(AU_LOG_ERROR, -1, "out of memory holding a message for a moving actor");
     return;
   }
   h->next = NULL;

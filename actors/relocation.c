@@ -26,8 +26,6 @@
 
 #include "actors/idle.h"
 #include "actors/placer.h"
-#include "runtime/rt.h"
-#include "runtime/trace.h"
 
 /* A contended actor's rows are fetched, not waited for (worker.c). */
 static void set_contended(const au_table_t *t, uint64_t actor, uint8_t hold_exp)
@@ -41,8 +39,8 @@ static void set_contended(const au_table_t *t, uint64_t actor, uint8_t hold_exp)
 static void count_forward(struct placer *p, const psm_rows_t *one, int to)
 {
   counter_add(&p->reloc.forwards, 1);
-  trace_emit(p->node->rt, TRACE_FORWARD, (uint64_t)one->t->id,
-             psm_rows_key(one, 0) >> one->t->group_shift, (uint64_t)to, 1);
+  au__trace(p->node->rt, TRACE_FORWARD, (uint64_t)one->t->id,
+            psm_rows_key(one, 0) >> one->t->group_shift, (uint64_t)to, 1);
 }
 
 /* A one-key PS_REQ / PS_PUSH payload, alone, to the server of node `to`. */
@@ -105,7 +103,7 @@ int relocation_hand_off(struct placer *p, rec_t *r, int to)
   /* seq_cst: ordered before the epoch reads of the grace period (grace.c) */
   atomic_store(&pa_of(r)->state, PA_HANDING_OFF);
   if (grace_begin(p, r, PL_GRACE) != 0) {
-    fprintf(stderr, "augur: out of memory handing off an actor\n");
+    au__log(AU_LOG_ERROR, -1, "out of memory handing off an actor");
     atomic_store(&pa_of(r)->state, PA_OWNER);
     r->reloc.handing_off = 0;
     idle_pending(p->node, -1);
@@ -131,14 +129,14 @@ void relocation_ship(struct placer *p, rec_t *r)
     exp++;
   else if (dwell > 32 * hold && exp > 0)
     exp--;
-  trace_emit(n->rt, TRACE_RELOC_START, (uint64_t)t->id, r->actor, (uint64_t)to,
-             trace_flow_id((uint64_t)t->id, r->actor, version));
+  au__trace(n->rt, TRACE_RELOC_START, (uint64_t)t->id, r->actor, (uint64_t)to,
+            au__trace_flow((uint64_t)t->id, r->actor, version));
   au_outbuf_t ob;
   uint8_t *out =
       au_send_to_start(n->rt, (uint32_t)to, PS_PLACER_PORT, PS_MOVE_DATA, psm_values_len(t), &ob);
   if (!out) {
-    fprintf(stderr, "augur[rank %d]: cannot ship actor %llu: %s\n", n->rank,
-            (unsigned long long)r->actor, au_strerror(ob.rc));
+    au__log(AU_LOG_ERROR, n->rank, "cannot ship actor %llu: %s", (unsigned long long)r->actor,
+            au_strerror(ob.rc));
     return;
   }
   memcpy(psm_values_encode(out, t, r->actor, version, exp), pa->values, bytes);
@@ -226,8 +224,8 @@ void relocation_on_move_req(struct placer *p, const au_msg_t *m)
   psm_actor_msg_t q;
   psm_why_t why;
   if (psm_actor_decode(n, PS_MOVE_REQ, m->data, m->len, &q, &why) != 0) {
-    fprintf(stderr, "augur[rank %d]: malformed move request from node %u: %s\n", n->rank,
-            m->from_node, why.text);
+    au__log(AU_LOG_WARN, n->rank, "malformed move request from node %u: %s", m->from_node,
+            why.text);
     return;
   }
   rec_t *r = rec_get(p, q.t, q.actor);
@@ -255,14 +253,13 @@ void relocation_on_move_req(struct placer *p, const au_msg_t *m)
      * nobody had been asked for (4 nodes, relocate). The home node knows the owner. */
     q.hops++;
     if (q.hops > 4u * (uint32_t)n->nodes)
-      fprintf(stderr,
-              "augur[rank %d]: move request for actor %llu still chasing it after %u hops\n",
-              n->rank, (unsigned long long)q.actor, q.hops);
+      au__log(AU_LOG_WARN, n->rank, "move request for actor %llu still chasing it after %u hops",
+              (unsigned long long)q.actor, q.hops);
     uint8_t fwd[PSM_ACTOR_MAX];
     size_t len = psm_actor_encode(fwd, PS_MOVE_REQ, &q);
     const int hop = rec_next_hop(n, r);
     counter_add(&p->reloc.forwards, 1);
-    trace_emit(n->rt, TRACE_FORWARD, (uint64_t)q.t->id, q.actor, (uint64_t)hop, q.hops);
+    au__trace(n->rt, TRACE_FORWARD, (uint64_t)q.t->id, q.actor, (uint64_t)hop, q.hops);
     au_send_to(n->rt, (uint32_t)hop, PS_PLACER_PORT, PS_MOVE_REQ, fwd, len);
   }
 }
@@ -273,8 +270,7 @@ rec_t *relocation_on_move_data(struct placer *p, const au_msg_t *m)
   psm_values_t v;
   psm_why_t why;
   if (psm_values_decode(n, m->data, m->len, &v, &why) != 0) {
-    fprintf(stderr, "augur[rank %d]: malformed actor data from node %u: %s\n", n->rank,
-            m->from_node, why.text);
+    au__log(AU_LOG_WARN, n->rank, "malformed actor data from node %u: %s", m->from_node, why.text);
     return NULL;
   }
   au_table_t *t = v.t;
@@ -282,7 +278,7 @@ rec_t *relocation_on_move_data(struct placer *p, const au_msg_t *m)
   param_actor_t *pa = &t->actors[v.actor];
   void *values = table_values_alloc(t, v.actor);
   if (!r || !values) {
-    fprintf(stderr, "augur[rank %d]: out of memory receiving actor %llu\n", n->rank,
+    au__log(AU_LOG_ERROR, n->rank, "out of memory receiving actor %llu",
             (unsigned long long)v.actor);
     return NULL;
   }
@@ -292,8 +288,8 @@ rec_t *relocation_on_move_data(struct placer *p, const au_msg_t *m)
   pa->version = (uint16_t)v.version;
   atomic_store_explicit(&pa->state, PA_OWNER, memory_order_release);
   counter_add(&p->reloc.moves_in, 1);
-  trace_emit(n->rt, TRACE_RELOC_END, (uint64_t)t->id, v.actor, (uint64_t)n->rank,
-             trace_flow_id((uint64_t)t->id, v.actor, (uint16_t)v.version));
+  au__trace(n->rt, TRACE_RELOC_END, (uint64_t)t->id, v.actor, (uint64_t)n->rank,
+            au__trace_flow((uint64_t)t->id, v.actor, (uint16_t)v.version));
   r->reloc.requested = 0;
   r->reloc.arrived_ns = au_now_ns();
   r->reloc.hold_exp = v.hold_exp <= RELOC_HOLD_EXP_MAX ? v.hold_exp : RELOC_HOLD_EXP_MAX;

@@ -12,9 +12,6 @@
 #include "actors/idle.h"
 #include "actors/ps.h"
 #include "actors/psmsg.h"
-#include "runtime/net.h"
-#include "runtime/trace.h"
-#include "runtime/rt.h"
 
 /* --- output buffers ----------------------------------------------------------------- */
 
@@ -153,7 +150,7 @@ int remote_send_requests(au_worker_t *w)
     b->len = 0;
     if (rc != 0) return rc;
     r->pending += (int)keys; /* answers may come in parts, from where the actors went */
-    trace_emit(rt, TRACE_REMOTE_ACCESS, (uint64_t)(i % n->ntables), 0, (uint64_t)node, keys);
+    au__trace(rt, TRACE_REMOTE_ACCESS, (uint64_t)(i % n->ntables), 0, (uint64_t)node, keys);
     sent++;
   }
   return sent ? AU_EAGAIN : 0;
@@ -193,7 +190,7 @@ int remote_on_reply(au_worker_t *w, const au_msg_t *m)
 {
   wremote_t *r = &w->remote;
   if (m->type == PS_ERR) {
-    fprintf(stderr, "augur: worker %d: node %u answered: %.*s\n", w->id, m->from_node, (int)m->len,
+    au__log(AU_LOG_ERROR, -1, "worker %d: node %u answered: %.*s", w->id, m->from_node, (int)m->len,
             (const char *)m->data);
     r->failed = AU_EPROTO;
     r->pending = 0; /* the step fails; what else comes for it is ignored */
@@ -202,7 +199,7 @@ int remote_on_reply(au_worker_t *w, const au_msg_t *m)
   psm_rows_t rows;
   psm_why_t why;
   if (psm_rows_decode(w->node, PS_ROWS, m->data, m->len, &rows, &why) != 0) {
-    fprintf(stderr, "augur: worker %d: malformed rows from node %u: %s\n", w->id, m->from_node,
+    au__log(AU_LOG_WARN, -1, "worker %d: malformed rows from node %u: %s", w->id, m->from_node,
             why.text);
     r->failed = AU_EPROTO;
     r->pending = 0;
@@ -243,7 +240,7 @@ typedef struct server {
  * AU_EPROTO: the one the request names when its head says, else the sender. */
 static void bad_request(au_node_t *n, const au_msg_t *m, const char *why)
 {
-  fprintf(stderr, "augur[rank %d]: request from node %u: %s\n", n->rank, m->from_node, why);
+  au__log(AU_LOG_WARN, n->rank, "request from node %u: %s", m->from_node, why);
   uint32_t node = m->from_node;
   au_port_t port = m->from_port;
   psm_rows_reply(n, m->data, m->len, &node, &port);
@@ -258,8 +255,7 @@ static void answer(au_node_t *n, const psm_rows_t *m)
   uint8_t *out =
       au_send_to_start(n->rt, m->reply_node, m->reply_port, PS_ROWS, psm_rows_answer_len(m), &ob);
   if (!out) {
-    fprintf(stderr, "augur[rank %d]: cannot answer node %u: %s\n", n->rank, m->reply_node,
-            au_strerror(ob.rc));
+    au__log(AU_LOG_ERROR, n->rank, "cannot answer node %u: %s", m->reply_node, au_strerror(ob.rc));
     return;
   }
   uint8_t *rows = psm_rows_answer(out, m);
@@ -281,7 +277,7 @@ static void apply(const psm_rows_t *m, obuf_t *update)
   if (table_replicable(t)) idle_touched(t->node);
   update->len = 0;
   if (obuf_reserve(update, t->update_bytes) != 0) {
-    fprintf(stderr, "augur: out of memory applying a push; %u rows lost\n", m->n);
+    au__log(AU_LOG_ERROR, -1, "out of memory applying a push; %u rows lost", m->n);
     return;
   }
   for (uint32_t i = 0; i < m->n; i++) {
@@ -290,7 +286,7 @@ static void apply(const psm_rows_t *m, obuf_t *update)
     memcpy(update->p, psm_rows_update(m, i), t->update_bytes);
     void *row = table_row_held(t, k);
     if (!row) {
-      fprintf(stderr, "augur: a push to key %llu of table %d found no values; lost\n",
+      au__log(AU_LOG_ERROR, -1, "a push to key %llu of table %d found no values; lost",
               (unsigned long long)k, t->id);
       continue;
     }
@@ -306,7 +302,7 @@ void remote_serve_local(au_node_t *n, uint32_t type, const uint8_t *p, size_t le
   psm_rows_t m;
   psm_why_t why;
   if (psm_rows_decode(n, type, p, len, &m, &why) != 0) {
-    fprintf(stderr, "augur[rank %d]: a held request is malformed: %s\n", n->rank, why.text);
+    au__log(AU_LOG_WARN, n->rank, "a held request is malformed: %s", why.text);
     return;
   }
   if (type == PS_REQ)
@@ -378,7 +374,7 @@ void remote_split(au_node_t *n, const au_msg_t *m, uint32_t type, remote_one_fn 
   psm_rows_t rows;
   psm_why_t why;
   if (psm_rows_decode(n, type, m->data, m->len, &rows, &why) != 0) {
-    fprintf(stderr, "augur[rank %d]: malformed forward: %s\n", n->rank, why.text);
+    au__log(AU_LOG_WARN, n->rank, "malformed forward: %s", why.text);
     return;
   }
   obuf_t one = {0};

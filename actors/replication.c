@@ -26,8 +26,6 @@
 
 #include "actors/idle.h"
 #include "actors/placer.h"
-#include "runtime/rt.h"
-#include "runtime/trace.h"
 
 /* The replicas and owned lists: pushed at the head, removed in place. */
 #define LIST_PUSH(head, r, f)                                                                      \
@@ -66,8 +64,8 @@ static rec_t *actor_rec(struct placer *p, const au_msg_t *m)
   psm_actor_msg_t a;
   psm_why_t why;
   if (psm_actor_decode(p->node, m->type, m->data, m->len, &a, &why) != 0) {
-    fprintf(stderr, "augur[rank %d]: malformed message from node %u: %s\n", p->node->rank,
-            m->from_node, why.text);
+    au__log(AU_LOG_WARN, p->node->rank, "malformed message from node %u: %s", m->from_node,
+            why.text);
     return NULL;
   }
   return rec_get(p, a.t, a.actor);
@@ -147,18 +145,18 @@ void replication_on_req(struct placer *p, const au_msg_t *m)
   psm_actor_msg_t q;
   psm_why_t why;
   if (psm_actor_decode(n, PS_REP_REQ, m->data, m->len, &q, &why) != 0 || q.node >= 64) {
-    fprintf(stderr, "augur[rank %d]: bad replica request from node %u: %s\n", n->rank, m->from_node,
+    au__log(AU_LOG_WARN, n->rank, "bad replica request from node %u: %s", m->from_node,
             q.node >= 64 ? "a node past 64" : why.text);
     return;
   }
   rec_t *r = rec_get(p, q.t, q.actor);
   if (!r || atomic_load(&pa_of(r)->state) != PA_OWNER) {
-    fprintf(stderr, "augur[rank %d]: replica request from node %u for an actor not owned here\n",
-            n->rank, m->from_node);
+    au__log(AU_LOG_ERROR, n->rank, "replica request from node %u for an actor not owned here",
+            m->from_node);
     return;
   }
   if (replication_give(p, r, q.node) != 0)
-    fprintf(stderr, "augur[rank %d]: cannot send a replica to node %u\n", n->rank, q.node);
+    au__log(AU_LOG_ERROR, n->rank, "cannot send a replica to node %u", q.node);
 }
 
 rec_t *replication_on_data(struct placer *p, const au_msg_t *m)
@@ -167,8 +165,7 @@ rec_t *replication_on_data(struct placer *p, const au_msg_t *m)
   psm_values_t v;
   psm_why_t why;
   if (psm_values_decode(n, m->data, m->len, &v, &why) != 0) {
-    fprintf(stderr, "augur[rank %d]: malformed replica from node %u: %s\n", n->rank, m->from_node,
-            why.text);
+    au__log(AU_LOG_WARN, n->rank, "malformed replica from node %u: %s", m->from_node, why.text);
     return NULL;
   }
   rec_t *r = rec_get(p, v.t, v.actor);
@@ -176,14 +173,14 @@ rec_t *replication_on_data(struct placer *p, const au_msg_t *m)
   param_actor_t *pa = pa_of(r);
   size_t bytes = group_bytes(r->t);
   if (atomic_load(&pa->state) != PA_REMOTE || r->repl.dropping_here) {
-    fprintf(stderr, "augur[rank %d]: a replica of actor %llu came from node %u while one is here\n",
-            n->rank, (unsigned long long)r->actor, m->from_node);
+    au__log(AU_LOG_ERROR, n->rank, "a replica of actor %llu came from node %u while one is here",
+            (unsigned long long)r->actor, m->from_node);
     return NULL;
   }
   void *values = table_values_alloc(r->t, r->actor);
   r->repl.base = malloc(bytes);
   if (!values || !r->repl.base) {
-    fprintf(stderr, "augur[rank %d]: out of memory for a replica of actor %llu\n", n->rank,
+    au__log(AU_LOG_ERROR, n->rank, "out of memory for a replica of actor %llu",
             (unsigned long long)r->actor);
     if (values) table_values_free(r->t, r->actor, values);
     free(r->repl.base);
@@ -197,7 +194,7 @@ rec_t *replication_on_data(struct placer *p, const au_msg_t *m)
   atomic_store_explicit(&pa->state, PA_REPLICA, memory_order_release);
   counter_add(&p->repl.replicas_made, 1);
   atomic_fetch_add(&p->repl.replicas_held, 1);
-  trace_emit(n->rt, TRACE_REPLICA_CREATE, (uint64_t)r->t->id, r->actor, pa->owner, bytes);
+  au__trace(n->rt, TRACE_REPLICA_CREATE, (uint64_t)r->t->id, r->actor, pa->owner, bytes);
   r->repl.requested = 0;
   LIST_PUSH(&p->repl.replicas, r, replica);
   placer_arm_tick(p);
@@ -357,13 +354,13 @@ void replication_on_entries(struct placer *p, const au_msg_t *m, int fresh)
       continue;
     }
     if (st != PA_REPLICA) continue;
-    trace_emit(n->rt, TRACE_REPLICA_SYNC, (uint64_t)r->t->id, r->actor, m->from_node, r->t->group);
+    au__trace(n->rt, TRACE_REPLICA_SYNC, (uint64_t)r->t->id, r->actor, m->from_node, r->t->group);
     merge_fresh(r, &e);
   }
   if (more >= 0) return;
 bad:
-  fprintf(stderr, "augur[rank %d]: malformed %s from node %u: %s\n", n->rank,
-          fresh ? "fresh values" : "sync", m->from_node, why.text);
+  au__log(AU_LOG_WARN, n->rank, "malformed %s from node %u: %s", fresh ? "fresh values" : "sync",
+          m->from_node, why.text);
 }
 
 int replication_on_drop(struct placer *p, const au_msg_t *m, rec_t **out)
@@ -385,7 +382,7 @@ int replication_on_drop(struct placer *p, const au_msg_t *m, rec_t **out)
   atomic_store(&pa_of(r)->state, PA_REMOTE);
   if (grace_begin(p, r, PL_DROP_GRACE) != 0) {
     /* cannot wait: keep the replica (the owner keeps sending it fresh values) */
-    fprintf(stderr, "augur[rank %d]: out of memory dropping a replica\n", n->rank);
+    au__log(AU_LOG_ERROR, n->rank, "out of memory dropping a replica");
     atomic_store(&pa_of(r)->state, PA_REPLICA);
     r->repl.dropping_here = 0;
     LIST_PUSH(&p->repl.replicas, r, replica);
@@ -405,7 +402,7 @@ void replication_finish_drop(struct placer *p, rec_t *r)
   obuf_t batch = {0};
   words_t w = {0};
   if (words_fit(&w, r->t) != 0) {
-    fprintf(stderr, "augur[rank %d]: out of memory: last delta of actor %llu lost\n", n->rank,
+    au__log(AU_LOG_ERROR, n->rank, "out of memory: last delta of actor %llu lost",
             (unsigned long long)r->actor);
   } else {
     uint32_t k = take_changes(r->t, pa->values, r->repl.base, &w, 1);
@@ -423,7 +420,7 @@ void replication_finish_drop(struct placer *p, rec_t *r)
   r->repl.base = NULL;
   r->repl.dropping_here = 0;
   send_actor(p, r, PS_REP_GONE, owner);
-  trace_emit(n->rt, TRACE_REPLICA_DROP, (uint64_t)r->t->id, r->actor, owner, 0);
+  au__trace(n->rt, TRACE_REPLICA_DROP, (uint64_t)r->t->id, r->actor, owner, 0);
   counter_add(&p->repl.replicas_dropped, 1);
   atomic_fetch_sub(&p->repl.replicas_held, 1);
   idle_pending(n, -1);
@@ -459,7 +456,7 @@ int replication_tick(struct placer *p)
     obuf_t *b = &syncs[pa_of(r)->owner];
     if (psm_entry_add(b, r->t, r->actor, w.changed, w.vals, k, NULL, adds_words(r->t)) != 0) {
       /* not shipped: the base has them; put them back as the next delta */
-      fprintf(stderr, "augur[rank %d]: out of memory: a replica delta is lost\n", n->rank);
+      au__log(AU_LOG_ERROR, n->rank, "out of memory: a replica delta is lost");
       break;
     }
     counter_add(&p->repl.syncs, 1);

@@ -13,9 +13,6 @@
 #include "actors/placer.h"
 #include "actors/ps.h"
 #include "actors/psmsg.h"
-#include "runtime/net.h"
-#include "runtime/rt.h"
-#include "runtime/trace.h"
 
 enum { MSG_STEP = 1 };
 
@@ -135,10 +132,10 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     atomic_fetch_add(&w->epoch, 1);
     rc = w->step(w, w->arg);
     atomic_fetch_add(&w->epoch, 1);
-    sched_long_turn(); /* user code ran: let queued network messages in next */
+    au__long_turn(); /* user code ran: let queued network messages in next */
     rows_reset(w);
     if (w->views != 0) {
-      fprintf(stderr, "augur: worker %d: step returned holding %d view(s) without au_release\n",
+      au__log(AU_LOG_ERROR, -1, "worker %d: step returned holding %d view(s) without au_release",
               w->id, w->views);
       w->views = 0;
       rc = AU_EINVAL;
@@ -147,9 +144,9 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     remote_step_done(w, rc == AU_WAIT);
     if (rc == AU_WAIT && !w->remote.pending && !w->remote.link_wait && !w->barrier_gen &&
         !w->wants) {
-      fprintf(stderr,
-              "augur: worker %d: step returned AU_WAIT, but it waits for nothing (no call "
-              "said AU_EAGAIN)\n",
+      au__log(AU_LOG_ERROR, -1,
+              "worker %d: step returned AU_WAIT, but it waits for nothing (no call "
+              "said AU_EAGAIN)",
               w->id);
       rc = AU_EDEADLK;
     }
@@ -175,7 +172,7 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     break;
   default:
     if (rc > 0) {
-      fprintf(stderr, "augur: worker %d: step returned %d, not a step result\n", w->id, rc);
+      au__log(AU_LOG_ERROR, -1, "worker %d: step returned %d, not a step result", w->id, rc);
       rc = AU_EINVAL;
     }
     finish(w, rc);
@@ -278,9 +275,9 @@ static int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size
     while (seen[h] != UINT64_MAX && seen[h] != actor) h = (h + 1) & (cap - 1);
     if (seen[h] == actor) continue; /* named already */
     seen[h] = actor;
-    if (trace_on(node->rt))
-      trace_emit(node->rt, TRACE_INTENT, (uint64_t)t->id, actor, (uint64_t)node->rank,
-                 (uint64_t)w->id);
+    if (au_trace_enabled(node->rt))
+      au__trace(node->rt, TRACE_INTENT, (uint64_t)t->id, actor, (uint64_t)node->rank,
+                (uint64_t)w->id);
     if (psm_intent_add(b, &head, actor) != 0) return AU_ENOMEM;
   }
   if (!b->len) return 0;
@@ -299,9 +296,9 @@ int au_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_
    * only count it (and trace the first key's actor) */
   if (w->node->nodes > 1 && (t->place == AU_PLACE_HOT || t->place == AU_PLACE_ADAPTIVE))
     return intent_send(w, t, keys, n, start, end);
-  if (trace_on(w->node->rt) && n)
-    trace_emit(w->node->rt, TRACE_INTENT, (uint64_t)t->id, keys[0] >> t->group_shift,
-               (uint64_t)w->node->rank, (uint64_t)w->id);
+  if (au_trace_enabled(w->node->rt) && n)
+    au__trace(w->node->rt, TRACE_INTENT, (uint64_t)t->id, keys[0] >> t->group_shift,
+              (uint64_t)w->node->rank, (uint64_t)w->id);
   return 0;
 }
 
@@ -312,7 +309,7 @@ static int fetch_missing(au_worker_t *w)
   wremote_t *r = &w->remote;
   for (int node = 0; node < n->nodes; node++) {
     if (node == n->rank) continue;
-    if (net_link_wait(n->rt, (uint32_t)node, w->actor, MSG_STEP)) {
+    if (au_link_wait(w->actor, (uint32_t)node, MSG_STEP)) {
       /* drop this step's requests: the wake-up re-runs the step, which asks again */
       r->link_wait = 1;
       remote_step_done(w, 0);
@@ -588,5 +585,5 @@ void au_node_stats(const au_node_t *n, au_node_stats_t *out)
     out->intent_keys += counter_get(&w->intent_keys);
   }
   placer_stats(n, out);
-  out->bytes_sent = net_bytes_sent(n->rt);
+  out->bytes_sent = au__bytes_sent(n->rt);
 }

@@ -34,6 +34,31 @@ extern "C" {
 
 const char *au_strerror(int err);
 
+/* --- messages --------------------------------------------------------------------------
+ * What goes wrong where no return value can say it (a peer refused or lost, a malformed
+ * message from the network, memory running out on the I/O thread, a worker misusing a
+ * view) is reported as a one-line message. By default each goes to stderr as
+ * "augur[rank R]: text" ("augur: text" when it names no node); a program that embeds
+ * augur can take them instead, e.g. into its own log. See docs/architecture.md. */
+
+typedef enum au_log_level {
+  AU_LOG_ERROR = 0, /* something failed: a run, a message or a node is lost */
+  AU_LOG_WARN = 1,  /* something was refused or dropped, and the node goes on */
+  AU_LOG_INFO = 2,  /* worth knowing; nothing was lost */
+} au_log_level_t;
+
+/* Receives one message: `rank` is the node it concerns (its rank in the cluster) or -1,
+ * `msg` one line without a newline, valid during the call. Called from whichever thread
+ * reports it (a scheduler thread, the I/O thread, the caller's), one call at a time:
+ * calls never overlap, so it needs no lock. It must return soon and must not call
+ * au_log_set; a message it causes itself goes to stderr. */
+typedef void (*au_log_fn)(void *arg, au_log_level_t level, int rank, const char *msg);
+
+/* From now on the library's messages go to fn(arg, ...), NULL restores stderr. For the
+ * whole process (messages may come before any runtime exists); safe from any thread,
+ * and once it returns the previous function is never called again. */
+void au_log_set(au_log_fn fn, void *arg);
+
 typedef struct au_runtime au_runtime_t;
 typedef struct au_actor au_actor_t;
 
@@ -151,7 +176,7 @@ typedef struct au_cluster_opts {
   int heartbeat_ms; /* send something to each peer at least this often (0 = 500) */
   int dead_ms;      /* a peer silent this long is lost (0 = 5000) */
   long queue_bytes; /* bytes queued to one peer before senders are asked to wait
-                     * (au_link_wait); they resume below a quarter of it (0 = 16 MiB) */
+                     * (au_link_wait); they resume below a quarter of it (0 = 4 MiB) */
 } au_cluster_opts_t;
 
 /* Fills o from the environment: AU_RANK, AU_NODES, AU_COORD (and AU_CLUSTER, AU_BIND,

@@ -143,7 +143,7 @@ static void raw_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
   (void)b;
   raw_t *r = s->data;
-  if (n < 0) return;
+  if (n <= 0) return; /* 0: nothing read (EAGAIN); a second ack would close twice */
   r->got += (uint64_t)n;
   if (r->got == r->want) {
     uv_write_t *w = malloc(sizeof(*w));

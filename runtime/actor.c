@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "runtime/counter.h"
-#include "runtime/net.h"
 #include "runtime/rt.h"
 
 static void list_add(au_runtime_t *rt, au_actor_t *a, int list)
@@ -84,6 +83,11 @@ void actor_deliver(au_actor_t *to, au_msg_t *m)
   if (mailbox_push(&to->mq, m)) sched_schedule(to->rt, to);
 }
 
+void actor_deliver_chain(au_actor_t *to, au_msg_t *first, au_msg_t *last)
+{
+  if (mailbox_push_chain(&to->mq, first, last)) sched_schedule(to->rt, to);
+}
+
 void au_msg_send(au_actor_t *to, au_msg_t *msg)
 {
   au_runtime_t *rt = to->rt;
@@ -98,71 +102,6 @@ void au_msg_send(au_actor_t *to, au_msg_t *msg)
    * sources are covered by the node's idle flag and armed timers. */
   if (self) counter_add(&c->sched->local_sent, 1);
   actor_deliver(to, msg);
-}
-
-int au_port_register(au_runtime_t *rt, au_port_t port, au_actor_t *a)
-{
-  if (!rt || !a || a->rt != rt || port == AU_NO_PORT) return AU_EINVAL;
-  if (!rt->ports) {
-    /* 65535 pointers, mapped lazily by calloc; registration happens before messages
-     * for the port can arrive, on the thread that builds the node */
-    rt->ports = calloc(AU_NO_PORT, sizeof(*rt->ports));
-    if (!rt->ports) return AU_ENOMEM;
-  }
-  a->port = port;
-  /* release: whoever looks the port up (the I/O thread) sees the whole actor */
-  atomic_store_explicit(&rt->ports[port], a, memory_order_release);
-  return 0;
-}
-
-void *au_send_to_start(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, size_t len,
-                       au_outbuf_t *ob)
-{
-  if (!rt || !ob || node >= (uint32_t)rt->nodes) {
-    if (ob) ob->rc = AU_EINVAL;
-    return NULL;
-  }
-  ob->rt = rt;
-  ob->node = node;
-  ob->to = NULL;
-  ob->rc = 0;
-  if ((int)node != rt->rank) {
-    rt_ctx_t *c = rt_ctx(rt);
-    au_port_t from = c && c->current ? c->current->port : AU_NO_PORT;
-    ob->msg = net_send_start(rt, node, port, type, from, len, &ob->rc);
-    return ob->msg ? net_frame_payload(ob->msg) : NULL;
-  }
-  if (!(ob->to = rt_port_actor(rt, port))) {
-    ob->rc = AU_ENOENT;
-    return NULL;
-  }
-  if (!(ob->msg = au_msg_alloc(rt, type, len))) {
-    ob->rc = AU_ENOMEM;
-    return NULL;
-  }
-  return ob->msg->data;
-}
-
-int au_send_to_finish(au_outbuf_t *ob)
-{
-  if (!ob->msg) return ob->rc ? ob->rc : AU_EINVAL;
-  if (ob->to)
-    au_msg_send(ob->to, ob->msg);
-  else
-    net_send_finish(ob->rt, ob->msg);
-  ob->msg = NULL;
-  return 0;
-}
-
-int au_send_to(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, const void *data,
-               size_t len)
-{
-  if (len && !data) return AU_EINVAL;
-  au_outbuf_t ob;
-  void *p = au_send_to_start(rt, node, port, type, len, &ob);
-  if (!p) return ob.rc;
-  if (len) memcpy(p, data, len);
-  return au_send_to_finish(&ob);
 }
 
 int au_send(au_actor_t *to, uint32_t type, const void *data, size_t len)

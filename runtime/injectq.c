@@ -12,13 +12,20 @@ void injectq_init(injectq_t *q)
   atomic_init(&q->count, 0);
 }
 
+/* Links first..last (linked already) in behind the head. */
+static void link_chain(injectq_t *q, injectq_node_t *first, injectq_node_t *last)
+{
+  atomic_store_explicit(&last->next, NULL, memory_order_relaxed);
+  /* acq_rel: orders these nodes after earlier pushes (release for the consumer). */
+  injectq_node_t *prev = atomic_exchange_explicit(&q->head, last, memory_order_acq_rel);
+  /* release: the consumer that reads the link sees the nodes (and what they carry), the
+   * chain's own links included (written before the exchange). */
+  atomic_store_explicit(&prev->next, first, memory_order_release);
+}
+
 static void link_in(injectq_t *q, injectq_node_t *n)
 {
-  atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
-  /* acq_rel: orders this node after earlier pushes (release for the consumer). */
-  injectq_node_t *prev = atomic_exchange_explicit(&q->head, n, memory_order_acq_rel);
-  /* release: the consumer that reads the link sees the node (and the actor) published. */
-  atomic_store_explicit(&prev->next, n, memory_order_release);
+  link_chain(q, n, n);
 }
 
 long injectq_push(injectq_t *q, injectq_node_t *n)
@@ -27,6 +34,14 @@ long injectq_push(injectq_t *q, injectq_node_t *n)
    * the pusher reads the sleeper count after this (see sched.c). */
   long before = atomic_fetch_add_explicit(&q->count, 1, memory_order_seq_cst);
   link_in(q, n);
+  return before;
+}
+
+long injectq_push_chain(injectq_t *q, injectq_node_t *first, injectq_node_t *last, long n)
+{
+  /* seq_cst: as injectq_push */
+  long before = atomic_fetch_add_explicit(&q->count, n, memory_order_seq_cst);
+  link_chain(q, first, last);
   return before;
 }
 
@@ -64,6 +79,17 @@ injectq_node_t *injectq_pop(injectq_t *q)
   injectq_node_t *n = pop_locked(q);
   if (n) atomic_fetch_sub_explicit(&q->count, 1, memory_order_relaxed);
   /* release: hands tail over to the next consumer. */
+  atomic_flag_clear_explicit(&q->busy, memory_order_release);
+  return n;
+}
+
+size_t injectq_pop_many(injectq_t *q, injectq_node_t **out, size_t max)
+{
+  /* acquire, release: as injectq_pop */
+  if (atomic_flag_test_and_set_explicit(&q->busy, memory_order_acquire)) return 0;
+  size_t n = 0;
+  while (n < max && (out[n] = pop_locked(q)) != NULL) n++;
+  if (n) atomic_fetch_sub_explicit(&q->count, (long)n, memory_order_relaxed);
   atomic_flag_clear_explicit(&q->busy, memory_order_release);
   return n;
 }

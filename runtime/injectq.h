@@ -11,6 +11,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef struct injectq_node {
   _Atomic(struct injectq_node *) next;
@@ -27,6 +28,10 @@ typedef struct injectq {
 void injectq_init(injectq_t *q);
 /* Any thread. Returns how many nodes were queued before this one. */
 long injectq_push(injectq_t *q, injectq_node_t *n);
+/* Any thread: pushes first..last (n nodes, already linked through next) in one exchange:
+ * they are popped in that order with nothing between them. Returns how many nodes were
+ * queued before them. */
+long injectq_push_chain(injectq_t *q, injectq_node_t *first, injectq_node_t *last, long n);
 /* Nodes pushed and not yet popped (a push counts before it is linked in). */
 static inline long injectq_count(injectq_t *q)
 {
@@ -35,6 +40,9 @@ static inline long injectq_count(injectq_t *q)
 /* Any thread. NULL when empty, when another consumer holds the queue, or when a push is
  * half done (the caller will be woken or will look again). */
 injectq_node_t *injectq_pop(injectq_t *q);
+/* Any thread: up to max nodes into out, in order, under one turn of the try-lock. 0 as
+ * injectq_pop returns NULL. */
+size_t injectq_pop_many(injectq_t *q, injectq_node_t **out, size_t max);
 /* Any thread: true if something may be queued (a hint for parking decisions). */
 bool injectq_nonempty(injectq_t *q);
 

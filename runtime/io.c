@@ -1,6 +1,7 @@
 /* io.c — the I/O thread: one libuv loop owned by the runtime. Other threads hand it
  * commands through an MPSC mailbox plus one uv_async_t; it runs timers that deliver
- * messages to actors (and, in a later issue, the network transport).
+ * messages to actors, and whatever its extension (the cluster transport, io_extend)
+ * registered: commands, a hook after each batch of them, and one on quitting.
  *
  * The invariant: every armed timer is counted in rt->io_pending from the moment
  * au_timer_start returns until the I/O thread disarms it, so the scheduler never
@@ -10,10 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "runtime/net.h"
-#include "runtime/rt.h"
+#include "runtime/io.h"
 
 typedef struct cmd {
   au_timer_id_t id;
@@ -29,13 +28,6 @@ typedef struct io_timer {
   au_actor_t *to;
   uint32_t type;
 } io_timer_t;
-
-uint64_t au_now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void pending_done(au_runtime_t *rt)
 {
@@ -70,7 +62,7 @@ static void timer_start(au_runtime_t *rt, const cmd_t *c)
   io_timer_t *t = calloc(1, sizeof(*t));
   if (!t || u64map_put(&rt->io.timers, c->id, t) != 0) {
     free(t);
-    fprintf(stderr, "augur: out of memory arming timer %llu; it will not fire\n",
+    au__log(AU_LOG_ERROR, rt_log_rank(rt), "out of memory arming timer %llu; it will not fire",
             (unsigned long long)c->id);
     pending_done(rt);
     return;
@@ -98,10 +90,30 @@ static void close_any(uv_handle_t *h, void *arg)
   }
 }
 
+/* acquire: pairs with io_extend's release, so the extension's state is built */
+static const io_ext_t *ext_of(au_runtime_t *rt)
+{
+  return atomic_load_explicit(&rt->io.ext, memory_order_acquire);
+}
+
+int io_extend(au_runtime_t *rt, const io_ext_t *ext)
+{
+  const io_ext_t *none = NULL;
+  /* release: the I/O thread that finds it (ext_of) sees what was set up before */
+  if (atomic_compare_exchange_strong_explicit(&rt->io.ext, &none, ext, memory_order_release,
+                                              memory_order_relaxed))
+    return 0;
+  return none == ext ? 0 : AU_EBUSY; /* the same one again (a second join): fine */
+}
+
 static void handle_cmd(au_runtime_t *rt, au_msg_t *m, pool_cache_t *cache)
 {
-  if (m->type >= IO_CMD_NET) {
-    net_handle_cmd(rt, m); /* takes m */
+  const io_ext_t *ext = ext_of(rt);
+  if (m->type >= IO_CMD_EXT) {
+    if (ext)
+      ext->on_cmd(rt, m); /* takes m */
+    else
+      pool_free(&rt->pool, cache, m);
     return;
   }
   cmd_t c;
@@ -116,7 +128,7 @@ static void handle_cmd(au_runtime_t *rt, au_msg_t *m, pool_cache_t *cache)
     break;
   }
   case IO_CMD_QUIT:
-    net_close_all(rt);
+    if (ext) ext->on_quit(rt);
     uv_walk(&rt->io.loop, close_any, NULL);
     break;
   }
@@ -137,14 +149,14 @@ static void async_cb(uv_async_t *h)
    * until the count says empty; a pop that comes back NULL while the count says more is
    * a push half linked in, done within nanoseconds. */
   while (injectq_count(&rt->io.cmdq) > 0) {
-    au_msg_t *m = cmd_pop(&rt->io);
-    if (m)
-      handle_cmd(rt, m, cache);
-    else
-      sched_yield();
+    injectq_node_t *nodes[64];
+    size_t n = injectq_pop_many(&rt->io.cmdq, nodes, 64);
+    if (!n) sched_yield();
+    for (size_t i = 0; i < n; i++) handle_cmd(rt, (au_msg_t *)(void *)nodes[i], cache);
   }
-  /* one write per connection for everything this round queued */
-  net_flush(rt);
+  /* e.g. one write per connection for everything this round queued */
+  const io_ext_t *ext = ext_of(rt);
+  if (ext) ext->after_batch(rt);
 }
 
 static void *io_main(void *arg)
@@ -159,19 +171,52 @@ static void *io_main(void *arg)
   return NULL;
 }
 
+#define IO_BATCH 64 /* io_post_later: post at least every this many */
+
+static void flush_posts(rt_ctx_t *c)
+{
+  au_msg_t *first = c->posts, *last = c->posts_last;
+  long n = (long)c->nposts;
+  c->posts = c->posts_last = NULL;
+  c->nposts = 0;
+  if (!first) return;
+  io_t *io = &c->rt->io;
+  /* a message is its own queue node (au__next first); only the push that finds the queue
+   * empty costs a wake-up */
+  if (injectq_push_chain(&io->cmdq, (injectq_node_t *)(void *)first, (injectq_node_t *)(void *)last,
+                         n) == 0)
+    uv_async_send(&io->async);
+}
+
+void io_post_later(au_runtime_t *rt, au_msg_t *m)
+{
+  rt_ctx_t *c = rt_ctx(rt);
+  if (!c || !c->sched) {
+    io_post_msg(rt, m);
+    return;
+  }
+  /* relaxed: the chain's links are published by injectq_push_chain's release */
+  atomic_store_explicit((_Atomic(void *) *)&m->au__next, NULL, memory_order_relaxed);
+  if (c->posts_last)
+    atomic_store_explicit((_Atomic(void *) *)&c->posts_last->au__next, m, memory_order_relaxed);
+  else
+    c->posts = m;
+  c->posts_last = m;
+  if (++c->nposts >= IO_BATCH) flush_posts(c);
+}
+
 void io_post_msg(au_runtime_t *rt, au_msg_t *m)
 {
   /* only the first command into an empty queue costs a wake-up (an eventfd write) */
   if (injectq_push(&rt->io.cmdq, (injectq_node_t *)(void *)m) == 0) uv_async_send(&rt->io.async);
 }
 
-/* Any thread: queues a command for the I/O thread. */
-static int post(au_runtime_t *rt, int type, const cmd_t *c)
+int io_post(au_runtime_t *rt, uint32_t type, const void *data, size_t len)
 {
-  au_msg_t *m = pool_alloc(&rt->pool, rt_cache(rt), sizeof(*c));
+  au_msg_t *m = pool_alloc(&rt->pool, rt_cache(rt), len);
   if (!m) return AU_ENOMEM;
-  m->type = (uint32_t)type;
-  memcpy(m->data, c, sizeof(*c));
+  m->type = type;
+  if (len) memcpy(m->data, data, len);
   io_post_msg(rt, m);
   return 0;
 }
@@ -183,6 +228,8 @@ int io_start(au_runtime_t *rt)
   if (rc != 0) return rc;
   injectq_init(&io->cmdq);
   atomic_init(&io->next_id, 1);
+  atomic_init(&io->ext, NULL);
+  rt->flush_posts = flush_posts;
   if (uv_loop_init(&io->loop) != 0) goto fail_map;
   if (uv_async_init(&io->loop, &io->async, async_cb) != 0) goto fail_loop;
   io->async.data = rt;
@@ -203,7 +250,7 @@ void io_stop(au_runtime_t *rt)
 {
   io_t *io = &rt->io;
   cmd_t c = {0};
-  while (post(rt, IO_CMD_QUIT, &c) != 0) sched_yield();
+  while (io_post(rt, IO_CMD_QUIT, &c, sizeof(c)) != 0) sched_yield();
   pthread_join(io->tid, NULL);
   uv_loop_close(&io->loop);
   /* The I/O thread is gone: free what is left in its queue. */
@@ -220,7 +267,7 @@ int au_timer_start(au_runtime_t *rt, au_actor_t *to, uint32_t type, uint64_t tim
   c.id = atomic_fetch_add_explicit(&rt->io.next_id, 1, memory_order_relaxed);
   /* Counted before the command is queued, so that quiescence cannot slip in between. */
   atomic_fetch_add(&rt->io_pending, 1);
-  int rc = post(rt, IO_CMD_TIMER_START, &c);
+  int rc = io_post(rt, IO_CMD_TIMER_START, &c, sizeof(c));
   if (rc != 0) {
     pending_done(rt);
     return rc;
@@ -233,5 +280,5 @@ int au_timer_stop(au_runtime_t *rt, au_timer_id_t id)
 {
   if (!rt || id == 0) return AU_EINVAL;
   cmd_t c = {.id = id};
-  return post(rt, IO_CMD_TIMER_STOP, &c);
+  return io_post(rt, IO_CMD_TIMER_STOP, &c, sizeof(c));
 }

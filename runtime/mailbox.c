@@ -28,6 +28,18 @@ bool mailbox_push(mailbox_t *q, au_msg_t *msg)
   return (prev & EMPTY_TAG) != 0;
 }
 
+bool mailbox_push_chain(mailbox_t *q, au_msg_t *first, au_msg_t *last)
+{
+  /* relaxed: the links inside the chain are published by the release store below, as
+   * a single message's contents are */
+  atomic_store_explicit(link_of(last), NULL, memory_order_relaxed);
+  /* acq_rel, release: as in mailbox_push, with last standing for the message */
+  uintptr_t prev = atomic_exchange_explicit(&q->head, (uintptr_t)last, memory_order_acq_rel);
+  au_msg_t *p = (au_msg_t *)(prev & ~EMPTY_TAG);
+  atomic_store_explicit(link_of(p), first, memory_order_release);
+  return (prev & EMPTY_TAG) != 0;
+}
+
 au_msg_t *mailbox_pop(mailbox_t *q, au_msg_t **release)
 {
   au_msg_t *tail = q->tail;

@@ -29,6 +29,10 @@ void mailbox_init(mailbox_t *q, au_msg_t *stub);
  * the consumer. */
 bool mailbox_push(mailbox_t *q, au_msg_t *msg);
 
+/* Any thread: mailbox_push of first..last, already linked through au__next (last's link
+ * NULL), in one exchange: they arrive in that order, with nothing between them. */
+bool mailbox_push_chain(mailbox_t *q, au_msg_t *first, au_msg_t *last);
+
 /* Consumer only. Returns the next message or NULL; *release is set to the previous stub,
  * which the caller frees (it is no longer reachable by producers). */
 au_msg_t *mailbox_pop(mailbox_t *q, au_msg_t **release);

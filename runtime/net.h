@@ -1,5 +1,7 @@
-/* net.h — the cluster transport and control plane: a full TCP mesh between the nodes
- * of a cluster, run on the runtime's I/O thread (libuv).
+/* net.h — the cluster transport as the rest of the runtime sees it: a full TCP mesh
+ * between the nodes of a cluster, run on the runtime's I/O thread (libuv), built by
+ * au_runtime_join (cluster.c). Its modules (conn, member, term, data) are below cluster.c
+ * and above the I/O thread; runtime.c calls these three, route.c the data plane (data.h).
  *
  * The invariant: frames between two nodes travel on exactly one connection, written
  * by the I/O thread in the order senders queued them, so messages from one actor to
@@ -9,85 +11,15 @@
 #ifndef AUGUR_RUNTIME_NET_H
 #define AUGUR_RUNTIME_NET_H
 
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdint.h>
-#include <uv.h>
-
 #include "augur.h"
 
 typedef struct net net_t;
-typedef struct conn conn_t;
 
-/* Frame types on the wire (runtime/wire.h carries them). */
-enum {
-  FT_HELLO = 1,     /* handshake (handshake.c) */
-  FT_AUTH = 2,      /* handshake (handshake.c) */
-  FT_CTRL = 3,      /* control plane: extra[0] = control kind */
-  FT_DATA = 4,      /* to a port: extra[0] = message type, extra[1] = source port */
-  FT_HEARTBEAT = 5, /* nothing to say, still alive */
-  FT_BYE = 6,       /* this node sends nothing more */
-};
-
-/* Control kinds (FT_CTRL extra[0]). */
-enum {
-  CTRL_JOIN = 1, /* rank -> 0: my listen address (payload "host:port") */
-  CTRL_PEERS,    /* 0 -> all: every rank's listen address, '\n'-separated */
-  CTRL_READY,    /* rank -> 0: my mesh is complete */
-  CTRL_GO,       /* 0 -> all: everyone is ready: the bootstrap barrier is over */
-  CTRL_STATUS,   /* rank -> 0: extra = run, round, idle; payload = sent, processed */
-  CTRL_POLL,     /* 0 -> all: extra = run, round: report your status */
-  CTRL_RUN_DONE, /* 0 -> all: extra = run: every node idle, nothing in flight */
-  CTRL_REDUCE,   /* rank -> 0: extra = seq, n; payload = n doubles */
-  CTRL_REDUCED,  /* 0 -> all: extra = seq, n; payload = n sums */
-};
-
-/* Default per-peer outgoing queue limit (bytes): above it senders are asked to wait;
- * they are woken below a quarter of it (au_cluster_opts_t.queue_bytes). */
-#define NET_OUT_HIGH (16u << 20)
-
-/* Main thread: joins the cluster described by o, blocking until every node is
- * connected to every other (a barrier) or an error or timeout. 0, or a negative AU_E*
- * with a message in err. */
-int net_join(au_runtime_t *rt, const au_cluster_opts_t *o, char *err, size_t errlen);
-/* Main thread: says BYE to every peer, waits (bounded) for theirs, closes. */
+/* Main thread: says BYE to every peer, waits (bounded) for theirs. */
 void net_leave(au_runtime_t *rt);
-/* I/O thread, on CMD_QUIT: closes every connection and handle the network owns. */
-void net_close_all(au_runtime_t *rt);
+/* Once the I/O thread has stopped: frees the network. */
 void net_free(au_runtime_t *rt);
-
-/* Any thread: queues a message for (node, port). Never drops and never blocks; use
- * net_link_wait for backpressure. 0 or AU_ENOMEM / AU_ENODE. */
-int net_send(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, au_port_t from_port,
-             const void *data, size_t len);
-/* Any thread: net_send in two halves, so that the caller writes the payload into the
- * frame itself (au_send_to_start). NULL with *rc set on
- * error. */
-au_msg_t *net_send_start(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type,
-                         au_port_t from_port, size_t len, int *rc);
-void net_send_finish(au_runtime_t *rt, au_msg_t *m);
-/* Where the payload of a frame from net_send_start goes (16-byte aligned). */
-void *net_frame_payload(au_msg_t *m);
-/* Any thread: 1 if the queue to node is over the limit, in which case `who` gets a
- * message of `type` once it drains below a quarter of it; 0 if the sender may go on. */
-int net_link_wait(au_runtime_t *rt, uint32_t node, au_actor_t *who, uint32_t type);
-
-/* Main thread, collective: runs the runtime until every node has declared itself idle
- * (net_set_idle) and no data message is in flight anywhere. 0 or AU_ENODE. */
-int net_run(au_runtime_t *rt);
-/* Any thread: this node's workers are idle (1) or busy (0) in the current run. */
-void net_set_idle(au_runtime_t *rt, int idle);
 /* Any thread: 0 while the cluster is whole (or there is none), else why it broke. */
 int net_error(au_runtime_t *rt);
-/* Main thread, collective: element-wise sum over all nodes, in rank order. */
-int net_allreduce(au_runtime_t *rt, double *v, int n);
-
-/* Any thread: payload bytes of the data frames this node has sent (0 without a cluster). */
-uint64_t net_bytes_sent(au_runtime_t *rt);
-
-/* I/O thread, after draining its commands: one write per connection with queued frames. */
-void net_flush(au_runtime_t *rt);
-/* I/O thread: dispatches a command posted with io_post_msg (type >= IO_CMD_NET). */
-void net_handle_cmd(au_runtime_t *rt, au_msg_t *m);
 
 #endif

@@ -2,7 +2,7 @@
  * benchmarks only (AU_NET_DELAY_US; docs/cluster.md, "Simulated latency").
  *
  * These machines' kernels lack tc netem, and libuv's timers count milliseconds, so a
- * frame waits here instead: net_send_finish hands it to one delay thread, which keeps a
+ * frame waits here instead: data_send_finish hands it to one delay thread, which keeps a
  * FIFO (every frame waits equally long, so FIFO order is due order, up to the moments
  * between a sender reading the clock and taking the lock), sleeps until the head is due
  * and then posts every frame due by then to the I/O thread, in one batch, as if it had
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "runtime/cluster.h"
-#include "runtime/rt.h"
+#include "runtime/data.h"
+#include "runtime/io.h"
 
 typedef struct delayed {
   struct delayed *next;

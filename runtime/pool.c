@@ -6,7 +6,12 @@
 
 #define POOL_BATCH 256         /* messages moved to or from the exchange at once */
 #define SLAB_BYTES (64 * 1024) /* carved into blocks of one class */
-#define MIN_BLOCK  64
+
+/* Block sizes, multiples of 64: a block stays aligned to a cache line, its payload to 16. */
+static const uint32_t block_size[POOL_CLASSES] = {
+    64,   128,  256,  512,  1024, 1280, 1536,  1792,  2048,  2560,  3072,
+    3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288, 14336, 16384,
+};
 
 /* Under AddressSanitizer a free message is poisoned, except the fields the free lists
  * use (the link, the size class, the exchange link in the first payload word), so a
@@ -15,7 +20,7 @@
 #include <sanitizer/asan_interface.h>
 static void poison(au_msg_t *m, int on)
 {
-  size_t block = (size_t)MIN_BLOCK << m->au__class;
+  size_t block = block_size[m->au__class];
   char *fields = (char *)&m->sender, *tail = (char *)m->data + 8;
   size_t nfields = offsetof(au_msg_t, au__class) - offsetof(au_msg_t, sender);
   size_t ntail = block - (size_t)(tail - (char *)m);
@@ -53,9 +58,8 @@ static au_msg_t *next_of(au_msg_t *m)
 
 static int class_of(size_t total)
 {
-  size_t block = MIN_BLOCK;
-  for (int c = 0; c < POOL_CLASSES; c++, block <<= 1)
-    if (total <= block) return c;
+  for (int c = 0; c < POOL_CLASSES; c++)
+    if (total <= block_size[c]) return c;
   return -1;
 }
 
@@ -101,7 +105,7 @@ static int refill(pool_t *p, pool_cache_t *c, int cls, int locked)
     c->count[cls] = POOL_BATCH;
     return 0;
   }
-  size_t block = (size_t)MIN_BLOCK << cls;
+  size_t block = block_size[cls];
   /* at least 16 blocks a slab, so that large classes are not carved one by one */
   size_t bytes = block * 16 > SLAB_BYTES ? block * 16 : SLAB_BYTES;
   slab_t *s = malloc(sizeof(slab_t) + bytes);

@@ -1,5 +1,7 @@
 /* pool.h — message memory: size classes of 64..16384 bytes, a free-list cache per
- * thread, and a shared exchange of whole batches between threads.
+ * thread, and a shared exchange of whole batches between threads. From 1 KiB up the
+ * classes are a quarter of a power of two apart, so a message takes at most a quarter
+ * more memory than it needs (a 4 KiB payload with its frame header takes 5 KiB, not 8).
  *
  * The invariant: a cache is touched only by the thread that owns it (a scheduler thread
  * or the I/O thread); every other thread goes through the locked `shared` cache. A
@@ -15,7 +17,7 @@
 
 #include "augur.h"
 
-#define POOL_CLASSES 9     /* 64, 128, ..., 16384 bytes: up to a 16 KiB frame */
+#define POOL_CLASSES 21    /* 64..512 by doubling, then 1024, 1280, 1536, 1792, ..., 16384 */
 #define POOL_BIG     0xffu /* class of messages too large for a pool: plain malloc */
 
 typedef struct pool_cache {

@@ -1,4 +1,7 @@
-/* rt.h — the runtime's internal state, shared by actor.c, sched.c and io.c.
+/* rt.h — the runtime's internal state (struct au_runtime, actors, scheduler threads, the
+ * per-thread context), shared inside runtime/ only: actors/ sees none of it (runtime/ext.h
+ * is its interface). Declares the core's functions (actor.c, sched.c); the I/O thread's
+ * are in io.h, the network's in net.h and the headers it names.
  *
  * The invariant that ties them: an actor is runnable exactly when it sits in one run
  * queue (a scheduler's deque or the inject queue) or is running on one thread, and it
@@ -14,6 +17,7 @@
 #include "augur.h"
 #include "runtime/deque.h"
 #include "runtime/injectq.h"
+#include "runtime/log.h"
 #include "runtime/mailbox.h"
 #include "runtime/pool.h"
 #include "runtime/u64map.h"
@@ -51,20 +55,24 @@ typedef struct sched_thread {
   /* counters: written by the owner only, read by au_runtime_stats; a line of
    * their own, away from `bottom`, which thieves read (local_sent changes per send) */
   _Alignas(64) atomic_ullong runs, msgs, steals, parks;
-  /* For the cluster's end-of-run detection (runtime/cluster.c): local messages that
+  /* For the cluster's end-of-run detection (runtime/term.c): local messages that
    * behaviours on this thread sent, and messages handled here that count as sent
    * somewhere (from another node, or from a behaviour); `handled` is stored with
    * release, after the handlers. */
   atomic_ullong local_sent, handled;
 } sched_thread_t;
 
+struct io_ext;
+struct rt_ctx;
+
 typedef struct io {
   uv_loop_t loop;
   uv_async_t async;
   pthread_t tid;
-  injectq_t cmdq;        /* commands (messages) from any thread, for the I/O thread */
-  u64map_t timers;       /* id -> io_timer, I/O thread only */
-  atomic_ullong next_id; /* timer ids, from 1 */
+  injectq_t cmdq;                     /* commands (messages) from any thread, for the I/O thread */
+  u64map_t timers;                    /* id -> io_timer, I/O thread only */
+  atomic_ullong next_id;              /* timer ids, from 1 */
+  _Atomic(const struct io_ext *) ext; /* io_extend's, or NULL (runtime/io.h) */
 } io_t;
 
 struct au_runtime {
@@ -95,6 +103,9 @@ struct au_runtime {
   atomic_int running;
   atomic_long io_pending; /* armed timers: sources of future messages */
   atomic_ullong dropped;  /* counted messages freed unhandled (stopped actors) */
+  /* Set by io_start: posts what a scheduler thread gathered for the I/O thread. Called
+   * by sched.c through this pointer, so that the core names nothing of io.c. */
+  void (*flush_posts)(struct rt_ctx *ctx);
 
   io_t io;
 };
@@ -107,6 +118,10 @@ typedef struct rt_ctx {
   int list;            /* which live list spawns from this thread join */
   au_actor_t *current; /* the actor whose behaviour runs now */
   unsigned woken;      /* actors this thread pushed on its deque in the current turn */
+  /* commands for the I/O thread gathered in this turn (io_post_later), posted together
+   * when it ends (au_runtime.flush_posts) or when there are many */
+  au_msg_t *posts, *posts_last;
+  unsigned nposts;
 } rt_ctx_t;
 
 extern _Thread_local rt_ctx_t *rt_tls;
@@ -116,6 +131,12 @@ static inline rt_ctx_t *rt_ctx(au_runtime_t *rt)
 {
   rt_ctx_t *c = rt_tls;
   return c && c->rt == rt ? c : NULL;
+}
+
+/* The rank that the runtime's messages name (runtime/log.h): -1 outside a cluster. */
+static inline int rt_log_rank(const au_runtime_t *rt)
+{
+  return rt->nodes > 1 ? rt->rank : -1;
 }
 
 static inline pool_cache_t *rt_cache(au_runtime_t *rt)
@@ -137,38 +158,18 @@ void sched_poke(au_runtime_t *rt);
 void sched_defer(rt_ctx_t *ctx, au_actor_t *a);
 /* Adds one actor turn that handled `msgs` messages to the thread's counters. */
 void sched_count_turn(sched_thread_t *t, unsigned msgs);
-/* The calling thread's turn was a long one (a worker's step): its next turn looks at the
- * inject queue first, so that messages from other threads (the network's, to a placer
- * or a server) wait one such turn, not INJECT_INTERVAL of them. */
-void sched_long_turn(void);
 
 /* actor.c */
 void actor_run(rt_ctx_t *ctx, au_actor_t *a);
 void actor_free_all(au_runtime_t *rt);
 
-/* io.c */
-int io_start(au_runtime_t *rt);
-void io_stop(au_runtime_t *rt);
-/* Any thread: hands m to the I/O thread (m->type is an IO_CMD_*), which frees it. */
-void io_post_msg(au_runtime_t *rt, au_msg_t *m);
-
-/* Commands for the I/O thread; those from IO_CMD_NET on go to net_handle_cmd. */
-enum {
-  IO_CMD_TIMER_START = 1,
-  IO_CMD_TIMER_STOP,
-  IO_CMD_QUIT,
-  IO_CMD_NET = 100,
-  IO_CMD_NET_START = IO_CMD_NET,
-  IO_CMD_NET_SEND,
-  IO_CMD_NET_IDLE,
-  IO_CMD_NET_REDUCE,
-  IO_CMD_NET_LEAVE,
-};
-
 /* actor.c */
 /* Delivers a message whose sender fields are already set (the I/O thread does this for
  * messages from other nodes). */
 void actor_deliver(au_actor_t *to, au_msg_t *m);
+/* actor_deliver of first..last, linked through au__next: one mailbox push, at most one
+ * wake-up, for a run of messages to the same actor. */
+void actor_deliver_chain(au_actor_t *to, au_msg_t *first, au_msg_t *last);
 
 static inline au_actor_t *rt_port_actor(au_runtime_t *rt, au_port_t port)
 {

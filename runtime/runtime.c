@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/io.h"
 #include "runtime/net.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"

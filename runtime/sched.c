@@ -20,6 +20,7 @@
 #endif
 
 #include "runtime/counter.h"
+#include "runtime/ext.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"
 
@@ -27,8 +28,6 @@
 #define INJECT_INTERVAL 61    /* check the inject queue every this many turns */
 
 enum { PARK_AGAIN, PARK_EXIT };
-
-_Thread_local rt_ctx_t *rt_tls;
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -39,13 +38,6 @@ static uint64_t rng_next(uint64_t *s)
   x ^= x >> 27;
   *s = x;
   return x * 0x2545f4914f6cdd1dULL;
-}
-
-/* Counters are written by their owner only: a relaxed load and store is enough and
- * avoids a locked instruction on the hot path. */
-static inline void count(atomic_ullong *c, uint64_t n)
-{
-  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
 }
 
 int sched_init(au_runtime_t *rt)
@@ -167,7 +159,7 @@ void sched_defer(rt_ctx_t *ctx, au_actor_t *a)
   notify(t->rt);
 }
 
-void sched_long_turn(void)
+void au__long_turn(void)
 {
   sched_thread_t *t = rt_tls ? rt_tls->sched : NULL;
   if (t && !t->inject_first) t->long_turn = 1;
@@ -188,7 +180,7 @@ static au_actor_t *find_work(sched_thread_t *t)
   ++t->tick;
   /* Fairness: a deferred actor waits at most INJECT_INTERVAL turns, and the inject
    * queue is looked at every INJECT_INTERVAL turns, even while the deque has work, and
-   * after a long turn (a worker's step: sched_long_turn). The actor taken so does not
+   * after a long turn (a worker's step: au__long_turn). The actor taken so does not
    * earn another such look (two workers in the inject queue would otherwise keep the
    * deque waiting). */
   if (t->deferred && t->tick - t->deferred_at >= INJECT_INTERVAL) return take_deferred(t);
@@ -295,6 +287,7 @@ static void *thread_main(void *arg)
     au_actor_t *a = find_work(t);
     if (a) {
       actor_run(&ctx, a);
+      if (ctx.posts) rt->flush_posts(&ctx); /* e.g. the turn's frames for other nodes */
       continue;
     }
     if (park(t) == PARK_EXIT) break;
@@ -302,6 +295,7 @@ static void *thread_main(void *arg)
   /* Stopped with an actor deferred: keep it runnable for the next run. */
   au_actor_t *d = take_deferred(t);
   if (d && deque_push(&t->dq, d) < 0) injectq_push(&rt->inject, &d->inject);
+  if (ctx.posts) rt->flush_posts(&ctx);
   rt_tls = NULL;
   return NULL;
 }

@@ -53,6 +53,13 @@ typedef struct tbuf {
   int full;         /* the cap is reached: drop without asking again */
 } tbuf_t;
 
+/* A registered kind; `duration` (the runtime's park) is drawn from the event to the
+ * thread's next one when that is an unpark. */
+typedef struct kind {
+  au__trace_kind_t k;
+  int duration;
+} kind_t;
+
 struct trace {
   pthread_mutex_t grant_mu;  /* guards `granted`; taken once per chunk */
   pthread_mutex_t shared_mu; /* the buffer of threads that are not the runtime's */
@@ -62,23 +69,9 @@ struct trace {
   char *path;                /* where au_trace_stop writes (before the rank suffix) */
   int nbufs;                 /* S scheduler threads, then the I/O thread, then the rest */
   tbuf_t *bufs;
-};
-
-static const struct {
-  const char *name;
-  const char *arg[4]; /* NULL: not written */
-} kinds[TRACE_NKINDS] = {
-    [TRACE_INTENT] = {"intent", {"table", "actor", "node", "worker"}},
-    [TRACE_RELOC_START] = {"relocation_start", {"table", "actor", "to", "flow"}},
-    [TRACE_RELOC_END] = {"relocation_end", {"table", "actor", "to", "flow"}},
-    [TRACE_REPLICA_CREATE] = {"replica_create", {"table", "actor", "owner", "bytes"}},
-    [TRACE_REPLICA_SYNC] = {"replica_sync", {"table", "actor", "owner", "rows"}},
-    [TRACE_REPLICA_DROP] = {"replica_drop", {"table", "actor", "owner", NULL}},
-    [TRACE_REMOTE_ACCESS] = {"remote_access", {"table", "actor", "node", "rows"}},
-    [TRACE_FORWARD] = {"forward", {"table", "actor", "to", "hops"}},
-    [TRACE_STEAL] = {"steal", {"victim", NULL, NULL, NULL}},
-    [TRACE_PARK] = {"park", {"sleeping", NULL, NULL, NULL}},
-    [TRACE_UNPARK] = {"unpark", {"ns", "token", NULL, NULL}},
+  pthread_mutex_t kinds_mu; /* guards kinds[] */
+  kind_t kinds[AU__TRACE_MAX];
+  _Atomic uint64_t registered; /* bit k: kinds[k] is registered (AU__TRACE_MAX <= 64) */
 };
 
 int trace_init(au_runtime_t *rt)
@@ -95,10 +88,47 @@ int trace_init(au_runtime_t *rt)
   memset(tr->bufs, 0, size);
   pthread_mutex_init(&tr->grant_mu, NULL);
   pthread_mutex_init(&tr->shared_mu, NULL);
+  pthread_mutex_init(&tr->kinds_mu, NULL);
   atomic_init(&tr->io_busy, 0);
   atomic_init(&rt->trace_on, 0);
   rt->trace = tr;
+  /* the scheduler's own */
+  tr->kinds[TRACE_STEAL].k = (au__trace_kind_t){"steal", {"victim", NULL, NULL, NULL}, NULL, 0};
+  tr->kinds[TRACE_PARK].k = (au__trace_kind_t){"park", {"sleeping", NULL, NULL, NULL}, NULL, 0};
+  tr->kinds[TRACE_PARK].duration = 1;
+  tr->kinds[TRACE_UNPARK].k = (au__trace_kind_t){"unpark", {"ns", "token", NULL, NULL}, NULL, 0};
+  atomic_init(&tr->registered, 1ull << TRACE_STEAL | 1ull << TRACE_PARK | 1ull << TRACE_UNPARK);
   return 0;
+}
+
+int trace_kind_register(au_runtime_t *rt, int kind, const au__trace_kind_t *k)
+{
+  struct trace *tr = rt->trace;
+  if (kind <= 0 || kind >= AU__TRACE_MAX || !k || !k->name || !*k->name) return AU_EINVAL;
+  int rc = 0;
+  pthread_mutex_lock(&tr->kinds_mu);
+  kind_t *e = &tr->kinds[kind];
+  if (!e->k.name) {
+    e->k = *k;
+    /* relaxed: trace_record only filters by it; the JSON writer reads kinds[] under the
+     * mutex */
+    atomic_fetch_or_explicit(&tr->registered, 1ull << kind, memory_order_relaxed);
+  } else if (strcmp(e->k.name, k->name) != 0) {
+    rc = AU_EINVAL;
+  }
+  pthread_mutex_unlock(&tr->kinds_mu);
+  return rc;
+}
+
+int au__trace_kind(au_runtime_t *rt, int kind, const au__trace_kind_t *k)
+{
+  if (!rt || kind < AU__TRACE_USER) return AU_EINVAL;
+  return trace_kind_register(rt, kind, k);
+}
+
+void au__trace(au_runtime_t *rt, int kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+  trace_emit(rt, kind, a, b, c, d);
 }
 
 /* Frees the events. Only while no thread can be appending. */
@@ -125,6 +155,7 @@ void trace_free(au_runtime_t *rt)
   free(tr->bufs);
   pthread_mutex_destroy(&tr->grant_mu);
   pthread_mutex_destroy(&tr->shared_mu);
+  pthread_mutex_destroy(&tr->kinds_mu);
   free(tr);
   rt->trace = NULL;
 }
@@ -184,7 +215,10 @@ static void append(struct trace *tr, tbuf_t *b, int kind, uint64_t a0, uint64_t 
 void trace_record(au_runtime_t *rt, int kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
   struct trace *tr = rt->trace;
-  if (kind <= 0 || kind >= TRACE_NKINDS) return;
+  /* relaxed: an event of a kind registered just now may be dropped, no more */
+  if (kind <= 0 || kind >= AU__TRACE_MAX ||
+      !(atomic_load_explicit(&tr->registered, memory_order_relaxed) >> kind & 1))
+    return;
   rt_ctx_t *ctx = rt_ctx(rt);
   if (ctx && ctx->sched) {
     /* acquire: pairs with au_trace_start's release store, so the buffer state it set up
@@ -213,7 +247,7 @@ void trace_record(au_runtime_t *rt, int kind, uint64_t a, uint64_t b, uint64_t c
 
 /* --- au_trace_start ------------------------------------------------------------------ */
 
-static int max_events(uint64_t *out)
+static int max_events(int rank, uint64_t *out)
 {
   const char *s = getenv("AU_TRACE_MAX_EVENTS");
   *out = DEFAULT_MAX_EVENTS;
@@ -222,9 +256,8 @@ static int max_events(uint64_t *out)
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
   if (*s < '0' || *s > '9' || *end || errno || v == 0 || v > MAX_MAX_EVENTS) {
-    fprintf(stderr,
-            "augur: AU_TRACE_MAX_EVENTS: expected a number of events from 1 to %llu, "
-            "got '%s'\n",
+    au__log(AU_LOG_ERROR, rank,
+            "AU_TRACE_MAX_EVENTS: expected a number of events from 1 to %llu, got '%s'",
             (unsigned long long)MAX_MAX_EVENTS, s);
     return AU_EINVAL;
   }
@@ -233,7 +266,7 @@ static int max_events(uint64_t *out)
 }
 
 /* The directory that will hold path exists and is writable: fail now, not at stop. */
-static int dir_writable(const char *path)
+static int dir_writable(int rank, const char *path)
 {
   const char *slash = strrchr(path, '/');
   char dir[4096];
@@ -248,7 +281,7 @@ static int dir_writable(const char *path)
     dir[n] = '\0';
   }
   if (access(dir, W_OK | X_OK) == 0) return 0;
-  fprintf(stderr, "augur: trace %s: cannot write into %s: %s\n", path, dir, strerror(errno));
+  au__log(AU_LOG_ERROR, rank, "trace %s: cannot write into %s: %s", path, dir, strerror(errno));
   return AU_EINVAL;
 }
 
@@ -257,13 +290,14 @@ int au_trace_start(au_runtime_t *rt, const char *path)
   if (!rt || !path || !*path) return AU_EINVAL;
   struct trace *tr = rt->trace;
   if (atomic_load(&rt->trace_on)) {
-    fprintf(stderr, "augur: trace %s: tracing is already on (into %s)\n", path, tr->path);
+    au__log(AU_LOG_ERROR, rt_log_rank(rt), "trace %s: tracing is already on (into %s)", path,
+            tr->path);
     return AU_EINVAL;
   }
   uint64_t cap;
-  int rc = max_events(&cap);
+  int rc = max_events(rt_log_rank(rt), &cap);
   if (rc) return rc;
-  if ((rc = dir_writable(path))) return rc;
+  if ((rc = dir_writable(rt_log_rank(rt), path))) return rc;
   char *p = strdup(path);
   if (!p) return AU_ENOMEM;
   free(tr->path);
@@ -292,6 +326,7 @@ typedef struct writer {
   int first; /* no element written yet: no comma before the next */
   int pid;
   uint64_t t0;
+  const kind_t *kinds; /* the registered kinds (a copy), by number */
 } writer_t;
 
 #define WBUF 65536
@@ -402,25 +437,27 @@ static void w_meta(writer_t *w, int tid, const char *what, const char *name, int
 static void w_event(writer_t *w, int tid, const trace_event_t *e, const trace_event_t *next)
 {
   int kind = (int)(e->tk & 0xff);
+  const kind_t *k = kind < AU__TRACE_MAX ? &w->kinds[kind] : NULL;
+  if (!k || !k->k.name) return; /* never registered */
   uint64_t ts = w->t0 + (e->tk >> 8);
   uint64_t next_ts = next ? w->t0 + (next->tk >> 8) : UINT64_MAX;
-  int reloc = kind == TRACE_RELOC_START || kind == TRACE_RELOC_END;
+  int flow = k->k.flow != NULL;
   uint64_t dur = 0;
   int complete = 0;
-  if (reloc) {
+  if (flow) {
     /* A slice, so that the flow arrow has something to attach to; never overlapping the
      * thread's next event, so that slices on a thread nest. */
     complete = 1;
     dur = next_ts - ts < MARK_NS ? next_ts - ts : MARK_NS;
-  } else if (kind == TRACE_PARK && next && (int)(next->tk & 0xff) == TRACE_UNPARK) {
+  } else if (k->duration && next && (int)(next->tk & 0xff) == TRACE_UNPARK) {
     complete = 1; /* from park to unpark: the next event of a parked thread is its wake-up */
     dur = next_ts - ts;
   }
   w_begin(w);
-  w_str(w, "{\"name\":\"");
-  w_str(w, kinds[kind].name);
-  w_str(w, complete ? "\",\"cat\":\"augur\",\"ph\":\"X\",\"ts\":"
-                    : "\",\"cat\":\"augur\",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+  w_str(w, "{\"name\":");
+  w_quoted(w, k->k.name);
+  w_str(w, complete ? ",\"cat\":\"augur\",\"ph\":\"X\",\"ts\":"
+                    : ",\"cat\":\"augur\",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
   w_us(w, ts);
   if (complete) {
     w_str(w, ",\"dur\":");
@@ -429,28 +466,28 @@ static void w_event(writer_t *w, int tid, const trace_event_t *e, const trace_ev
   w_thread(w, tid);
   w_str(w, ",\"args\":{");
   for (int i = 0, n = 0; i < 4; i++) {
-    const char *arg = kinds[kind].arg[i];
+    const char *arg = k->k.arg[i];
     if (!arg) continue;
-    w_str(w, n++ ? ",\"" : "\"");
-    w_str(w, arg);
-    if (i == 3 && reloc) { /* the flow id: 64 bits, more than a JSON reader's double holds */
-      w_str(w, "\":\"");
+    w_str(w, n++ ? "," : "");
+    w_quoted(w, arg);
+    if (i == 3 && flow) { /* the flow id: 64 bits, more than a JSON reader's double holds */
+      w_str(w, ":\"");
       w_hex(w, e->arg[i]);
       w_str(w, "\"");
     } else {
-      w_str(w, "\":");
+      w_str(w, ":");
       w_u64(w, e->arg[i]);
     }
   }
   w_str(w, "}}");
-  uint64_t flow = e->arg[3];
-  if (reloc && flow) {
+  uint64_t id = e->arg[3];
+  if (flow && id) {
     w_begin(w);
-    w_str(w, kind == TRACE_RELOC_START
-                 ? "{\"name\":\"relocation\",\"cat\":\"augur.flow\",\"ph\":\"s\",\"id\":\""
-                 : "{\"name\":\"relocation\",\"cat\":\"augur.flow\",\"ph\":\"f\",\"bp\":\"e\","
-                   "\"id\":\"");
-    w_hex(w, flow);
+    w_str(w, "{\"name\":");
+    w_quoted(w, k->k.flow);
+    w_str(w, k->k.flow_end ? ",\"cat\":\"augur.flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":\""
+                           : ",\"cat\":\"augur.flow\",\"ph\":\"s\",\"id\":\"");
+    w_hex(w, id);
     w_str(w, "\",\"ts\":");
     w_us(w, ts);
     w_thread(w, tid);
@@ -475,7 +512,7 @@ static const trace_event_t *cursor_next(cursor_t *it)
 
 static int write_json(au_runtime_t *rt, struct trace *tr, uint64_t stop_ns)
 {
-  int rank = au_runtime_rank(rt), nodes = au_runtime_nodes(rt);
+  int rank = rt->rank, nodes = rt->nodes;
   size_t len = strlen(tr->path) + 16;
   char *path = malloc(len), *buf = malloc(WBUF);
   if (!path || !buf) {
@@ -489,7 +526,7 @@ static int write_json(au_runtime_t *rt, struct trace *tr, uint64_t stop_ns)
     snprintf(path, len, "%s", tr->path);
   FILE *f = fopen(path, "w");
   if (!f) {
-    fprintf(stderr, "augur: trace: cannot create %s: %s\n", path, strerror(errno));
+    au__log(AU_LOG_ERROR, rt_log_rank(rt), "trace: cannot create %s: %s", path, strerror(errno));
     free(path);
     free(buf);
     return AU_EINVAL;
@@ -503,7 +540,18 @@ static int write_json(au_runtime_t *rt, struct trace *tr, uint64_t stop_ns)
     dropped += b->dropped;
   }
 
-  writer_t w = {.f = f, .buf = buf, .first = 1, .pid = rank + 1, .t0 = tr->t0};
+  /* a copy of the kinds: registration may go on meanwhile (au__trace_kind) */
+  kind_t *kinds = malloc(sizeof(tr->kinds));
+  if (!kinds) {
+    fclose(f);
+    free(path);
+    free(buf);
+    return AU_ENOMEM;
+  }
+  pthread_mutex_lock(&tr->kinds_mu);
+  memcpy(kinds, tr->kinds, sizeof(tr->kinds));
+  pthread_mutex_unlock(&tr->kinds_mu);
+  writer_t w = {.f = f, .buf = buf, .first = 1, .pid = rank + 1, .t0 = tr->t0, .kinds = kinds};
   w_str(&w, "{\"traceEvents\":[");
   char name[32];
   snprintf(name, sizeof(name), "node %d", rank);
@@ -547,10 +595,11 @@ static int write_json(au_runtime_t *rt, struct trace *tr, uint64_t stop_ns)
   w_str(&w, "}}\n");
   w_flush(&w);
   free(buf);
+  free(kinds);
   int err = ferror(f) ? errno : 0;
   if (fclose(f) != 0 && !err) err = errno;
   if (err) {
-    fprintf(stderr, "augur: trace: writing %s failed: %s\n", path, strerror(err));
+    au__log(AU_LOG_ERROR, rt_log_rank(rt), "trace: writing %s failed: %s", path, strerror(err));
     free(path);
     return AU_EINVAL;
   }

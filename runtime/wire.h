@@ -1,6 +1,6 @@
 /* wire.h — frames on a byte stream: encoding their headers and reassembling them from
  * whatever chunks a socket delivers. Pure: no I/O, no clock, no globals; the transport
- * (runtime/net.c) calls it. The format, byte by byte, is in docs/wire.md.
+ * (runtime/conn.c) calls it. The format, byte by byte, is in docs/wire.md.
  *
  *   frame  := u32 length (little-endian) | header | payload
  *   header := msgpack array of 4..8 unsigned integers [type, src, dst, seq, extra0..3]
@@ -77,7 +77,6 @@ typedef struct wire_decoder {
   uint64_t frames;        /* frames delivered so far */
   int err;                /* 0, or the error every later feed returns */
   uint8_t known[32];      /* known frame types, one bit each */
-  msgpack_zone zone;      /* msgpack's scratch for the header array, reused per frame */
   char msg[WIRE_ERR_MAX]; /* the reason for err */
 } wire_decoder_t;
 
@@ -86,7 +85,7 @@ typedef struct wire_decoder {
 
 /* max_frame: 0 for WIRE_MAX_FRAME, else WIRE_MIN_HEADER..WIRE_MAX_FRAME. known_types:
  * the 256-bit mask of accepted types, or NULL to accept every type. first_seq: the seq
- * of the first frame. 0, AU_EINVAL or AU_ENOMEM. */
+ * of the first frame. 0 or AU_EINVAL. */
 int wire_decoder_init(wire_decoder_t *d, size_t max_frame, const uint8_t known_types[32],
                       uint64_t first_seq);
 void wire_decoder_free(wire_decoder_t *d);

@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # Installs the Debian packages augur builds against, and only those not yet installed.
-# Used by `make test`, `make demo`, `make tsan`, `make asan` on a fresh Debian 12 machine.
+# Used by every make target (`make test`, `make tsan`, `make clang`, ...) on a fresh Debian 12
+# machine.
 set -euo pipefail
 
 # libssl-dev: HMAC for the handshake; openmpi-bin: the mpirun cluster test.
 pkgs=(pkg-config libuv1-dev libmsgpack-dev libck-dev libcmocka-dev libssl-dev openmpi-bin)
-# `install-deps.sh fuzz`: also clang and its libFuzzer runtime (make fuzz).
-if [ "${1:-}" = fuzz ]; then
-  pkgs+=(clang libclang-rt-14-dev)
-fi
+# `install-deps.sh clang`: also clang (make clang); `install-deps.sh fuzz`: clang and its
+# libFuzzer runtime (make fuzz).
+case "${1:-}" in
+clang) pkgs+=(clang) ;;
+fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
+"") ;;
+*)
+  echo "install-deps: unknown extra '$1' (expected clang or fuzz)" >&2
+  exit 2
+  ;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do

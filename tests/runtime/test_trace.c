@@ -21,6 +21,7 @@
 #include "augur.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"
+#include "tests/runtime/check.h"
 
 /* --- a strict JSON reader (RFC 8259), building a tree ----------------------------------- */
 
@@ -357,25 +358,50 @@ static int exists(const char *path)
   return access(path, F_OK) == 0;
 }
 
+/* The parameter server's kinds, as actors/ registers them (the runtime knows none). */
+enum {
+  T_INTENT = AU__TRACE_USER,
+  T_RELOC_START,
+  T_RELOC_END,
+  T_REPLICA_CREATE,
+  T_REPLICA_SYNC,
+  T_REPLICA_DROP,
+  T_REMOTE_ACCESS,
+  T_FORWARD,
+  T_END
+};
+
+static const au__trace_kind_t test_kinds[T_END - T_INTENT] = {
+    {"intent", {"table", "actor", "node", "worker"}, NULL, 0},
+    {"relocation_start", {"table", "actor", "to", "flow"}, "relocation", 0},
+    {"relocation_end", {"table", "actor", "to", "flow"}, "relocation", 1},
+    {"replica_create", {"table", "actor", "owner", "bytes"}, NULL, 0},
+    {"replica_sync", {"table", "actor", "owner", "rows"}, NULL, 0},
+    {"replica_drop", {"table", "actor", "owner", NULL}, NULL, 0},
+    {"remote_access", {"table", "actor", "node", "rows"}, NULL, 0},
+    {"forward", {"table", "actor", "to", "hops"}, NULL, 0},
+};
+
 static au_runtime_t *new_rt(int threads)
 {
   au_runtime_t *rt;
   assert_int_equal(au_runtime_create(&rt, &(au_runtime_opts_t){.threads = threads}), 0);
+  for (int k = T_INTENT; k < T_END; k++)
+    assert_int_equal(au__trace_kind(rt, k, &test_kinds[k - T_INTENT]), 0);
   return rt;
 }
 
 /* The placement kinds, emitted with arguments derived from (who, i). */
-static const int placement[] = {TRACE_INTENT,       TRACE_REPLICA_CREATE, TRACE_REPLICA_SYNC,
-                                TRACE_REPLICA_DROP, TRACE_REMOTE_ACCESS,  TRACE_FORWARD,
-                                TRACE_RELOC_START,  TRACE_RELOC_END};
+static const int placement[] = {T_INTENT,        T_REPLICA_CREATE, T_REPLICA_SYNC, T_REPLICA_DROP,
+                                T_REMOTE_ACCESS, T_FORWARD,        T_RELOC_START,  T_RELOC_END};
 #define NPLACEMENT 8
 
 static void emit_placement(au_runtime_t *rt, uint64_t who, uint64_t i)
 {
   for (int k = 0; k < NPLACEMENT; k++) {
     int kind = placement[k];
-    uint64_t d = kind == TRACE_RELOC_START || kind == TRACE_RELOC_END ? trace_flow_id(who, i, 0)
-                                                                      : 1000 * who + i;
+    uint64_t d =
+        kind == T_RELOC_START || kind == T_RELOC_END ? au__trace_flow(who, i, 0) : 1000 * who + i;
     trace_emit(rt, kind, who, i, (uint64_t)k, d);
   }
 }
@@ -396,7 +422,7 @@ static void test_off_records_nothing(void **state)
   /* what was emitted while off does not show up once it is on */
   assert_int_equal(au_trace_start(rt, path), 0);
   assert_int_equal(au_trace_enabled(rt), 1);
-  trace_emit(rt, TRACE_INTENT, 5, 6, 7, 8);
+  trace_emit(rt, T_INTENT, 5, 6, 7, 8);
   assert_int_equal(au_trace_stop(rt), 0);
   assert_int_equal(au_trace_enabled(rt), 0);
   for (int i = 0; i < 100; i++) emit_placement(rt, 1, (uint64_t)i);
@@ -460,6 +486,46 @@ static void test_api_errors(void **state)
   unlink(path);
 }
 
+/* --- kinds: registered by their users, by number and name ------------------------------- */
+
+static void test_kinds_registered_by_users(void **state)
+{
+  (void)state;
+  au_runtime_t *rt = new_rt(1);
+  const au__trace_kind_t mine = {"my_event", {"alpha", NULL, "gamma", NULL}, NULL, 0};
+  assert_int_equal(au__trace_kind(rt, TRACE_PARK, &mine), AU_EINVAL); /* the runtime's */
+  assert_int_equal(au__trace_kind(rt, AU__TRACE_USER - 1, &mine), AU_EINVAL);
+  assert_int_equal(au__trace_kind(rt, AU__TRACE_MAX, &mine), AU_EINVAL);
+  assert_int_equal(au__trace_kind(rt, T_INTENT, &mine), AU_EINVAL);  /* taken by "intent" */
+  assert_int_equal(au__trace_kind(rt, T_INTENT, &test_kinds[0]), 0); /* again: a no-op */
+  assert_int_equal(au__trace_kind(rt, T_END, &(au__trace_kind_t){.name = ""}), AU_EINVAL);
+  char path[256];
+  tmp_path(path, sizeof(path), "kinds");
+  assert_int_equal(au_trace_start(rt, path), 0);
+  au__trace(rt, T_END, 1, 2, 3, 4);                      /* not registered: not recorded */
+  assert_int_equal(au__trace_kind(rt, T_END, &mine), 0); /* while recording */
+  au__trace(rt, T_END, 1, 2, 3, 4);
+  au__trace(rt, T_FORWARD, 5, 6, 7, 8);
+  assert_int_equal(au_trace_stop(rt), 0);
+  jv_t *doc = load(path);
+  assert_int_equal(jnum(jget(doc, "otherData"), "events"), 2);
+  assert_int_equal(count_augur(doc), 2);
+  assert_int_equal(count_kind(doc, "my_event"), 1);
+  assert_int_equal(count_kind(doc, "forward"), 1);
+  const jv_t *evs = jget(doc, "traceEvents");
+  for (size_t i = 0; i < evs->n; i++) {
+    const jv_t *e = evs->item[i];
+    if (strcmp(jstr(e, "name"), "my_event") != 0) continue;
+    const jv_t *args = jget(e, "args");
+    assert_int_equal(args->n, 2); /* the unnamed arguments are not written */
+    assert_int_equal(jnum(args, "alpha"), 1);
+    assert_int_equal(jnum(args, "gamma"), 3);
+  }
+  jfree(doc);
+  unlink(path);
+  au_runtime_destroy(rt);
+}
+
 /* --- a run with steals and parks, and events from every kind of thread ------------------- */
 
 #define SPAWNED      200
@@ -490,11 +556,14 @@ static void spawner(au_actor_t *self, void *st, au_msg_t *m)
   (void)st;
   if (m->type == 1) return; /* the timer: by now both threads have parked */
   /* a timer keeps the run from ending while the threads wait: they park */
-  assert_int_equal(au_timer_start(au_actor_runtime(self), self, 1, 30, 0, NULL), 0);
+  CHECK(au_timer_start(au_actor_runtime(self), self, 1, 30, 0, NULL) == 0);
   for (uint64_t i = 0; i < SPAWNED; i++) {
     au_actor_t *b;
-    assert_int_equal(au_actor_spawn(au_actor_runtime(self), &b, busy, 0), 0);
-    assert_int_equal(au_send(b, 0, &i, sizeof(i)), 0);
+    if (au_actor_spawn(au_actor_runtime(self), &b, busy, 0) != 0) {
+      CHECK(!"au_actor_spawn failed");
+      return;
+    }
+    CHECK(au_send(b, 0, &i, sizeof(i)) == 0);
   }
 }
 
@@ -512,7 +581,7 @@ static void *emitter_main(void *arg)
   if (e->as_io) rt_tls = &ctx;
   while (!atomic_load(e->go)) sched_yield();
   if (e->as_io) {
-    for (uint64_t i = 0; i < IO_EVENTS; i++) trace_emit(e->rt, TRACE_FORWARD, 3, 77, 2, i);
+    for (uint64_t i = 0; i < IO_EVENTS; i++) trace_emit(e->rt, T_FORWARD, 3, 77, 2, i);
   } else {
     for (uint64_t i = 0; i < USER_EVENTS; i++) emit_placement(e->rt, e->who, i);
   }
@@ -547,9 +616,10 @@ static void test_run_every_thread(void **state)
   atomic_store(&go, 1);
   assert_int_equal(au_runtime_run(rt), 0);
   for (int i = 0; i <= USER_THREADS; i++) pthread_join(th[i], NULL);
+  assert_checks();
   /* the main thread too, through the shared buffer */
-  trace_emit(rt, TRACE_RELOC_END, 9, 9, 0, trace_flow_id(9, 9, 0)); /* no start: no pair */
-  trace_emit(rt, TRACE_RELOC_START, 8, 8, 1, 0);                    /* flow 0: no arrow */
+  trace_emit(rt, T_RELOC_END, 9, 9, 0, au__trace_flow(9, 9, 0)); /* no start: no pair */
+  trace_emit(rt, T_RELOC_START, 8, 8, 1, 0);                     /* flow 0: no arrow */
 
   au_sched_stats_t st[2];
   au_runtime_stats(rt, st, 2);
@@ -715,7 +785,7 @@ static void test_cap_counts_dropped(void **state)
   tmp_path(path, sizeof(path), "cap");
   setenv("AU_TRACE_MAX_EVENTS", "1000", 1);
   assert_int_equal(au_trace_start(rt, path), 0);
-  for (int i = 0; i < 1500; i++) trace_emit(rt, TRACE_INTENT, 1, (uint64_t)i, 0, 0);
+  for (int i = 0; i < 1500; i++) trace_emit(rt, T_INTENT, 1, (uint64_t)i, 0, 0);
   assert_int_equal(au_trace_stop(rt), 0);
   jv_t *doc = load(path);
   assert_int_equal(count_kind(doc, "intent"), 1000);
@@ -762,7 +832,7 @@ static void test_rank_suffix(void **state)
   snprintf(ranked, sizeof(ranked), "%s.2", path);
   unlink(ranked);
   assert_int_equal(au_trace_start(rt, path), 0);
-  trace_emit(rt, TRACE_REMOTE_ACCESS, 1, 2, 0, 64);
+  trace_emit(rt, T_REMOTE_ACCESS, 1, 2, 0, 64);
   /* as if the runtime had joined a cluster of 3 as rank 2 (no network is touched) */
   rt->rank = 2;
   rt->nodes = 3;
@@ -816,11 +886,11 @@ static void bench_actor(au_actor_t *self, void *st, au_msg_t *m)
   bench_t *b = *(bench_t **)st;
   au_runtime_t *rt = au_actor_runtime(self);
   uint64_t t0 = au_now_ns();
-  for (uint64_t i = 0; i < BENCH_EVENTS; i++) trace_emit(rt, TRACE_REMOTE_ACCESS, 1, i, 0, 8);
+  for (uint64_t i = 0; i < BENCH_EVENTS; i++) trace_emit(rt, T_REMOTE_ACCESS, 1, i, 0, 8);
   b->off[b->run] = (double)(au_now_ns() - t0) / BENCH_EVENTS;
   b->started = au_trace_start(rt, b->path) == 0;
   t0 = au_now_ns();
-  for (uint64_t i = 0; i < BENCH_EVENTS; i++) trace_emit(rt, TRACE_REMOTE_ACCESS, 1, i, 0, 8);
+  for (uint64_t i = 0; i < BENCH_EVENTS; i++) trace_emit(rt, T_REMOTE_ACCESS, 1, i, 0, 8);
   b->on[b->run] = (double)(au_now_ns() - t0) / BENCH_EVENTS;
 }
 
@@ -858,9 +928,13 @@ static void test_emit_cost(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_off_records_nothing), cmocka_unit_test(test_api_errors),
-      cmocka_unit_test(test_run_every_thread),    cmocka_unit_test(test_cap_counts_dropped),
-      cmocka_unit_test(test_rank_suffix),         cmocka_unit_test(test_emit_cost),
+      cmocka_unit_test(test_off_records_nothing),
+      cmocka_unit_test(test_api_errors),
+      cmocka_unit_test(test_kinds_registered_by_users),
+      cmocka_unit_test(test_run_every_thread),
+      cmocka_unit_test(test_cap_counts_dropped),
+      cmocka_unit_test(test_rank_suffix),
+      cmocka_unit_test(test_emit_cost),
   };
   return cmocka_run_group_tests_name("trace", tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
-/* net.c — connections of the cluster mesh on the I/O thread: dialing and accepting,
- * the handshake, reading and decoding frames, delivering data frames to actors, and
- * writing queued frames with one write per connection per loop iteration. The control
- * protocol on top (joining, runs, reductions, leaving) is in cluster.c.
+/* conn.c — connections of the cluster mesh on the I/O thread: dialing and accepting,
+ * the handshake, reading and decoding frames, and writing queued frames with one write
+ * per connection per loop iteration. What a connection brings after its handshake goes
+ * to the handlers its owner registered (conn.h): the data plane (data.c), membership
+ * (member.c) and termination (term.c) sit above this file, never below it.
  *
  * The invariant: each connection has exactly one writer (the I/O thread) and frames are
  * appended to its queue, stamped with consecutive sequence numbers, in the order their
@@ -13,7 +14,7 @@
 #include <string.h>
 
 #include "runtime/cluster.h"
-#include "runtime/counter.h"
+#include "runtime/conn.h"
 #include "runtime/rt.h"
 
 #define MAX_WRITE_FRAMES 1024 /* IOV_MAX on Linux */
@@ -27,6 +28,11 @@ typedef struct write_req {
   uv_buf_t bufs[MAX_WRITE_FRAMES];
 } write_req_t;
 
+static void conn_send_raw(conn_t *c, const uint8_t *bytes, size_t n);
+static int conn_handshake_begin(conn_t *c, uint8_t *out, size_t cap);
+static int conn_handshake_frame(conn_t *c, const wire_hdr_t *h, const uint8_t *payload,
+                                size_t plen);
+
 static const uint8_t *known_types(void)
 {
   static uint8_t mask[32];
@@ -35,16 +41,6 @@ static const uint8_t *known_types(void)
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
       mask[types[i] / 8] |= (uint8_t)(1u << (types[i] % 8));
   return mask;
-}
-
-void net_log(net_t *net, const char *fmt, ...)
-{
-  char line[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof(line), fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "augur[rank %d]: %s\n", net->rank, line);
 }
 
 /* --- frames out ------------------------------------------------------------------- */
@@ -95,7 +91,7 @@ void conn_queue_ctrl(conn_t *c, int ftype, const uint64_t *extra, int nextra, co
   net_t *net = c->net;
   au_msg_t *m = frame_alloc(net->rt, net->cache, len);
   if (!m) {
-    net_lost(net, c->peer, "out of memory queueing a control frame");
+    net->handlers->lost(net, c->peer, "out of memory queueing a control frame");
     return;
   }
   frame_meta_t *fm = frame_meta(m);
@@ -108,7 +104,18 @@ void conn_queue_ctrl(conn_t *c, int ftype, const uint64_t *extra, int nextra, co
   conn_write(c);
 }
 
+void conn_ctrl(net_t *net, int to, int kind, const uint64_t *extra, int nextra, const void *data,
+               size_t len)
+{
+  conn_t *c = net->conns[to];
+  if (!c) return;
+  uint64_t x[4] = {(uint64_t)kind, 0, 0, 0};
+  for (int i = 0; i < nextra && i < 3; i++) x[i + 1] = extra[i];
+  conn_queue_ctrl(c, FT_CTRL, x, nextra + 1, data, len);
+}
+
 static void write_done(uv_write_t *req, int status);
+static void conn_free_msgs(net_t *net, au_msg_t *m);
 
 void conn_write(conn_t *c)
 {
@@ -151,7 +158,7 @@ static void write_done(uv_write_t *req, int status)
   conn_t *c = w->c;
   net_t *net = c->net;
   conn_free_msgs(net, w->msgs);
-  if (w->bytes && c->peer >= 0) net_unqueue_bytes(net, c->peer, w->bytes);
+  if (w->bytes && c->peer >= 0) net->handlers->written(net, c->peer, w->bytes);
   free(w);
   c->writing = 0;
   if (status < 0) {
@@ -165,7 +172,7 @@ static void write_done(uv_write_t *req, int status)
   conn_write(c);
 }
 
-void conn_free_msgs(net_t *net, au_msg_t *m)
+static void conn_free_msgs(net_t *net, au_msg_t *m)
 {
   while (m) {
     au_msg_t *next = m->au__next;
@@ -174,40 +181,13 @@ void conn_free_msgs(net_t *net, au_msg_t *m)
   }
 }
 
-/* After the I/O thread drained its command queue: one write per connection. */
-void net_flush(au_runtime_t *rt)
+void conn_flush_all(net_t *net)
 {
-  net_t *net = rt->net;
-  if (!net) return;
   for (int i = 0; i < net->nodes; i++)
     if (net->conns[i]) conn_write(net->conns[i]);
 }
 
 /* --- frames in -------------------------------------------------------------------- */
-
-static void deliver_data(conn_t *c, const wire_hdr_t *h, const uint8_t *payload, size_t plen)
-{
-  net_t *net = c->net;
-  au_runtime_t *rt = net->rt;
-  au_actor_t *to = rt_port_actor(rt, (au_port_t)h->dst);
-  if (!to || h->dst > 0xfffe || h->nextra < 2 || h->extra[1] > 0xffff) {
-    char why[96];
-    snprintf(why, sizeof(why), "data frame for port %u, where no actor is registered",
-             (unsigned)h->dst);
-    conn_fail(c, why);
-    return;
-  }
-  au_msg_t *m = pool_alloc(&rt->pool, net->cache, plen);
-  if (!m) {
-    conn_fail(c, "out of memory receiving a data frame");
-    return;
-  }
-  m->type = (uint32_t)h->extra[0];
-  m->from_node = (uint32_t)c->peer;
-  m->from_port = (au_port_t)h->extra[1];
-  if (plen) memcpy(m->data, payload, plen);
-  actor_deliver(to, m);
-}
 
 static int on_frame(void *arg, const wire_hdr_t *h, const uint8_t *payload, size_t plen)
 {
@@ -220,15 +200,11 @@ static int on_frame(void *arg, const wire_hdr_t *h, const uint8_t *payload, size
   }
   switch (h->type) {
   case FT_DATA:
-    deliver_data(c, h, payload, plen);
-    break;
   case FT_CTRL:
-    cluster_on_ctrl(net, c, h, payload, plen);
+  case FT_BYE:
+    net->handlers->frame(net, c, h, payload, plen);
     break;
   case FT_HEARTBEAT:
-    break;
-  case FT_BYE:
-    cluster_on_bye(net, c);
     break;
   default:
     conn_fail(c, "handshake frame after the handshake");
@@ -263,6 +239,8 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
   char why[160];
   int rc = wire_decoder_feed(&c->dec, (const uint8_t *)buf->base, (size_t)nread, on_frame, c, why,
                              sizeof(why));
+  net_t *net = c->net;
+  net->handlers->read_done(net, c);
   if (rc < 0 && c->state != C_CLOSING) conn_fail(c, why);
 }
 
@@ -301,7 +279,7 @@ static void conn_closed(uv_handle_t *h)
   conn_free_msgs(net, c->q_head);
   wire_decoder_free(&c->dec);
   free(c);
-  cluster_on_closed(net);
+  net->handlers->closed(net);
 }
 
 void conn_close(conn_t *c)
@@ -323,11 +301,11 @@ void conn_fail(conn_t *c, const char *why)
   if (was_up && !c->bye_rx) {
     char reason[256];
     snprintf(reason, sizeof(reason), "%s (%s)", why, c->name);
-    net_lost(net, peer, reason);
+    net->handlers->lost(net, peer, reason);
   } else if (c->outgoing && !was_up) {
-    cluster_on_dial_failed(net, c->expect, why);
+    net->handlers->dial_failed(net, c->expect, why);
   } else if (!was_up) {
-    net_log(net, "closed connection from %s: %s", c->name, why);
+    net_log(net, AU_LOG_WARN, "closed connection from %s: %s", c->name, why);
   }
 }
 
@@ -364,7 +342,7 @@ static void conn_start(conn_t *c)
 }
 
 /* Handshake bytes are written as a frame of their own, outside the sequence. */
-void conn_send_raw(conn_t *c, const uint8_t *bytes, size_t n)
+static void conn_send_raw(conn_t *c, const uint8_t *bytes, size_t n)
 {
   au_msg_t *m = frame_alloc(c->net->rt, c->net->cache, n);
   if (!m) {
@@ -383,12 +361,12 @@ static void on_accept(uv_stream_t *server, int status)
 {
   net_t *net = server->data;
   if (status < 0) {
-    net_log(net, "accept failed: %s", uv_strerror(status));
+    net_log(net, AU_LOG_WARN, "accept failed: %s", uv_strerror(status));
     return;
   }
   conn_t *c = conn_new(net, 0, -1);
   if (!c) {
-    net_log(net, "out of memory accepting a connection");
+    net_log(net, AU_LOG_ERROR, "out of memory accepting a connection");
     return;
   }
   if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
@@ -409,7 +387,7 @@ static void on_connect(uv_connect_t *req, int status)
   conn_start(c);
 }
 
-int net_dial(net_t *net, int peer, const struct sockaddr *addr)
+int conn_dial(net_t *net, int peer, const struct sockaddr *addr)
 {
   conn_t *c = conn_new(net, 1, peer);
   if (!c) return AU_ENOMEM;
@@ -428,7 +406,7 @@ int net_dial(net_t *net, int peer, const struct sockaddr *addr)
   return 0;
 }
 
-int net_listen(net_t *net, const struct sockaddr *addr, char *err, size_t errlen)
+int conn_listen(net_t *net, const struct sockaddr *addr, char *err, size_t errlen)
 {
   uv_tcp_init(&net->rt->io.loop, &net->listener);
   net->listener.data = net;
@@ -448,21 +426,17 @@ int net_listen(net_t *net, const struct sockaddr *addr, char *err, size_t errlen
   return 0;
 }
 
-void net_close_all(au_runtime_t *rt)
+void conn_close_all(net_t *net)
 {
-  net_t *net = rt->net;
-  if (!net) return;
   for (conn_t *c = net->all; c; c = c->next_all)
     if (c->state != C_CLOSING) conn_close(c);
   if (net->listening && !uv_is_closing((uv_handle_t *)&net->listener))
     uv_close((uv_handle_t *)&net->listener, NULL);
-  if (net->timer_on && !uv_is_closing((uv_handle_t *)&net->timer))
-    uv_close((uv_handle_t *)&net->timer, NULL);
 }
 
 /* --- the handshake ---------------------------------------------------------------- */
 
-int conn_handshake_begin(conn_t *c, uint8_t *out, size_t cap)
+static int conn_handshake_begin(conn_t *c, uint8_t *out, size_t cap)
 {
   net_t *net = c->net;
   const char *secret = net->opts.secret;
@@ -472,7 +446,7 @@ int conn_handshake_begin(conn_t *c, uint8_t *out, size_t cap)
   return hs_hello_frame(&c->hs, out, cap);
 }
 
-int conn_handshake_frame(conn_t *c, const wire_hdr_t *h, const uint8_t *payload, size_t plen)
+static int conn_handshake_frame(conn_t *c, const wire_hdr_t *h, const uint8_t *payload, size_t plen)
 {
   net_t *net = c->net;
   uint8_t out[HS_FRAME_MAX];
@@ -503,6 +477,6 @@ int conn_handshake_frame(conn_t *c, const wire_hdr_t *h, const uint8_t *payload,
   c->state = C_UP;
   snprintf(c->name + strlen(c->name), sizeof(c->name) - strlen(c->name), " (node %d)", peer);
   net->conns[peer] = c;
-  cluster_on_conn_up(net, c);
+  net->handlers->up(net, c);
   return 0;
 }
