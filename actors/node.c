@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "actors/barrier.h"
 #include "actors/placer.h"
 #include "actors/ps.h"
 
@@ -60,7 +61,8 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
   atomic_init(&n->live, 0);
   atomic_init(&n->active, 0);
   /* servers first: once this node has joined, requests may come at any time */
-  if ((rc = remote_start_servers(n)) != 0 || (rc = placer_start(n)) != 0) {
+  if ((rc = remote_start_servers(n)) != 0 || (rc = placer_start(n)) != 0 ||
+      (rc = barrier_start(n)) != 0) {
     au_node_stop(n);
     return rc;
   }
@@ -72,6 +74,10 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
     }
     n->rank = au_runtime_rank(n->rt);
     n->nodes = au_runtime_nodes(n->rt);
+    if ((rc = barrier_join(n)) != 0) {
+      au_node_stop(n);
+      return rc;
+    }
   }
   *out = n;
   return 0;
@@ -135,6 +141,7 @@ void au_node_stop(au_node_t *n)
                                is au_worker_t) */
   remote_free_servers(n);
   placer_free(n);
+  barrier_free(n);
   free(n->table_by_id);
   au_table_t *t = n->tables;
   while (t) {

@@ -118,6 +118,7 @@ struct au_worker {
   size_t seen_cap;
   atomic_int kicked;    /* a step message is on its way (worker_kick) */
   uint64_t barrier_gen; /* generation of the barrier this worker waits at, or 0 */
+  uint64_t fence_gen;   /* ... whose fence it sends after this step's pushes (barrier.c) */
   int views;            /* views held in the running step: must be 0 when it returns */
   rows_chunk_t *rows;   /* views' row pointers, reset after every step */
   wremote_t remote;     /* rows fetched from other nodes, pushes to them */
@@ -147,6 +148,8 @@ struct au_node {
   pthread_mutex_t barrier_mu;
   int barrier_arrived;
   uint64_t barrier_gen;
+  struct barrier *barrier; /* across the cluster (barrier.c) */
+  au_actor_t *barrier_actor;
   atomic_int error; /* first negative step result */
   atomic_int live;  /* workers not done */
 };

@@ -561,3 +561,24 @@ int psm_key_decode(const uint8_t *p, size_t len, uint64_t *key)
   *key = get_u64(p);
   return 0;
 }
+
+/* --- barriers: u64 generation, u32 count, u32 0 ---------------------------------------------- */
+
+size_t psm_bar_encode(uint8_t out[PSM_BAR_LEN], const psm_bar_t *m)
+{
+  put_u64(out, m->gen);
+  put_u32(out + 8, m->count);
+  put_u32(out + 12, 0);
+  return PSM_BAR_LEN;
+}
+
+int psm_bar_decode(const uint8_t *p, size_t len, psm_bar_t *out, psm_why_t *why)
+{
+  if (len != PSM_BAR_LEN) {
+    say(why, "a barrier message of %zu bytes, not %d", len, PSM_BAR_LEN);
+    return AU_EPROTO;
+  }
+  if (check_zero(p + 12, 4, "a barrier message", why)) return AU_EPROTO;
+  *out = (psm_bar_t){.gen = get_u64(p), .count = get_u32(p + 8)};
+  return 0;
+}

@@ -43,6 +43,10 @@ enum {
   PS_REP_GONE,         /* replica -> owner: dropped; its last delta went before */
   PS_HINT,             /* worker -> its placer: actors it would like here (it fetches them
                           meanwhile; PS_WANT's layout) */
+  PS_BAR_ARRIVE,       /* barrier -> node 0's barrier: this node's workers arrived */
+  PS_BAR_DONE,         /* barrier -> node 0's barrier: this node's workers are all done */
+  PS_BAR_GO,           /* node 0's barrier -> every barrier: everyone arrived */
+  PS_BAR_FENCE,        /* worker -> server -> its barrier: this worker's pushes are in */
 };
 
 /* Why a decoder refused a message, for the log. */
@@ -243,6 +247,17 @@ typedef struct psm_entries {
 } psm_entries_t;
 int psm_entries_begin(const uint8_t *p, size_t len, psm_entries_t *it, psm_why_t *why);
 int psm_entry_next(const au_node_t *n, psm_entries_t *it, psm_entry_t *out, psm_why_t *why);
+
+/* --- barriers: PS_BAR_ARRIVE, _DONE, _GO, _FENCE ------------------------------------------ */
+
+typedef struct psm_bar {
+  uint64_t gen;   /* the barrier's generation */
+  uint32_t count; /* ARRIVE: this node's workers that arrived; GO: all nodes' */
+} psm_bar_t;
+
+#define PSM_BAR_LEN 16
+size_t psm_bar_encode(uint8_t out[PSM_BAR_LEN], const psm_bar_t *m);
+int psm_bar_decode(const uint8_t *p, size_t len, psm_bar_t *out, psm_why_t *why);
 
 /* --- the placer's messages to itself: a u64 key ------------------------------------------ */
 

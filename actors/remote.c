@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actors/barrier.h"
 #include "actors/idle.h"
 #include "actors/ps.h"
 #include "actors/psmsg.h"
@@ -397,6 +398,9 @@ static void server_behaviour(au_actor_t *self, void *state, au_msg_t *m)
   case PS_REQ:
   case PS_PUSH:
     serve(s, m, m->type);
+    break;
+  case PS_BAR_FENCE: /* the pushes before it from that worker are applied: pass it on */
+    au_send(barrier_actor(s->node), PS_BAR_FENCE, m->data, m->len);
     break;
   default:
     break;

@@ -1,5 +1,5 @@
 /* worker.c — worker actors: a user's step function run as an actor, the worker's clock,
- * intents, views, pull/push and the node-wide barrier.
+ * intents, views, pull/push (the barrier is barrier.c's).
  *
  * The invariant: a worker has at most one step message outstanding. AU_CONTINUE sends
  * the next one itself; AU_WAIT sends none, and whatever the step waits for (a barrier's
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actors/barrier.h"
 #include "actors/idle.h"
 #include "actors/placer.h"
 #include "actors/ps.h"
@@ -26,15 +27,6 @@ int worker_kick(au_worker_t *w)
   return rc;
 }
 
-/* With barrier_mu held: opens the barrier, re-running every worker that waits at it. */
-static void barrier_release_locked(au_node_t *n)
-{
-  uint64_t gen = n->barrier_gen++;
-  n->barrier_arrived = 0;
-  for (int i = 0; i < n->nworkers; i++)
-    if (n->workers[i]->barrier_gen == gen) worker_kick(n->workers[i]);
-}
-
 static void finish(au_worker_t *w, int rc)
 {
   au_node_t *n = w->node;
@@ -43,12 +35,8 @@ static void finish(au_worker_t *w, int rc)
     atomic_compare_exchange_strong(&n->error, &none, rc);
   }
   w->state = W_DONE;
-  pthread_mutex_lock(&n->barrier_mu);
   atomic_fetch_sub(&n->live, 1);
-  /* this worker's leaving may complete a barrier the others wait at */
-  if (n->barrier_arrived > 0 && n->barrier_arrived >= atomic_load(&n->live))
-    barrier_release_locked(n);
-  pthread_mutex_unlock(&n->barrier_mu);
+  barrier_left(n);
 }
 
 /* n row pointers for a view, valid until the step returns. Chunks are kept from step to
@@ -142,6 +130,7 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     }
     if (w->remote.failed && rc >= 0) rc = w->remote.failed;
     remote_step_done(w, rc == AU_WAIT);
+    if (w->fence_gen) barrier_fence(w); /* after the pushes */
     if (rc == AU_WAIT && !w->remote.pending && !w->remote.link_wait && !w->barrier_gen &&
         !w->wants) {
       au__log(AU_LOG_ERROR, -1,
@@ -549,28 +538,6 @@ int au_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, const
   counter_add(&w->rows_local, n - nremote);
   if (nremote) counter_add(&w->rows_remote, nremote);
   return 0;
-}
-
-int au_barrier(au_worker_t *w)
-{
-  au_node_t *n = w->node;
-  int rc = AU_EAGAIN;
-  pthread_mutex_lock(&n->barrier_mu);
-  if (w->barrier_gen != 0) {
-    /* re-run after arriving: released once the generation moved on */
-    if (w->barrier_gen != n->barrier_gen) {
-      w->barrier_gen = 0;
-      rc = 0;
-    }
-  } else if (++n->barrier_arrived >= atomic_load(&n->live)) {
-    /* the last to arrive opens the barrier and passes at once */
-    barrier_release_locked(n);
-    rc = 0;
-  } else {
-    w->barrier_gen = n->barrier_gen;
-  }
-  pthread_mutex_unlock(&n->barrier_mu);
-  return rc;
 }
 
 void au_node_stats(const au_node_t *n, au_node_stats_t *out)

@@ -190,6 +190,19 @@ optim)
     done
   done
   ;;
+barrier)
+  # au_barrier across nodes (docs/examples/histogram.c): every node's workers push counts
+  # into one classic table, pass the barrier, and each must then see every node's counts
+  for n in 2 3; do
+    timeout 120 "$augur" run -n $n "$build/tests/histogram" >"$tmp/out$n" 2>&1
+    rc=$?
+    cat "$tmp/out$n"
+    check "histogram on $n nodes exits 0" test $rc -eq 0
+    check "histogram on $n nodes: every node ok" test "$(grep -c '] ok$' "$tmp/out$n")" -eq $n
+    check "histogram on $n nodes: every worker saw every node's counts" \
+      test "$(grep -c 'saw total=\([0-9]*\) of \1$' "$tmp/out$n")" -eq $((4 * n))
+  done
+  ;;
 refuse)
   # a 2-node cluster with a secret; bad peers knock on rank 0's door meanwhile
   AU_SECRET=s3cret timeout 60 "$augur" run -n 2 "$node" serve 6 >"$tmp/out" 2>"$tmp/err" &
