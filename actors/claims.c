@@ -146,14 +146,22 @@ static void send_batches(struct placer *p, obuf_t *out)
   }
 }
 
-/* Nodes with a claim that has not lapsed. */
-static uint64_t claimants(const rec_t *r, uint64_t now)
+/* How many nodes have a claim that has not lapsed (at most two are counted: the claims
+ * hold one per node); with `out`, which. */
+static int claimants(const rec_t *r, uint64_t now, nodeset_t *out)
 {
-  uint64_t nodes = 0;
-  for (int i = 0; i < r->claims.nclaims; i++)
-    if (r->claims.claims[i].until_ns > now && r->claims.claims[i].node < 64)
-      nodes |= 1ull << r->claims.claims[i].node;
-  return nodes;
+  int first = -1, count = 0;
+  if (out) nodeset_clear(out);
+  for (int i = 0; i < r->claims.nclaims; i++) {
+    const claim_t *c = &r->claims.claims[i];
+    if (c->until_ns <= now) continue;
+    if (out) nodeset_add(out, c->node);
+    if (count == 0)
+      first = c->node, count = 1;
+    else if (c->node != first)
+      count = 2;
+  }
+  return count;
 }
 
 /* The claims an owner knows go with the actor it hands off, after the values (as claims
@@ -179,7 +187,7 @@ void claims_pass(rec_t *r, uint64_t now, obuf_t *out)
  * claim is left, the period of use is over and says whether the actor was shared. */
 static void usage_period(rec_t *r, uint64_t now)
 {
-  uint64_t nodes = claimants(r, now);
+  const int nodes = claimants(r, now, NULL);
   if (!nodes) {
     if (r->claims.seen_ns) { /* the period is over */
       r->claims.shared = r->claims.together_ns > r->claims.alone_ns;
@@ -202,13 +210,13 @@ static void usage_period(rec_t *r, uint64_t now)
   }
   uint64_t dt = r->claims.seen_ns && now > r->claims.seen_ns ? now - r->claims.seen_ns : 0;
   r->claims.seen_ns = now;
-  if (nodes & (nodes - 1))
+  if (nodes > 1)
     r->claims.together_ns += dt;
   else
     r->claims.alone_ns += dt;
 }
 
-void claims_inputs(rec_t *r, uint64_t now, place_input_t *in)
+void claims_inputs(rec_t *r, uint64_t now, place_input_t *in, nodeset_t *claimants_out)
 {
   claims_rec_t *c = &r->claims;
   int k = 0; /* lapsed claims go */
@@ -220,7 +228,8 @@ void claims_inputs(rec_t *r, uint64_t now, place_input_t *in)
   usage_period(r, now);
   in->claims = c->claims;
   in->nclaims = c->nclaims;
-  in->claimants = claimants(r, now);
+  claimants(r, now, claimants_out);
+  in->claimants = claimants_out;
   in->hot = hot;
   in->shared = c->shared;
   in->keep_until = c->keep_until;

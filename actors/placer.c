@@ -33,6 +33,16 @@ static void decide(struct placer *p, rec_t *r, uint64_t now)
 {
   uint8_t st = atomic_load(&pa_of(r)->state);
   if (st != PA_OWNER || r->reloc.handing_off) return;
+  const int nodes = p->node->nodes;
+  if (!p->work) { /* the cluster's size is known once the node has joined */
+    p->claimants = nodeset_new(nodes), p->give = nodeset_new(nodes);
+    p->drop = nodeset_new(nodes), p->work = nodeset_new(nodes);
+    if (!p->claimants || !p->give || !p->drop || !p->work) {
+      free(p->claimants), free(p->give), free(p->drop), free(p->work);
+      p->claimants = p->give = p->drop = p->work = NULL;
+      return;
+    }
+  }
   place_input_t in = {.mode = (place_mode_t)r->t->place,
                       .owner = p->node->rank,
                       .replicas = r->repl.replicas,
@@ -40,11 +50,12 @@ static void decide(struct placer *p, rec_t *r, uint64_t now)
                       .arrived_ns = r->reloc.arrived_ns,
                       .hold_ns = reloc_hold_ns(r),
                       .now_ns = now};
-  claims_inputs(r, now, &in);
-  place_plan_t plan = place_plan(&in);
-  if (plan.drop) replication_drop(p, r, plan.drop);
-  for (int node = 0; plan.give && node < p->node->nodes && node < 64; node++)
-    if ((plan.give >> node & 1) && replication_give(p, r, (uint32_t)node) != 0)
+  claims_inputs(r, now, &in, p->claimants);
+  place_plan_t plan = {.give = p->give, .drop = p->drop, .work = p->work};
+  place_plan(&in, &plan);
+  if (!nodeset_empty(plan.drop)) replication_drop(p, r, plan.drop);
+  for (int node = -1; (node = nodeset_next(plan.give, node)) >= 0;)
+    if (replication_give(p, r, (uint32_t)node) != 0)
       au__log(AU_LOG_ERROR, p->node->rank, "cannot send a replica to node %d", node);
   if (plan.retry_ns) claims_retry_at(p, r, plan.retry_ns);
   if (plan.move_to >= 0 && relocation_hand_off(p, r, plan.move_to)) {
@@ -232,6 +243,7 @@ void placer_free(au_node_t *n)
   free(p->scratch.p);
   free(p->decide);
   free(p->claims.heap);
+  free(p->claimants), free(p->give), free(p->drop), free(p->work);
   free(p);
   n->placer = NULL;
 }

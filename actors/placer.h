@@ -41,8 +41,8 @@ typedef struct repl_rec {
   int requested;         /* a replica here is under way */
   void *base;            /* a replica: the owner's values as last synced; the owner: its
                             values as last sent to the replicas */
-  uint64_t replicas;     /* the owner: nodes holding a replica (bit r = node r) */
-  uint64_t dropping;     /* the owner: replicas told to go and not yet gone (bits) */
+  nodeset_t *replicas;   /* the owner: nodes holding a replica (NULL: none yet) */
+  nodeset_t *dropping;   /* the owner: replicas told to go and not yet gone */
   uint8_t dropping_here; /* this node's replica leaves after a grace period */
   /* on the lists the tick walks: next, and the pointer that points here (O(1) removal) */
   struct rec *next_replica, **pprev_replica, *next_owned, **pprev_owned;
@@ -123,6 +123,7 @@ struct placer {
   int tick_armed;        /* the one periodic tick runs (placer_arm_tick) */
   uint64_t sync_next_ns; /* the tick syncs replicas again from then on (placer.c) */
   rec_t **decide;        /* owned actors to decide for after this message (claims) */
+  nodeset_t *claimants, *give, *drop, *work; /* decide()'s, sized to the cluster */
   int ndecide, capdecide;
   reloc_state_t reloc;
   repl_state_t repl;
@@ -235,8 +236,8 @@ void relocation_tick(struct placer *p);
 void replication_want(struct placer *p, rec_t *r);
 /* The owner sends node `to` a replica. 0 or an AU_* error. */
 int replication_give(struct placer *p, rec_t *r, uint32_t to);
-/* The owner tells the replicas on `nodes` (bits) to go. */
-void replication_drop(struct placer *p, rec_t *r, uint64_t nodes);
+/* The owner tells the replicas on `nodes` to go. */
+void replication_drop(struct placer *p, rec_t *r, const nodeset_t *nodes);
 /* PS_REP_REQ */
 void replication_on_req(struct placer *p, const au_msg_t *m);
 /* PS_REP_DATA: the replica is here now; its record, or NULL. */
@@ -266,8 +267,8 @@ void claims_tick(struct placer *p);
 /* The owner wants to look at r again at `at` (a move waiting out its hold). */
 void claims_retry_at(struct placer *p, rec_t *r, uint64_t at);
 /* What place_decide reads of the record's claims at the owner, after dropping lapsed
- * claims and accounting the period of use. */
-void claims_inputs(rec_t *r, uint64_t now, place_input_t *in);
+ * claims and accounting the period of use; the claimants go into claimants_out. */
+void claims_inputs(rec_t *r, uint64_t now, place_input_t *in, nodeset_t *claimants_out);
 /* The owner hands the actor off: its claims go with it, as one PS_CLAIM message to hold
  * for the new owner (into out; empty when none). */
 void claims_pass(rec_t *r, uint64_t now, obuf_t *out);

@@ -83,16 +83,18 @@ static const claim_t *first_claim(const claim_t *c, int n, uint64_t now)
   return first;
 }
 
-/* Nodes (bits) with an active claim, optionally only those overlapping [from, until). */
-static uint64_t claimants(const claim_t *c, int n, uint64_t now, const claim_t *within)
+/* Into out: the nodes with an active claim, optionally only those overlapping
+ * [from, until) of `within`; how many. */
+static unsigned claimants(const claim_t *c, int n, uint64_t now, const claim_t *within,
+                          nodeset_t *out)
 {
-  uint64_t nodes = 0;
+  nodeset_clear(out);
   for (int i = 0; i < n; i++) {
-    if (c[i].until_ns <= now || c[i].node < 0 || c[i].node >= 64) continue;
+    if (c[i].until_ns <= now) continue;
     if (within && (c[i].from_ns >= within->until_ns || c[i].until_ns <= within->from_ns)) continue;
-    nodes |= 1ull << c[i].node;
+    nodeset_add(out, c[i].node);
   }
-  return nodes;
+  return nodeset_count(out);
 }
 
 static place_action_t move_to_first(int owner, const claim_t *c, int n, uint64_t now)
@@ -102,28 +104,33 @@ static place_action_t move_to_first(int owner, const claim_t *c, int n, uint64_t
   return (place_action_t){.kind = PLACE_MOVE, .node = first->node};
 }
 
-static place_action_t replicate_to(int owner, uint64_t nodes)
+/* Replicas for `nodes` but the owner. */
+static place_action_t replicate_to(int owner, nodeset_t *nodes)
 {
-  if (owner >= 0 && owner < 64) nodes &= ~(1ull << owner);
-  return nodes ? (place_action_t){.kind = PLACE_REPLICAS, .nodes = nodes}
-               : (place_action_t){.kind = PLACE_LEAVE};
+  nodeset_del(nodes, owner);
+  return nodeset_empty(nodes) ? (place_action_t){.kind = PLACE_LEAVE}
+                              : (place_action_t){.kind = PLACE_REPLICAS};
 }
 
 place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims, int n, int hot,
-                            uint64_t replicas, int shared, uint64_t now_ns)
+                            const nodeset_t *replicas, int shared, uint64_t now_ns,
+                            nodeset_t *nodes)
 {
-  const int has_replicas = replicas != 0;
+  const int has_replicas = !nodeset_empty(replicas);
+  nodeset_clear(nodes);
   switch (mode) {
   case PLACE_CLASSIC:
     return (place_action_t){.kind = PLACE_LEAVE};
   case PLACE_REPLICATE:
     /* every node keeps what it touched, for the whole run: never drop */
-    return replicate_to(owner, claimants(claims, n, now_ns, NULL));
+    claimants(claims, n, now_ns, NULL, nodes);
+    return replicate_to(owner, nodes);
   case PLACE_RELOCATE:
     return move_to_first(owner, claims, n, now_ns);
   case PLACE_HOT:
-    return hot ? replicate_to(owner, claimants(claims, n, now_ns, NULL))
-               : move_to_first(owner, claims, n, now_ns);
+    if (!hot) return move_to_first(owner, claims, n, now_ns);
+    claimants(claims, n, now_ns, NULL, nodes);
+    return replicate_to(owner, nodes);
   case PLACE_ADAPTIVE: {
     const claim_t *first = first_claim(claims, n, now_ns);
     if (!first)
@@ -131,22 +138,24 @@ place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims,
                           : (place_action_t){.kind = PLACE_LEAVE};
     /* who needs it while the first claimant does: one node -> move it there; several
      * at once -> a replica for each, the owner keeps it */
-    uint64_t together = claimants(claims, n, now_ns, first);
-    if ((together & (together - 1)) == 0) {
+    if (claimants(claims, n, now_ns, first, nodes) <= 1) {
+      nodeset_clear(nodes);
       /* a lone claimant that holds a replica keeps reading it: moving the actor there
        * would first drop that replica, and its workers would wait for the move */
-      if (first->node != owner && first->node >= 0 && first->node < 64 &&
-          (replicas >> first->node & 1))
+      if (first->node != owner && nodeset_has(replicas, first->node))
         return (place_action_t){.kind = PLACE_LEAVE};
       /* an actor that several nodes used together last time: the others come again, and
        * a move now would pull it away from them (in turn, every actor to the node that
        * happens to be first) */
-      if (first->node != owner && shared) return replicate_to(owner, together);
+      if (first->node != owner && shared) {
+        nodeset_add(nodes, first->node);
+        return replicate_to(owner, nodes);
+      }
       if (first->node != owner) return (place_action_t){.kind = PLACE_MOVE, .node = first->node};
       return has_replicas ? (place_action_t){.kind = PLACE_DROP}
                           : (place_action_t){.kind = PLACE_LEAVE};
     }
-    return replicate_to(owner, together);
+    return replicate_to(owner, nodes);
   }
   }
   return (place_action_t){.kind = PLACE_LEAVE};
@@ -165,35 +174,43 @@ const char *au_place_name(au_place_t place)
   return place_mode_name((place_mode_t)place);
 }
 
-place_plan_t place_plan(const place_input_t *in)
+void place_plan(const place_input_t *in, place_plan_t *plan)
 {
-  place_plan_t plan = {.move_to = -1};
-  const uint64_t now = in->now_ns;
-  place_action_t act = place_decide(in->mode, in->owner, in->claims, in->nclaims, in->hot,
-                                    in->replicas & ~in->dropping, in->shared, now);
+  plan->move_to = -1;
+  plan->retry_ns = 0;
+  nodeset_clear(plan->drop);
+  const uint64_t now = in->now_ns, hold = in->hold_ns ? in->hold_ns : PLACE_HOLD_NS;
+  /* the replicas that have not been told to go yet: place_decide's view */
+  nodeset_t *staying = plan->work;
+  nodeset_clear(staying);
+  nodeset_union(staying, in->replicas);
+  nodeset_minus(staying, in->dropping);
+  place_action_t act = place_decide(in->mode, in->owner, in->claims, in->nclaims, in->hot, staying,
+                                    in->shared, now, plan->give);
   switch (act.kind) {
   case PLACE_MOVE:
-    if (in->replicas)
-      plan.drop = in->replicas; /* first; the move comes once they are gone */
-    else if (now - in->arrived_ns >= (in->hold_ns ? in->hold_ns : PLACE_HOLD_NS))
-      plan.move_to = act.node;
+    if (!nodeset_empty(in->replicas))
+      nodeset_union(plan->drop, in->replicas); /* first; the move comes once they are gone */
+    else if (now - in->arrived_ns >= hold)
+      plan->move_to = act.node;
     else
-      plan.retry_ns = in->arrived_ns + (in->hold_ns ? in->hold_ns : PLACE_HOLD_NS);
+      plan->retry_ns = in->arrived_ns + hold;
     break;
   case PLACE_REPLICAS:
-    plan.give = act.nodes & ~in->replicas;
-    if (in->owner >= 0 && in->owner < 64) plan.give &= ~(1ull << in->owner);
+    nodeset_minus(plan->give, in->replicas); /* those that have one keep it */
     break;
   case PLACE_DROP:
-    if (now >= in->keep_until) plan.drop = in->replicas;
+    if (now >= in->keep_until) nodeset_union(plan->drop, in->replicas);
     break;
   case PLACE_LEAVE:
     break;
   }
   /* adaptive: a replica whose node no longer claims the actor goes (hot keeps its
    * replicas: they are for the whole run) */
-  if (in->mode == PLACE_ADAPTIVE && in->replicas && now >= in->keep_until)
-    plan.drop |= in->replicas & ~in->claimants;
-  plan.drop &= in->replicas & ~in->dropping;
-  return plan;
+  if (in->mode == PLACE_ADAPTIVE && !nodeset_empty(in->replicas) && now >= in->keep_until) {
+    for (int node = -1; (node = nodeset_next(in->replicas, node)) >= 0;)
+      if (!nodeset_has(in->claimants, node)) nodeset_add(plan->drop, node);
+  }
+  nodeset_and(plan->drop, in->replicas);
+  nodeset_minus(plan->drop, in->dropping);
 }

@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "actors/nodeset.h"
 #include "augur.h"
 
 /* --- clock rates ------------------------------------------------------------------- */
@@ -81,42 +82,45 @@ typedef enum place_kind {
 
 typedef struct place_action {
   place_kind_t kind;
-  int node;       /* PLACE_MOVE */
-  uint64_t nodes; /* PLACE_REPLICAS: bit r = node r (clusters of up to 64 nodes) */
+  int node; /* PLACE_MOVE */
 } place_action_t;
 
 /* Decides for one parameter actor owned by `owner` at time now_ns. claims may overlap
  * and come in any order; expired ones (until_ns <= now_ns) count as absent. hot: the
- * actor is among the hot ones (PLACE_HOT only). replicas: the nodes (bits) that hold a
- * replica of it. shared: in its last period of use (claims without a break) several nodes
- * claimed it together for longer than one alone did (PLACE_ADAPTIVE: a lone claimant then
- * gets a replica, not the actor; the others are likely on their way again). */
+ * actor is among the hot ones (PLACE_HOT only). replicas: the nodes that hold a replica
+ * of it (NULL: none). shared: in its last period of use (claims without a break) several
+ * nodes claimed it together for longer than one alone did (PLACE_ADAPTIVE: a lone
+ * claimant then gets a replica, not the actor; the others are likely on their way
+ * again). For PLACE_REPLICAS, `nodes` (sized to the cluster) gets the nodes that should
+ * hold one; otherwise it is left empty. */
 place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims, int n, int hot,
-                            uint64_t replicas, int shared, uint64_t now_ns);
+                            const nodeset_t *replicas, int shared, uint64_t now_ns,
+                            nodeset_t *nodes);
 
 /* What the owner knows of an actor when it decides, and what it then does (place_plan).
- * Bits of node sets are ranks (clusters of up to 64 nodes). */
+ * Node sets are sized to the cluster; a NULL one is empty. */
 typedef struct place_input {
   place_mode_t mode;
   int owner;             /* this node, which owns the actor */
   const claim_t *claims; /* the claims that have not lapsed */
   int nclaims;
-  uint64_t claimants;  /* their nodes */
-  int hot;             /* AU_PLACE_HOT: a claimant counts the actor among its hot ones */
-  int shared;          /* several nodes used it together in its last period of use */
-  uint64_t keep_until; /* ... and its replicas stay until then, through a pause */
-  uint64_t replicas;   /* nodes holding a replica */
-  uint64_t dropping;   /* ... of which these were told to go */
-  uint64_t arrived_ns; /* when the actor last arrived here */
-  uint64_t hold_ns;    /* ... and how long it stays before it moves again (0: PLACE_HOLD_NS) */
+  const nodeset_t *claimants; /* their nodes */
+  int hot;                    /* AU_PLACE_HOT: a claimant counts the actor among its hot ones */
+  int shared;                 /* several nodes used it together in its last period of use */
+  uint64_t keep_until;        /* ... and its replicas stay until then, through a pause */
+  const nodeset_t *replicas;  /* nodes holding a replica */
+  const nodeset_t *dropping;  /* ... of which these were told to go */
+  uint64_t arrived_ns;        /* when the actor last arrived here */
+  uint64_t hold_ns; /* ... and how long it stays before it moves again (0: PLACE_HOLD_NS) */
   uint64_t now_ns;
 } place_input_t;
 
 typedef struct place_plan {
   int move_to;       /* hand the actor off to this node; -1: it stays */
   uint64_t retry_ns; /* a move waits out the hold until then: decide again (0: no) */
-  uint64_t give;     /* nodes that get a replica */
-  uint64_t drop;     /* replicas told to go */
+  nodeset_t *give;   /* the caller's sets, sized to the cluster: nodes that get a replica, */
+  nodeset_t *drop;   /* replicas told to go, */
+  nodeset_t *work;   /* and one for place_plan's own use */
 } place_plan_t;
 
 /* An actor that arrived stays at least this long before it moves again (no ping-pong:
@@ -127,6 +131,6 @@ typedef struct place_plan {
  * rules that an actor with replicas drops them before it moves, that an actor that just
  * arrived stays a while, that the replicas of a shared actor with a rhythm stay through
  * its pause, and (adaptive) that a replica whose node no longer claims the actor goes. */
-place_plan_t place_plan(const place_input_t *in);
+void place_plan(const place_input_t *in, place_plan_t *plan);
 
 #endif

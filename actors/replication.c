@@ -95,8 +95,8 @@ static void copy_values(const rec_t *r, uint8_t *out)
 /* The owner forgets its replica on `node`, and the base once none is left. */
 static void forget(rec_t *r, int node)
 {
-  r->repl.replicas &= ~(1ull << node);
-  if (r->repl.replicas) return;
+  nodeset_del(r->repl.replicas, node);
+  if (!nodeset_empty(r->repl.replicas)) return;
   LIST_DEL(r, owned);
   free(r->repl.base);
   r->repl.base = NULL;
@@ -106,13 +106,14 @@ int replication_give(struct placer *p, rec_t *r, uint32_t to)
 {
   au_node_t *n = p->node;
   size_t bytes = group_bytes(r->t);
-  if (!r->repl.replicas) {
+  if (!r->repl.replicas && !(r->repl.replicas = nodeset_new(n->nodes))) return AU_ENOMEM;
+  if (nodeset_empty(r->repl.replicas)) {
     /* the owner's base: its values as last sent to the replicas */
     if (!(r->repl.base = malloc(bytes))) return AU_ENOMEM;
     copy_values(r, r->repl.base);
     LIST_PUSH(&p->repl.owned, r, owned);
   }
-  r->repl.replicas |= 1ull << to;
+  nodeset_add(r->repl.replicas, (int)to);
   au_outbuf_t ob;
   uint8_t *out =
       au_send_to_start(n->rt, to, PS_PLACER_PORT, PS_REP_DATA, psm_values_len(r->t), &ob);
@@ -130,13 +131,14 @@ int replication_give(struct placer *p, rec_t *r, uint32_t to)
   return 0;
 }
 
-void replication_drop(struct placer *p, rec_t *r, uint64_t nodes)
+void replication_drop(struct placer *p, rec_t *r, const nodeset_t *nodes)
 {
-  au_node_t *n = p->node;
-  nodes &= r->repl.replicas & ~r->repl.dropping;
-  for (int node = 0; node < n->nodes && node < 64; node++)
-    if (nodes >> node & 1) send_actor(p, r, PS_REP_DROP, (uint32_t)node);
-  r->repl.dropping |= nodes;
+  if (!r->repl.dropping && !(r->repl.dropping = nodeset_new(p->node->nodes))) return;
+  for (int node = -1; (node = nodeset_next(nodes, node)) >= 0;) {
+    if (!nodeset_has(r->repl.replicas, node) || nodeset_has(r->repl.dropping, node)) continue;
+    send_actor(p, r, PS_REP_DROP, (uint32_t)node);
+    nodeset_add(r->repl.dropping, node);
+  }
 }
 
 void replication_on_req(struct placer *p, const au_msg_t *m)
@@ -144,9 +146,8 @@ void replication_on_req(struct placer *p, const au_msg_t *m)
   au_node_t *n = p->node;
   psm_actor_msg_t q;
   psm_why_t why;
-  if (psm_actor_decode(n, PS_REP_REQ, m->data, m->len, &q, &why) != 0 || q.node >= 64) {
-    au__log(AU_LOG_WARN, n->rank, "bad replica request from node %u: %s", m->from_node,
-            q.node >= 64 ? "a node past 64" : why.text);
+  if (psm_actor_decode(n, PS_REP_REQ, m->data, m->len, &q, &why) != 0) {
+    au__log(AU_LOG_WARN, n->rank, "bad replica request from node %u: %s", m->from_node, why.text);
     return;
   }
   rec_t *r = rec_get(p, q.t, q.actor);
@@ -428,9 +429,9 @@ void replication_finish_drop(struct placer *p, rec_t *r)
 
 rec_t *replication_on_gone(struct placer *p, const au_msg_t *m)
 {
-  rec_t *r = m->from_node < 64 ? actor_rec(p, m) : NULL;
+  rec_t *r = actor_rec(p, m);
   if (!r) return NULL;
-  r->repl.dropping &= ~(1ull << m->from_node);
+  nodeset_del(r->repl.dropping, (int)m->from_node);
   forget(r, (int)m->from_node);
   return r;
 }
@@ -468,9 +469,8 @@ int replication_tick(struct placer *p)
     if (words_fit(&w, r->t) != 0) break;
     uint32_t k = take_changes(r->t, pa_of(r)->values, r->repl.base, &w, 0);
     if (!k) continue; /* the base is the values now: a dense entry carries all of it */
-    for (int node = 0; node < n->nodes && node < 64; node++)
-      if (r->repl.replicas >> node & 1)
-        psm_entry_add(&fresh[node], r->t, r->actor, w.changed, w.vals, k, r->repl.base, 1);
+    for (int node = -1; (node = nodeset_next(r->repl.replicas, node)) >= 0;)
+      psm_entry_add(&fresh[node], r->t, r->actor, w.changed, w.vals, k, r->repl.base, 1);
   }
   for (int node = 0; node < n->nodes; node++) {
     if (syncs[node].len) {
@@ -495,4 +495,7 @@ void replication_free(rec_t *r)
 {
   free(r->repl.base);
   r->repl.base = NULL;
+  free(r->repl.replicas);
+  free(r->repl.dropping);
+  r->repl.replicas = r->repl.dropping = NULL;
 }

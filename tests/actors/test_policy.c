@@ -8,17 +8,47 @@
 
 #include "actors/policy.h"
 
-#define MS 1000000ull
+#define MS    1000000ull
+#define NODES 200 /* node sets sized past 64: placement takes every node of a cluster */
+
+/* Node sets from bits (node b + 64 * hi for bit b of word hi), and back, for the asserts. */
+static nodeset_t *sets[64];
+static int nsets;
+static nodeset_t *set2(uint64_t lo, uint64_t hi)
+{
+  nodeset_t *s = sets[nsets++ % 64];
+  if (!s) s = sets[(nsets - 1) % 64] = nodeset_new(NODES);
+  nodeset_clear(s);
+  for (int b = 0; b < 64; b++) {
+    if (lo >> b & 1) nodeset_add(s, b);
+    if (hi >> b & 1) nodeset_add(s, 64 + b);
+  }
+  return s;
+}
+static nodeset_t *set(uint64_t lo)
+{
+  return set2(lo, 0);
+}
+static uint64_t bits(const nodeset_t *s, int hi)
+{
+  uint64_t b = 0;
+  for (int n = -1; (n = nodeset_next(s, n)) >= 0;)
+    if (n / 64 == hi) b |= 1ull << (n % 64);
+  return b;
+}
+
+static nodeset_t *out; /* place_decide's nodes */
 
 static place_action_t decide(place_mode_t m, int owner, const claim_t *c, int n, int hot,
                              uint64_t replicas)
 {
-  return place_decide(m, owner, c, n, hot, replicas, 0, 100 * MS);
+  return place_decide(m, owner, c, n, hot, set(replicas), 0, 100 * MS, out);
 }
 
 static void test_modes(void **state)
 {
   (void)state;
+  out = nodeset_new(NODES);
   /* owner 0; node 1 needs it now, node 2 at the same time, node 3 later */
   claim_t both[] = {{.node = 1, .from_ns = 90 * MS, .until_ns = 200 * MS},
                     {.node = 2, .from_ns = 150 * MS, .until_ns = 300 * MS},
@@ -28,7 +58,7 @@ static void test_modes(void **state)
 
   a = decide(PLACE_REPLICATE, 0, both, 3, 0, 0);
   assert_int_equal(a.kind, PLACE_REPLICAS);
-  assert_int_equal(a.nodes, (1u << 1) | (1u << 2) | (1u << 3));
+  assert_int_equal(bits(out, 0), (1u << 1) | (1u << 2) | (1u << 3));
 
   a = decide(PLACE_RELOCATE, 0, both, 3, 0, 0);
   assert_int_equal(a.kind, PLACE_MOVE);
@@ -42,7 +72,7 @@ static void test_modes(void **state)
   /* adaptive: nodes 1 and 2 overlap -> replicas for both, not for node 3 (later) */
   a = decide(PLACE_ADAPTIVE, 0, both, 3, 0, 0);
   assert_int_equal(a.kind, PLACE_REPLICAS);
-  assert_int_equal(a.nodes, (1u << 1) | (1u << 2));
+  assert_int_equal(bits(out, 0), (1u << 1) | (1u << 2));
 
   /* adaptive: one node -> move there, whatever its window */
   claim_t one[] = {{.node = 2, .from_ns = 150 * MS, .until_ns = 300 * MS},
@@ -63,7 +93,7 @@ static void test_modes(void **state)
                     {.node = 2, .from_ns = 100 * MS, .until_ns = 200 * MS}};
   a = decide(PLACE_ADAPTIVE, 0, mine, 2, 0, 0);
   assert_int_equal(a.kind, PLACE_REPLICAS);
-  assert_int_equal(a.nodes, 1u << 2);
+  assert_int_equal(bits(out, 0), 1u << 2);
 
   /* only the owner, or nobody: leave, or drop replicas no one needs */
   a = decide(PLACE_ADAPTIVE, 0, mine, 1, 0, 1u << 2);
@@ -83,10 +113,10 @@ static void test_modes(void **state)
 
   /* an actor shared in its last period of use: a lone claimant gets a replica and the
    * actor stays with its owner (it is not pulled to whichever node comes first) */
-  a = place_decide(PLACE_ADAPTIVE, 0, seq, 2, 0, 0, 1, 100 * MS);
+  a = place_decide(PLACE_ADAPTIVE, 0, seq, 2, 0, NULL, 1, 100 * MS, out);
   assert_int_equal(a.kind, PLACE_REPLICAS);
-  assert_int_equal(a.nodes, 1u << 1);
-  a = place_decide(PLACE_ADAPTIVE, 1, seq, 2, 0, 0, 1, 100 * MS); /* the claimant owns it */
+  assert_int_equal(bits(out, 0), 1u << 1);
+  a = place_decide(PLACE_ADAPTIVE, 1, seq, 2, 0, NULL, 1, 100 * MS, out); /* the claimant owns it */
   assert_int_equal(a.kind, PLACE_LEAVE);
 
   /* expired claims are absent */
@@ -95,66 +125,83 @@ static void test_modes(void **state)
   assert_int_equal(a.kind, PLACE_DROP);
   a = decide(PLACE_RELOCATE, 0, old, 1, 0, 0);
   assert_int_equal(a.kind, PLACE_LEAVE);
+
+  /* nodes past 64 take part like the others */
+  claim_t far[] = {{.node = 70, .from_ns = 90 * MS, .until_ns = 200 * MS},
+                   {.node = 199, .from_ns = 90 * MS, .until_ns = 200 * MS},
+                   {.node = 3, .from_ns = 90 * MS, .until_ns = 200 * MS}};
+  a = decide(PLACE_ADAPTIVE, 0, far, 3, 0, 0);
+  assert_int_equal(a.kind, PLACE_REPLICAS);
+  assert_int_equal(bits(out, 0), 1u << 3);
+  assert_int_equal(bits(out, 1), 1ull << 6);
+  assert_int_equal(bits(out, 3), 1ull << 7);
+  a = decide(PLACE_ADAPTIVE, 0, far, 1, 0, 0);
+  assert_int_equal(a.kind, PLACE_MOVE);
+  assert_int_equal(a.node, 70);
+  free(out);
 }
 
 /* place_plan: the decision carried out under the rules around it. */
 static void test_plan(void **state)
 {
   (void)state;
+  place_plan_t p = {
+      .give = nodeset_new(NODES), .drop = nodeset_new(NODES), .work = nodeset_new(NODES)};
   claim_t one[] = {{.node = 2, .from_ns = 90 * MS, .until_ns = 200 * MS}};
   place_input_t in = {.mode = PLACE_ADAPTIVE,
                       .owner = 0,
                       .claims = one,
                       .nclaims = 1,
-                      .claimants = 1u << 2,
+                      .claimants = set(1u << 2),
                       .now_ns = 100 * MS};
   /* a lone claimant: the actor moves there */
-  place_plan_t p = place_plan(&in);
+  place_plan(&in, &p);
   assert_int_equal(p.move_to, 2);
-  assert_int_equal(p.give | p.drop, 0);
+  assert_true(nodeset_empty(p.give) && nodeset_empty(p.drop));
   /* ... but not while it waits out its hold after arriving: look again when it ends */
   in.arrived_ns = 99 * MS + 500 * 1000;
-  p = place_plan(&in);
+  place_plan(&in, &p);
   assert_int_equal(p.move_to, -1);
   assert_int_equal(p.retry_ns, in.arrived_ns + PLACE_HOLD_NS);
   in.arrived_ns = 0;
   /* ... and an actor with replicas drops them first (those not told already) */
-  in.replicas = (1u << 1) | (1u << 3);
-  in.dropping = 1u << 3;
-  p = place_plan(&in);
+  in.replicas = set((1u << 1) | (1u << 3));
+  in.dropping = set(1u << 3);
+  place_plan(&in, &p);
   assert_int_equal(p.move_to, -1);
-  assert_int_equal(p.drop, 1u << 1);
+  assert_int_equal(bits(p.drop, 0), 1u << 1);
   /* a replica whose node no longer claims it goes, unless a keep holds it */
   claim_t two[] = {{.node = 1, .from_ns = 90 * MS, .until_ns = 200 * MS},
                    {.node = 2, .from_ns = 90 * MS, .until_ns = 200 * MS}};
   in.claims = two;
   in.nclaims = 2;
-  in.claimants = (1u << 1) | (1u << 2);
-  in.replicas = (1u << 1) | (1u << 3);
-  in.dropping = 0;
-  p = place_plan(&in);
-  assert_int_equal(p.give, 1u << 2); /* node 1 has one already */
-  assert_int_equal(p.drop, 1u << 3);
+  in.claimants = set((1u << 1) | (1u << 2));
+  in.replicas = set((1u << 1) | (1u << 3));
+  in.dropping = set(0);
+  place_plan(&in, &p);
+  assert_int_equal(bits(p.give, 0), 1u << 2); /* node 1 has one already */
+  assert_int_equal(bits(p.drop, 0), 1u << 3);
   in.keep_until = 150 * MS;
-  p = place_plan(&in);
-  assert_int_equal(p.drop, 0);
+  place_plan(&in, &p);
+  assert_int_equal(bits(p.drop, 0), 0);
   /* nobody claims it: the replicas go once the keep is over */
   in.nclaims = 0;
-  in.claimants = 0;
-  p = place_plan(&in);
-  assert_int_equal(p.drop, 0);
+  in.claimants = set(0);
+  place_plan(&in, &p);
+  assert_int_equal(bits(p.drop, 0), 0);
   in.now_ns = 160 * MS;
-  p = place_plan(&in);
-  assert_int_equal(p.drop, (1u << 1) | (1u << 3));
+  place_plan(&in, &p);
+  assert_int_equal(bits(p.drop, 0), (1u << 1) | (1u << 3));
   /* replicate never drops, and never gives the owner a replica */
   in.mode = PLACE_REPLICATE;
   in.claims = two;
   in.nclaims = 2;
-  in.claimants = (1u << 0) | (1u << 2);
+  in.claimants = set((1u << 0) | (1u << 2));
   two[0].node = 0;
-  p = place_plan(&in);
-  assert_int_equal(p.drop, 0);
-  assert_int_equal(p.give, 1u << 2);
+  place_plan(&in, &p);
+  assert_int_equal(bits(p.drop, 0), 0);
+  assert_int_equal(bits(p.give, 0), 1u << 2);
+  free(p.give), free(p.drop), free(p.work);
 }
 
 static void test_mode_names(void **state)
