@@ -55,6 +55,7 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
     au__trace_kind(n->rt, k, &trace_kinds[k - TRACE_INTENT]); /* cannot fail: fixed kinds */
   n->rank = 0;
   n->nodes = 1;
+  ck_epoch_init(&n->epoch); /* before the servers' and placer's records join it */
   pthread_mutex_init(&n->barrier_mu, NULL);
   n->barrier_gen = 1; /* a worker's barrier_gen of 0 means "not at a barrier" */
   atomic_init(&n->error, 0);

@@ -77,7 +77,8 @@ typedef struct claims_rec {
 typedef struct rec {
   au_table_t *t;
   uint64_t actor;
-  uint64_t *snap;           /* the epochs its grace period waits out (grace.c), or NULL */
+  ck_epoch_entry_t grace;   /* its grace period, deferred on the placer's epoch record */
+  uint8_t graced;           /* ... is over (grace.c) */
   int nwaiters, capwaiters; /* local workers that want it here */
   int *waiters;
   held_t *held, **held_tail; /* messages waiting for it to arrive or leave */
@@ -118,6 +119,7 @@ typedef struct claims_state {
 struct placer {
   au_node_t *node;
   au_actor_t *actor;
+  ck_epoch_record_t ck;  /* defers the ends of grace periods (grace.c) */
   u64map_t recs;         /* (table, actor) -> rec_t (records.c) */
   obuf_t scratch;        /* an aligned copy of one update, for pushes it applies itself */
   int tick_armed;        /* the one periodic tick runs (placer_arm_tick) */
@@ -187,15 +189,19 @@ static inline int rec_forward_to(const au_node_t *n, const rec_t *r)
   return to == n->rank ? rec_next_hop(n, r) : to;
 }
 
-/* --- grace.c: grace periods over the local workers' and servers' step epochs --------------- */
+/* --- grace.c: grace periods over the local workers' and servers' sections --------------- */
 
-/* Snapshots the epochs of everyone who may touch r's values without asking (workers:
- * views, pushes; servers: answers, pushes from other nodes) into r->snap, and sends the
- * placer `kind` (PL_GRACE, PL_DROP_GRACE) to look at it. 0 or AU_ENOMEM. */
+/* A worker's, a server's or the placer's epoch record joins the node's epoch. */
+void grace_register(au_node_t *n, ck_epoch_record_t *rec);
+/* A worker's step or a server's message: values may be touched in between. */
+void grace_enter(ck_epoch_record_t *rec);
+void grace_leave(au_node_t *n, ck_epoch_record_t *rec);
+/* After marking r: waits for everyone who was in a section then (workers: views, pushes;
+ * servers: answers, pushes from other nodes) to leave it, and sends the placer `kind`
+ * (PL_GRACE, PL_DROP_GRACE) to look. 0. */
 int grace_begin(struct placer *p, rec_t *r, uint32_t kind);
-/* A grace-poll message: its record once every worker and server that was in a message at
- * the snapshot has left it; else NULL (and, while it lasts, the message goes round again,
- * after the others). */
+/* A grace-poll message: its record once the grace period is over; else NULL (and the
+ * message goes round again, after the others). */
 rec_t *grace_poll(struct placer *p, const au_msg_t *m);
 
 /* --- relocation.c ------------------------------------------------------------------------ */

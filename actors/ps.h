@@ -13,6 +13,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include <ck_epoch.h>
+
 #include "actors/idle.h"
 #include "actors/obuf.h"
 #include "actors/policy.h"
@@ -123,9 +125,10 @@ struct au_worker {
   rows_chunk_t *rows;   /* views' row pointers, reset after every step */
   wremote_t remote;     /* rows fetched from other nodes, pushes to them */
   int wants;            /* asked the placer for actors to move here; it kicks back */
-  /* odd while a step runs: a node handing off an actor waits until every worker that
-   * was in a step has left it (grace.c) */
-  atomic_ullong epoch;
+  /* a Concurrency Kit epoch section around every step: a node handing off an actor or
+   * dropping a replica waits until every worker that was in a step has left it
+   * (grace.c) */
+  ck_epoch_record_t ck;
   /* written by the worker's actor only (runtime/counter.h), read by au_node_stats */
   atomic_ullong steps, rows_local, rows_remote, intents, intent_keys;
 };
@@ -140,6 +143,7 @@ struct au_node {
   void *servers; /* server_t[nservers] (remote.c) */
   int nservers;
   struct placer *placer; /* moves parameter actors (placer.c) */
+  ck_epoch_t epoch;      /* the workers', servers' and placer's sections (grace.c) */
   node_idle_t idle;      /* work outside any mailbox (idle.c) */
   atomic_int active;     /* workers ready, running or waiting in this run */
   au_worker_t **workers;

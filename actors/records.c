@@ -95,7 +95,6 @@ void rec_free(rec_t *r)
     r->held = h->next;
     free(h);
   }
-  free(r->snap);
   free(r->waiters);
   free(r);
 }

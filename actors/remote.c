@@ -11,6 +11,7 @@
 
 #include "actors/barrier.h"
 #include "actors/idle.h"
+#include "actors/placer.h"
 #include "actors/ps.h"
 #include "actors/psmsg.h"
 
@@ -232,9 +233,9 @@ void remote_free(au_worker_t *w)
 
 typedef struct server {
   au_node_t *node;
-  obuf_t delta;        /* an aligned copy of one pushed delta */
-  obuf_t local, other; /* a message split into the keys here and the others */
-  atomic_ullong epoch; /* odd while a message is handled (hand-offs wait for it) */
+  obuf_t delta;         /* an aligned copy of one pushed delta */
+  obuf_t local, other;  /* a message split into the keys here and the others */
+  ck_epoch_record_t ck; /* a section per message: hand-offs wait for it (grace.c) */
 } server_t;
 
 /* Logs a bad request and tells the worker that sent it, whose step then fails with
@@ -392,8 +393,7 @@ static void server_behaviour(au_actor_t *self, void *state, au_msg_t *m)
 {
   (void)self;
   server_t *s = *(server_t **)state;
-  /* seq_cst: a hand-off reads this after marking its actor (placement.c) */
-  atomic_fetch_add(&s->epoch, 1);
+  grace_enter(&s->ck); /* a hand-off that marked an actor waits for this to end */
   switch (m->type) {
   case PS_REQ:
   case PS_PUSH:
@@ -405,7 +405,7 @@ static void server_behaviour(au_actor_t *self, void *state, au_msg_t *m)
   default:
     break;
   }
-  atomic_fetch_add(&s->epoch, 1);
+  grace_leave(s->node, &s->ck);
 }
 
 int remote_start_servers(au_node_t *n)
@@ -417,7 +417,7 @@ int remote_start_servers(au_node_t *n)
   for (int i = 0; i < count; i++) {
     server_t *s = &((server_t *)n->servers)[i];
     s->node = n;
-    atomic_init(&s->epoch, 0);
+    grace_register(n, &s->ck);
     au_actor_t *a;
     int rc = au_actor_spawn(n->rt, &a, server_behaviour, sizeof(server_t *));
     if (rc == 0) rc = au_port_register(n->rt, PS_SERVER_PORT(i), a);
@@ -426,11 +426,6 @@ int remote_start_servers(au_node_t *n)
   }
   n->nservers = count;
   return 0;
-}
-
-uint64_t remote_server_epoch(const au_node_t *n, int i)
-{
-  return atomic_load(&((server_t *)n->servers)[i].epoch);
 }
 
 void remote_free_servers(au_node_t *n)

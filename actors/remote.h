@@ -61,8 +61,6 @@ void remote_free(struct au_worker *w);
 /* Server actors (one per scheduler thread) answer requests and apply pushes. */
 int remote_start_servers(au_node_t *node);
 void remote_free_servers(au_node_t *node);
-/* A server's step epoch (odd while it handles a message), for hand-off grace periods. */
-uint64_t remote_server_epoch(const au_node_t *node, int server);
 /* Serves a request or push (PS_REQ / PS_PUSH payload) whose keys are all here; scratch
  * holds an aligned copy of a delta. */
 void remote_serve_local(au_node_t *node, uint32_t type, const uint8_t *payload, size_t len,

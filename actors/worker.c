@@ -116,10 +116,10 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     w->state = W_RUNNING;
     w->remote.link_wait = 0;
     counter_add(&w->steps, 1);
-    /* seq_cst: a hand-off that marked an actor reads this next (placement.c) */
-    atomic_fetch_add(&w->epoch, 1);
+    /* a section: a hand-off that marked an actor waits for it to end (grace.c) */
+    grace_enter(&w->ck);
     rc = w->step(w, w->arg);
-    atomic_fetch_add(&w->epoch, 1);
+    grace_leave(w->node, &w->ck);
     au__long_turn(); /* user code ran: let queued network messages in next */
     rows_reset(w);
     if (w->views != 0) {
@@ -192,7 +192,7 @@ int au_worker_spawn(au_node_t *n, au_worker_t **out, const au_worker_opts_t *opt
   w->step = opts->step;
   w->arg = opts->arg;
   w->state = W_READY;
-  atomic_init(&w->epoch, 0);
+  grace_register(n, &w->ck);
   atomic_init(&w->kicked, 0);
   n->workers[n->nworkers++] = w;
   atomic_fetch_add(&n->live, 1);
