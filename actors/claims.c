@@ -55,12 +55,26 @@ static void heap_down(wake_t *h, size_t n, size_t i)
   }
 }
 
+/* Drops the stale entries (those whose time is not their record's any more) and makes a
+ * heap of the rest, once they are more than half of it: a record scheduled earlier and
+ * earlier leaves one behind each time. */
+static void heap_compact(claims_state_t *s)
+{
+  size_t k = 0;
+  for (size_t i = 0; i < s->nheap; i++)
+    if (s->heap[i].r->claims.wake_ns == s->heap[i].at) s->heap[k++] = s->heap[i];
+  s->nheap = k;
+  for (size_t i = k / 2; i-- > 0;) heap_down(s->heap, k, i);
+}
+
 /* r is to be looked at `at` (an earlier time than what it waits for wins; a later one
  * replaces it once that one comes and finds nothing). */
 static void wake_at(struct placer *p, rec_t *r, uint64_t at)
 {
   claims_state_t *s = &p->claims;
   if (!at || (r->claims.wake_ns && r->claims.wake_ns <= at)) return;
+  if (!r->claims.wake_ns) s->live++;
+  if (s->nheap > 2 * s->live + 256) heap_compact(s);
   if (s->nheap == s->capheap) {
     size_t cap = s->capheap ? 2 * s->capheap : 256;
     wake_t *h = realloc(s->heap, cap * sizeof(*h));
@@ -235,32 +249,50 @@ void claims_inputs(rec_t *r, uint64_t now, place_input_t *in, nodeset_t *claiman
   in->keep_until = c->keep_until;
 }
 
-static void claim_here(struct placer *p, rec_t *r, int node, int flags, uint64_t from,
-                       uint64_t until, uint64_t now)
+/* The owner takes a claim. 1 if it may change the decision: a new claimant, a release, a
+ * window that starts earlier or now overlaps another node's, or another hot mark; 0 for a
+ * renewal that changes none of that, which the decision sees when it next looks. */
+static int claim_here(struct placer *p, rec_t *r, int node, int flags, uint64_t from,
+                      uint64_t until, uint64_t now)
 {
   claim_t *c = NULL;
   for (int i = 0; i < r->claims.nclaims; i++)
     if (r->claims.claims[i].node == node) c = &r->claims.claims[i];
   if (flags & PSM_CLAIM_RELEASE) { /* until: now */
-    if (c && c->until_ns > until) c->until_ns = until;
-    return;
+    if (!c || c->until_ns <= until) return 0;
+    c->until_ns = until;
+    return 1;
   }
-  if (!c) {
-    if (r->claims.nclaims == r->claims.capclaims) {
-      int cap = r->claims.capclaims ? 2 * r->claims.capclaims : 2;
-      claim_t *m = realloc(r->claims.claims, (size_t)cap * sizeof(*m));
-      if (!m) return;
-      r->claims.claims = m;
-      r->claims.capclaims = cap;
+  int changed = 0;
+  if (!c || c->until_ns <= now) {
+    if (!c) {
+      if (r->claims.nclaims == r->claims.capclaims) {
+        int cap = r->claims.capclaims ? 2 * r->claims.capclaims : 2;
+        claim_t *m = realloc(r->claims.claims, (size_t)cap * sizeof(*m));
+        if (!m) return 0;
+        r->claims.claims = m;
+        r->claims.capclaims = cap;
+      }
+      c = &r->claims.claims[r->claims.nclaims++];
     }
-    c = &r->claims.claims[r->claims.nclaims++];
     *c = (claim_t){.node = node, .from_ns = from, .until_ns = until};
+    changed = 1;
   } else {
-    if (c->until_ns <= from || from < c->from_ns) c->from_ns = from;
-    if (until > c->until_ns) c->until_ns = until;
+    if (c->until_ns <= from || from < c->from_ns) c->from_ns = from, changed = 1;
+    if (until > c->until_ns) {
+      /* a later end that now overlaps another node's claim changes who shares it */
+      for (int i = 0; i < r->claims.nclaims && !changed; i++) {
+        const claim_t *o = &r->claims.claims[i];
+        changed = o != c && o->from_ns >= c->until_ns && o->from_ns < until;
+      }
+      c->until_ns = until;
+    }
   }
-  c->hot = (flags & PSM_CLAIM_HOT) != 0;
+  const int hot = (flags & PSM_CLAIM_HOT) != 0;
+  changed |= c->hot != hot;
+  c->hot = hot;
   schedule(p, r, now); /* its lapse */
+  return changed;
 }
 
 /* A claim for r from `node`, here or on its way to the owner. */
@@ -270,8 +302,7 @@ static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int flags
   au_node_t *n = p->node;
   uint8_t st = atomic_load(&pa_of(r)->state);
   if (st == PA_OWNER && !r->reloc.handing_off) {
-    claim_here(p, r, node, flags, from, until, now);
-    rec_to_decide(p, r);
+    if (claim_here(p, r, node, flags, from, until, now)) rec_to_decide(p, r);
     return;
   }
   /* handing off: held, and sent on to the new owner after the values; elsewhere (also
@@ -535,6 +566,7 @@ void claims_tick(struct placer *p)
     claims_rec_t *c = &r->claims;
     if (c->wake_ns != e.at) continue; /* stale: it was scheduled again */
     c->wake_ns = 0;
+    s->live--;
     if (!out && !(out = batches(p))) {
       wake_at(p, r, now + 1); /* out of memory: at the next tick */
       break;
@@ -543,8 +575,16 @@ void claims_tick(struct placer *p)
       claim_out(p, r, c->due_from, c->due_until, now, out);
     else
       follow_clock(p, r, now, out);
+    /* the owner decides again when one of its times has come since it last looked: a
+     * claim lapsed, a keep or a retry over (a renewal alone changes nothing) */
+    const uint64_t last = c->looked_ns;
+    c->looked_ns = now;
+    int due = c->retry_ns && c->retry_ns <= now;
+    due |= c->keep_until > last && c->keep_until <= now;
+    for (int i = 0; i < c->nclaims && !due; i++)
+      due = c->claims[i].until_ns > last && c->claims[i].until_ns <= now;
     if (c->retry_ns && c->retry_ns <= now) c->retry_ns = 0;
-    rec_to_decide(p, r);
+    if (due) rec_to_decide(p, r);
     schedule(p, r, now);
   }
   if (!out) return;

@@ -52,6 +52,7 @@ typedef struct claims_rec {
   uint32_t hits;           /* this node's intents naming it (AU_PLACE_HOT) */
   uint64_t wake_ns;        /* when the tick looks at it next (0: not scheduled; claims.c) */
   uint64_t retry_ns;       /* the owner looks again then (a move waiting out a hold) */
+  uint64_t looked_ns;      /* when the tick last looked (claims.c) */
   uint64_t last_intent_ns; /* this node's latest intent naming it */
   float gap_ns;            /* the usual gap between those intents */
   uint64_t told_until;     /* end of the claim its owner has heard of from this node */
@@ -110,6 +111,7 @@ typedef struct wake {
 typedef struct claims_state {
   wake_t *heap; /* actors with claims, claims due, or claims to follow, by when */
   size_t nheap, capheap;
+  size_t live;          /* records scheduled (the other entries are stale) */
   action_latency_t lat; /* claim sent -> actor or replica here */
   uint64_t intent_keys; /* since the hot thresholds were last computed */
   uint64_t intended;    /* actors named by an intent of this node so far */
