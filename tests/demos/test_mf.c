@@ -43,7 +43,9 @@ static void train_and_check(au_kernel_t kernel, int threads, const char *save)
   o.kernel = kernel;
   mf_t *m;
   char err[256];
+  const size_t ntrain = train.n;
   assert_int_equal(mf_create(node, &o, nrows, ncols, &train, &test, &m, err, sizeof(err)), 0);
+  assert_int_equal(train.n, 0); /* taken */
 
   double first;
   assert_int_equal(mf_evaluate(m, &first), 0);
@@ -51,7 +53,7 @@ static void train_and_check(au_kernel_t kernel, int threads, const char *save)
   for (int e = 0; e < 20; e++) {
     mf_epoch_t st;
     assert_int_equal(mf_epoch(m, e, &st), 0);
-    assert_int_equal(st.updates, train.n);
+    assert_int_equal(st.updates, ntrain);
     assert_true(st.local == 1.0);
     assert_true(st.intents > 0);
     last = st.test_rmse;
