@@ -29,40 +29,36 @@
 #include <string.h>
 
 #include "actors/placement.h"
+#include "actors/psmsg.h"
 #include "runtime/net.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"
 
-#define CLAIM_BYTES 40 /* see put_claim */
-/* PS_INTENT's head: u32 table, u32 n, u64 from, u64 until (ns from now), u32 worker,
- * f32 its ns per tick, u64 start clock, u64 end clock; the actors follow */
-#define INTENT_HEAD 48
-#define LEASE_MIN   (10 * 1000 * 1000ull)   /* a claim outlives its intent at least this */
-#define LEASE_MAX   (1000 * 1000 * 1000ull) /* ... and at most this */
-#define HOT_EVERY   65536                   /* intent keys between hot-threshold updates */
-#define GAP_PAUSE   10.0 /* a gap this many times the usual one is a pause, not rhythm */
-#define MOVE_HOLD   (1000 * 1000ull) /* as placement.c's HOLD_NS */
+#define LEASE_MIN (10 * 1000 * 1000ull)   /* a claim outlives its intent at least this */
+#define LEASE_MAX (1000 * 1000 * 1000ull) /* ... and at most this */
+#define HOT_EVERY 65536                   /* intent keys between hot-threshold updates */
+#define GAP_PAUSE 10.0             /* a gap this many times the usual one is a pause, not rhythm */
+#define MOVE_HOLD (1000 * 1000ull) /* as placement.c's HOLD_NS */
 
-/* The 16-byte head that names an actor: u32 table, u32 0, u64 actor. */
-static void put_head(uint8_t msg[16], const rec_t *r)
+/* Sends a message that names r's actor alone (PS_REP_DROP, PS_REP_GONE) to node. */
+static void send_actor(struct placer *p, const rec_t *r, uint32_t type, uint32_t node)
 {
-  uint32_t tid = (uint32_t)r->t->id, zero = 0;
-  memcpy(msg, &tid, 4);
-  memcpy(msg + 4, &zero, 4);
-  memcpy(msg + 8, &r->actor, 8);
+  uint8_t msg[PSM_ACTOR_MAX];
+  size_t len = psm_actor_encode(msg, type, &(psm_actor_msg_t){.t = r->t, .actor = r->actor});
+  au_send_to(p->node->rt, node, PS_PLACER_PORT, type, msg, len);
 }
 
-/* The record of the actor a 16-byte head message names, or NULL if it names none. */
-static rec_t *head_rec(struct placer *p, const au_msg_t *m)
+/* The record of the actor such a message names, or NULL if it names none. */
+static rec_t *actor_rec(struct placer *p, const au_msg_t *m)
 {
-  au_node_t *n = p->node;
-  uint32_t tid;
-  uint64_t actor;
-  if (m->len != 16) return NULL;
-  memcpy(&tid, m->data, 4);
-  memcpy(&actor, m->data + 8, 8);
-  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
-  return t && actor < t->nactors ? rec_get(p, t, actor) : NULL;
+  psm_actor_msg_t a;
+  psm_why_t why;
+  if (psm_actor_decode(p->node, m->type, m->data, m->len, &a, &why) != 0) {
+    fprintf(stderr, "augur[rank %d]: malformed message from node %u: %s\n", p->node->rank,
+            m->from_node, why.text);
+    return NULL;
+  }
+  return rec_get(p, a.t, a.actor);
 }
 
 /* --- the worker's side ---------------------------------------------------------------- */
@@ -73,17 +69,25 @@ int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, a
   au_node_t *node = w->node;
   obuf_t *b = &w->intent_buf;
   b->len = 0;
-  /* room for the message and, after it, a hash set of the actors seen (a batch names
-   * an actor many times; the placer should look each up once) */
+  /* a hash set of the actors seen (a batch names an actor many times; the placer should
+   * look each up once), in the worker's scratch */
   size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
-  if (obuf_reserve(b, INTENT_HEAD + n * 8 + cap * 8) != 0) return AU_ENOMEM;
-  uint64_t from = clock_rate_eta(&w->rate, w->clock, start);
-  uint64_t until = clock_rate_eta(&w->rate, w->clock, end);
-  uint32_t tid = (uint32_t)t->id, cnt = 0;
-  uint8_t *a = b->p + INTENT_HEAD;
-  uint64_t *seen = (uint64_t *)(void *)(b->p + INTENT_HEAD + ((n * 8 + 7) & ~(size_t)7));
+  if (!w->seen || w->seen_cap < cap) {
+    uint64_t *s = realloc(w->seen, cap * sizeof(*s));
+    if (!s) return AU_ENOMEM;
+    w->seen = s;
+    w->seen_cap = cap;
+  }
+  uint64_t *seen = w->seen;
   memset(seen, 0xff, cap * 8); /* UINT64_MAX: empty (no actor id is that large) */
+  const psm_intent_t head = {.t = t,
+                             .from_ns = clock_rate_eta(&w->rate, w->clock, start),
+                             .until_ns = clock_rate_eta(&w->rate, w->clock, end),
+                             .worker = (uint32_t)w->id,
+                             .tick_ns = (float)w->rate.ns_per_tick,
+                             .start_clock = (uint64_t)start,
+                             .end_clock = (uint64_t)end};
   for (size_t i = 0; i < n; i++) {
     uint64_t actor = keys[i] >> t->group_shift;
     size_t h = (size_t)((actor * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
@@ -93,23 +97,10 @@ int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, a
     if (trace_on(node->rt))
       trace_emit(node->rt, TRACE_INTENT, (uint64_t)t->id, actor, (uint64_t)node->rank,
                  (uint64_t)w->id);
-    memcpy(a + (size_t)cnt * 8, &actor, 8);
-    cnt++;
+    if (psm_intent_add(b, &head, actor) != 0) return AU_ENOMEM;
   }
-  if (!cnt) return 0;
-  memcpy(b->p, &tid, 4);
-  memcpy(b->p + 4, &cnt, 4);
-  memcpy(b->p + 8, &from, 8);
-  memcpy(b->p + 16, &until, 8);
-  uint32_t wid = (uint32_t)w->id;
-  uint64_t startc = (uint64_t)start, endc = (uint64_t)end;
-  float tick = (float)w->rate.ns_per_tick;
-  memcpy(b->p + 24, &wid, 4);
-  memcpy(b->p + 28, &tick, 4);
-  memcpy(b->p + 32, &startc, 8);
-  memcpy(b->p + 40, &endc, 8);
-  return au_send_to(node->rt, (uint32_t)node->rank, PS_PLACER_PORT, PS_INTENT, b->p,
-                    INTENT_HEAD + (size_t)cnt * 8);
+  if (!b->len) return 0;
+  return au_send_to(node->rt, (uint32_t)node->rank, PS_PLACER_PORT, PS_INTENT, b->p, b->len);
 }
 
 /* --- lists and claims ------------------------------------------------------------------ */
@@ -123,35 +114,17 @@ static void list(struct placer *p, rec_t *r)
   replica_arm(p); /* its tick looks at the list */
 }
 
-/* Claim flags. A release ends the node's claim now: its workers have gone past the last
- * intent that named the actor (intent_tick), and the owner need not wait for the lease. */
-enum { CLAIM_HOT = 1, CLAIM_RELEASE = 2 };
-
-/* Claim layout: u32 table, u16 hops, u8 flags, u8 0, u64 actor, u32 node, u32 0,
- * u64 from (ns from now), u64 until (ns from now). */
+/* Adds a claim for r to the batch for its owner. */
 static void put_claim(obuf_t *b, const rec_t *r, uint32_t node, uint16_t hops, int flags,
                       uint64_t from, uint64_t until)
 {
-  if (b->len == 0) {
-    uint8_t head[8] = {0};
-    if (obuf_put(b, head, 8) != 0) return;
-  }
-  if (obuf_reserve(b, CLAIM_BYTES) != 0) return;
-  uint8_t *e = b->p + b->len;
-  uint32_t tid = (uint32_t)r->t->id, zero = 0, count;
-  uint8_t fl[2] = {(uint8_t)flags, 0};
-  memcpy(e, &tid, 4);
-  memcpy(e + 4, &hops, 2);
-  memcpy(e + 6, fl, 2);
-  memcpy(e + 8, &r->actor, 8);
-  memcpy(e + 16, &node, 4);
-  memcpy(e + 20, &zero, 4);
-  memcpy(e + 24, &from, 8);
-  memcpy(e + 32, &until, 8);
-  b->len += CLAIM_BYTES;
-  memcpy(&count, b->p, 4);
-  count++;
-  memcpy(b->p, &count, 4);
+  psm_claim_add(b, &(psm_claim_t){.t = r->t,
+                                  .actor = r->actor,
+                                  .node = node,
+                                  .hops = hops,
+                                  .flags = (uint8_t)flags,
+                                  .from_ns = from,
+                                  .until_ns = until});
 }
 
 static void send_batches(struct placer *p, obuf_t *out)
@@ -168,10 +141,8 @@ static void drop_replicas(struct placer *p, rec_t *r, uint64_t nodes)
 {
   au_node_t *n = p->node;
   nodes &= r->replicas & ~r->dropping;
-  uint8_t msg[16];
-  put_head(msg, r);
   for (int node = 0; node < n->nodes && node < 64; node++)
-    if (nodes >> node & 1) au_send_to(n->rt, (uint32_t)node, PS_PLACER_PORT, PS_REP_DROP, msg, 16);
+    if (nodes >> node & 1) send_actor(p, r, PS_REP_DROP, (uint32_t)node);
   r->dropping |= nodes;
 }
 
@@ -194,7 +165,7 @@ static void pass_claims(struct placer *p, rec_t *r, uint64_t now)
   for (int i = 0; i < r->nclaims; i++) {
     const claim_t *c = &r->claims[i];
     if (c->until_ns <= now) continue;
-    put_claim(&all, r, (uint32_t)c->node, 0, c->hot ? CLAIM_HOT : 0,
+    put_claim(&all, r, (uint32_t)c->node, 0, c->hot ? PSM_CLAIM_HOT : 0,
               c->from_ns > now ? c->from_ns - now : 0, c->until_ns - now);
   }
   if (all.len) placement_hold(p, r, PS_CLAIM, all.p, (uint32_t)all.len);
@@ -284,7 +255,7 @@ static void claim_here(struct placer *p, rec_t *r, int node, int flags, uint64_t
   claim_t *c = NULL;
   for (int i = 0; i < r->nclaims; i++)
     if (r->claims[i].node == node) c = &r->claims[i];
-  if (flags & CLAIM_RELEASE) { /* until: now */
+  if (flags & PSM_CLAIM_RELEASE) { /* until: now */
     if (c && c->until_ns > until) c->until_ns = until;
     return;
   }
@@ -302,7 +273,7 @@ static void claim_here(struct placer *p, rec_t *r, int node, int flags, uint64_t
     if (c->until_ns <= from || from < c->from_ns) c->from_ns = from;
     if (until > c->until_ns) c->until_ns = until;
   }
-  c->hot = (flags & CLAIM_HOT) != 0;
+  c->hot = (flags & PSM_CLAIM_HOT) != 0;
   list(p, r);
 }
 
@@ -337,11 +308,12 @@ static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int flags
   put_claim(&out[to], r, (uint32_t)node, (uint16_t)(hops + 1), flags, from_d, until_d);
 }
 
-/* CLAIM_HOT if this node counts r among its hot actors (AU_PLACE_HOT). */
+/* PSM_CLAIM_HOT if this node counts r among its hot actors (AU_PLACE_HOT). */
 static int hot_here(const rec_t *r)
 {
-  return r->t->place == AU_PLACE_HOT && r->hits >= r->t->hot_min && r->t->hot_min > 0 ? CLAIM_HOT
-                                                                                      : 0;
+  return r->t->place == AU_PLACE_HOT && r->hits >= r->t->hot_min && r->t->hot_min > 0
+             ? PSM_CLAIM_HOT
+             : 0;
 }
 
 /* This node's claim for r goes out (or is taken here, by its owner). */
@@ -361,7 +333,7 @@ static void release_out(struct placer *p, rec_t *r, uint64_t now, obuf_t *out)
 {
   r->told_until = 0; /* a later intent claims it afresh */
   counter_add(&p->releases, 1);
-  claim(p, r, p->node->rank, 0, CLAIM_RELEASE, now, now, now, out);
+  claim(p, r, p->node->rank, 0, PSM_CLAIM_RELEASE, now, now, now, out);
 }
 
 /* How long a claim outlives its intent: twice the usual gap between this node's intents
@@ -460,30 +432,23 @@ static void free_batches(struct placer *p, obuf_t *out)
 static void on_intent(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
-  uint32_t tid, cnt;
-  uint64_t from_d, until_d, start_clock, end_clock;
-  uint32_t wid;
-  float tick;
-  if (m->len < INTENT_HEAD) return;
-  memcpy(&tid, m->data, 4);
-  memcpy(&cnt, m->data + 4, 4);
-  memcpy(&from_d, m->data + 8, 8);
-  memcpy(&until_d, m->data + 16, 8);
-  memcpy(&wid, m->data + 24, 4);
-  memcpy(&tick, m->data + 28, 4);
-  memcpy(&start_clock, m->data + 32, 8);
-  memcpy(&end_clock, m->data + 40, 8);
-  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
-  if (!t || m->len != INTENT_HEAD + (size_t)cnt * 8) return;
+  psm_intent_t in;
+  psm_why_t why;
+  if (psm_intent_decode(n, m->data, m->len, &in, &why) != 0) {
+    fprintf(stderr, "augur[rank %d]: malformed intent: %s\n", n->rank, why.text);
+    return;
+  }
+  au_table_t *t = in.t;
+  const uint32_t cnt = in.n, wid = in.worker;
+  const uint64_t from_d = in.from_ns, until_d = in.until_ns;
+  const uint64_t start_clock = in.start_clock, end_clock = in.end_clock;
+  const float tick = in.tick_ns;
   obuf_t *out = batches(p);
   if (!out) return;
   uint64_t now = au_now_ns();
   uint64_t margin = claim_margin(p);
   for (uint32_t i = 0; i < cnt; i++) {
-    uint64_t actor;
-    memcpy(&actor, m->data + INTENT_HEAD + (size_t)i * 8, 8);
-    if (actor >= t->nactors) continue;
-    rec_t *r = rec_get(p, t, actor);
+    rec_t *r = rec_get(p, t, psm_intent_actor(&in, i));
     if (!r) break;
     r->hits++;
     /* the rhythm of this node's intents for the actor: quick to follow a shorter gap,
@@ -539,32 +504,20 @@ static void on_claim(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
   uint32_t count;
-  if (m->len < 8) return;
-  memcpy(&count, m->data, 4);
-  if (m->len != 8 + (size_t)count * CLAIM_BYTES) {
-    fprintf(stderr, "augur[rank %d]: malformed claim from node %u\n", n->rank, m->from_node);
+  psm_why_t why;
+  if (psm_claims_decode(n, m->data, m->len, &count, &why) != 0) {
+    fprintf(stderr, "augur[rank %d]: malformed claim from node %u: %s\n", n->rank, m->from_node,
+            why.text);
     return;
   }
   obuf_t *out = batches(p);
   if (!out) return;
   uint64_t now = au_now_ns();
   for (uint32_t i = 0; i < count; i++) {
-    const uint8_t *e = m->data + 8 + (size_t)i * CLAIM_BYTES;
-    uint32_t tid, node;
-    uint16_t hops;
-    uint64_t actor, from, until;
-    memcpy(&tid, e, 4);
-    memcpy(&hops, e + 4, 2);
-    memcpy(&actor, e + 8, 8);
-    memcpy(&node, e + 16, 4);
-    memcpy(&from, e + 24, 8);
-    memcpy(&until, e + 32, 8);
-    au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
-    if (!t || actor >= t->nactors || node >= (uint32_t)n->nodes) continue;
-    rec_t *r = rec_get(p, t, actor);
-    if (r)
-      claim(p, r, (int)node, hops, e[6] & (CLAIM_HOT | CLAIM_RELEASE), now + from, now + until, now,
-            out);
+    psm_claim_t c;
+    psm_claim_at(n, m->data, i, &c);
+    rec_t *r = rec_get(p, c.t, c.actor);
+    if (r) claim(p, r, (int)c.node, c.hops, c.flags, now + c.from_ns, now + c.until_ns, now, out);
   }
   send_batches(p, out);
   free_batches(p, out);
@@ -573,15 +526,13 @@ static void on_claim(struct placer *p, const au_msg_t *m)
 void intent_drop_here(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
-  rec_t *r = head_rec(p, m);
+  rec_t *r = actor_rec(p, m);
   if (!r) return;
   if (r->dropping_here) return; /* on its way out already: PS_REP_GONE follows */
   if (atomic_load(&pa_of(r)->state) != PA_REPLICA) {
     /* none here (it never arrived, or this node refused it): say so, or the owner
      * would wait for it for ever and never move the actor */
-    uint8_t msg[16];
-    put_head(msg, r);
-    au_send_to(n->rt, m->from_node, PS_PLACER_PORT, PS_REP_GONE, msg, sizeof(msg));
+    send_actor(p, r, PS_REP_GONE, m->from_node);
     return;
   }
   /* no new access from here on; the values stay until the grace period is over */
@@ -608,7 +559,7 @@ static void finish_drop(struct placer *p, rec_t *r)
   param_actor_t *pa = pa_of(r);
   uint32_t owner = pa->owner;
   obuf_t batch = {0};
-  uint8_t *d = replica_entry(&batch, r);
+  uint8_t *d = psm_entry_add(&batch, r->t, r->actor);
   if (d && replica_diff(r->t, pa->values, r->base, d)) {
     au_send_to(n->rt, owner, PS_PLACER_PORT, PS_SYNC, batch.p, batch.len);
     counter_add(&p->syncs, 1);
@@ -622,9 +573,7 @@ static void finish_drop(struct placer *p, rec_t *r)
   free(r->base);
   r->base = NULL;
   r->dropping_here = 0;
-  uint8_t msg[16];
-  put_head(msg, r);
-  au_send_to(n->rt, owner, PS_PLACER_PORT, PS_REP_GONE, msg, sizeof(msg));
+  send_actor(p, r, PS_REP_GONE, owner);
   trace_emit(n->rt, TRACE_REPLICA_DROP, (uint64_t)r->t->id, r->actor, owner, 0);
   counter_add(&p->replicas_dropped, 1);
   atomic_fetch_sub(&p->replicas_held, 1);
@@ -633,7 +582,7 @@ static void finish_drop(struct placer *p, rec_t *r)
 
 static void on_gone(struct placer *p, const au_msg_t *m)
 {
-  rec_t *r = m->from_node < 64 ? head_rec(p, m) : NULL;
+  rec_t *r = m->from_node < 64 ? actor_rec(p, m) : NULL;
   if (!r) return;
   r->dropping &= ~(1ull << m->from_node);
   replica_gone(p, r, (int)m->from_node);

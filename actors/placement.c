@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "actors/placement.h"
+#include "actors/psmsg.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"
 
@@ -78,24 +79,20 @@ void placement_hold(struct placer *p, rec_t *r, uint32_t type, const void *data,
 
 /* --- one key of a forwarded request or push --------------------------------------- */
 
-#define FWD_HDR 16 /* the header of requests and pushes (remote.h) */
-
-/* Counts and traces the forward of a one-key payload (PS_REQ / PS_PUSH, remote.h). */
-static void count_forward(struct placer *p, const uint8_t *one, int to)
+/* Counts and traces the forward of a one-key request or push. */
+static void count_forward(struct placer *p, const psm_rows_t *one, int to)
 {
   counter_add(&p->forwards, 1);
-  uint32_t tid;
-  uint64_t key;
-  memcpy(&tid, one, 4);
-  memcpy(&key, one + FWD_HDR, 8);
-  au_table_t *t = p->node->table_by_id[tid];
-  trace_emit(p->node->rt, TRACE_FORWARD, tid, key >> t->group_shift, (uint64_t)to, 1);
+  trace_emit(p->node->rt, TRACE_FORWARD, (uint64_t)one->t->id,
+             psm_rows_key(one, 0) >> one->t->group_shift, (uint64_t)to, 1);
 }
 
-/* Payloads of PS_REQ / PS_PUSH with one key (remote.h has the layout). */
+/* A one-key PS_REQ / PS_PUSH payload, alone, to the server of node `to`. */
 static void forward_one(struct placer *p, uint32_t type, const uint8_t *one, uint32_t len, int to)
 {
-  count_forward(p, one, to);
+  psm_rows_t m;
+  if (psm_rows_decode(p->node, type, one, len, &m, NULL) != 0 || m.n != 1) return;
+  count_forward(p, &m, to);
   au_send_to(p->node->rt, (uint32_t)to, PS_SERVER_PORT(0), type, one, len);
 }
 
@@ -137,21 +134,13 @@ static void route_one(struct placer *p, rec_t *r, const au_msg_t *m, uint32_t ty
     return;
   }
   int to = forward_to(p->node, r);
-  if (!out) {
-    forward_one(p, type, one, len, to);
+  psm_rows_t m1;
+  if (!out || psm_rows_decode(p->node, type, one, len, &m1, NULL) != 0 ||
+      psm_rows_add_entry(&out[to], &m1, 0) != 0) {
+    forward_one(p, type, one, len, to); /* alone: no batch, or no room in it */
     return;
   }
-  obuf_t *b = &out[to];
-  if (b->len == 0 && obuf_put(b, one, FWD_HDR) == 0) memset(b->p + 4, 0, 4);
-  if (b->len == 0 || obuf_put(b, one + FWD_HDR, len - FWD_HDR) != 0) {
-    forward_one(p, type, one, len, to); /* no room to batch: alone */
-    return;
-  }
-  uint32_t cnt;
-  memcpy(&cnt, b->p + 4, 4);
-  cnt++;
-  memcpy(b->p + 4, &cnt, 4);
-  count_forward(p, one, to);
+  count_forward(p, &m1, to);
 }
 
 /* --- moves -------------------------------------------------------------------------- */
@@ -160,15 +149,11 @@ static void ask_to_move_here(struct placer *p, rec_t *r, uint32_t hops)
 {
   au_node_t *n = p->node;
   r->requested = 1;
-  uint8_t msg[24];
-  uint32_t tid = (uint32_t)r->t->id, me = (uint32_t)n->rank;
-  memcpy(msg, &tid, 4);
-  memcpy(msg + 4, &me, 4);
-  memcpy(msg + 8, &r->actor, 8);
-  memcpy(msg + 16, &hops, 4);
-  memset(msg + 20, 0, 4);
-  au_send_to(n->rt, (uint32_t)placement_next_hop(n, r), PS_PLACER_PORT, PS_MOVE_REQ, msg,
-             sizeof(msg));
+  uint8_t msg[PSM_ACTOR_MAX];
+  size_t len = psm_actor_encode(
+      msg, PS_MOVE_REQ,
+      &(psm_actor_msg_t){.t = r->t, .actor = r->actor, .node = (uint32_t)n->rank, .hops = hops});
+  au_send_to(n->rt, (uint32_t)placement_next_hop(n, r), PS_PLACER_PORT, PS_MOVE_REQ, msg, len);
 }
 
 void notify_waiters(struct placer *p, rec_t *r)
@@ -249,18 +234,14 @@ static void ship(struct placer *p, rec_t *r)
   trace_emit(n->rt, TRACE_RELOC_START, (uint64_t)t->id, r->actor, (uint64_t)r->to,
              trace_flow_id((uint64_t)t->id, r->actor, version));
   au_outbuf_t ob;
-  uint8_t *out =
-      au_send_to_start(n->rt, (uint32_t)r->to, PS_PLACER_PORT, PS_MOVE_DATA, 16 + bytes, &ob);
+  uint8_t *out = au_send_to_start(n->rt, (uint32_t)r->to, PS_PLACER_PORT, PS_MOVE_DATA,
+                                  psm_values_len(t), &ob);
   if (!out) {
     fprintf(stderr, "augur[rank %d]: cannot ship actor %llu: %s\n", n->rank,
             (unsigned long long)r->actor, au_strerror(ob.rc));
     return;
   }
-  uint32_t tid = (uint32_t)t->id, ver = version;
-  memcpy(out, &tid, 4);
-  memcpy(out + 4, &ver, 4);
-  memcpy(out + 8, &r->actor, 8);
-  memcpy(out + 16, pa->values, bytes);
+  memcpy(psm_values_encode(out, t, r->actor, version), pa->values, bytes);
   au_send_to_finish(&ob);
   table_values_free(t, r->actor, pa->values);
   pa->values = NULL;
@@ -270,15 +251,13 @@ static void ship(struct placer *p, rec_t *r)
   counter_add(&p->moves_out, 1);
   r->handing_off = 0;
   /* the news to every other node: the home must know, the others save a forward */
-  uint8_t msg[20];
-  uint32_t owner = (uint32_t)r->to;
-  memcpy(msg, &tid, 4);
-  memcpy(msg + 4, &owner, 4);
-  memcpy(msg + 8, &r->actor, 8);
-  memcpy(msg + 16, &ver, 4);
+  uint8_t msg[PSM_ACTOR_MAX];
+  size_t len = psm_actor_encode(
+      msg, PS_OWNER,
+      &(psm_actor_msg_t){.t = t, .actor = r->actor, .node = (uint32_t)r->to, .version = version});
   for (int node = 0; node < n->nodes; node++)
     if (node != n->rank && node != r->to)
-      au_send_to(n->rt, (uint32_t)node, PS_PLACER_PORT, PS_OWNER, msg, sizeof(msg));
+      au_send_to(n->rt, (uint32_t)node, PS_PLACER_PORT, PS_OWNER, msg, len);
   /* what waited for the move goes on to the new owner, after the values */
   held_t *h = r->held;
   r->held = NULL;
@@ -301,21 +280,19 @@ static void ship(struct placer *p, rec_t *r)
 static void on_move_req(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
-  uint32_t tid, requester, hops;
-  uint64_t actor;
-  if (m->len != 24) return;
-  memcpy(&tid, m->data, 4);
-  memcpy(&requester, m->data + 4, 4);
-  memcpy(&actor, m->data + 8, 8);
-  memcpy(&hops, m->data + 16, 4);
-  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
-  if (!t || actor >= t->nactors || requester >= (uint32_t)n->nodes) return;
-  rec_t *r = rec_get(p, t, actor);
+  psm_actor_msg_t q;
+  psm_why_t why;
+  if (psm_actor_decode(n, PS_MOVE_REQ, m->data, m->len, &q, &why) != 0) {
+    fprintf(stderr, "augur[rank %d]: malformed move request from node %u: %s\n", n->rank,
+            m->from_node, why.text);
+    return;
+  }
+  rec_t *r = rec_get(p, q.t, q.actor);
   if (!r) return;
   param_actor_t *pa = pa_of(r);
   uint8_t st = atomic_load(&pa->state);
   if (st == PA_OWNER) {
-    if ((int)requester == n->rank) return; /* already here */
+    if ((int)q.node == n->rank) return; /* already here */
     if (au_now_ns() - r->arrived_ns < HOLD_NS) {
       hold(p, r, m, PS_MOVE_REQ, m->data, m->len); /* PL_TICK lets it go later */
       if (!p->timer_armed) {
@@ -324,7 +301,7 @@ static void on_move_req(struct placer *p, const au_msg_t *m)
       }
       return;
     }
-    placement_hand_off(p, r, (int)requester);
+    placement_hand_off(p, r, (int)q.node);
   } else if (st == PA_HANDING_OFF) {
     hold(p, r, m, PS_MOVE_REQ, m->data, m->len); /* ship() sends it on to the new owner */
   } else {
@@ -332,36 +309,34 @@ static void on_move_req(struct placer *p, const au_msg_t *m)
      * actor itself. Holding it here instead deadlocked: a request that came back to its
      * own node (or to the home, which alone knows the owner) waited for an actor that
      * nobody had been asked for (4 nodes, relocate). The home node knows the owner. */
-    hops++;
-    if (hops > 4u * (uint32_t)n->nodes)
+    q.hops++;
+    if (q.hops > 4u * (uint32_t)n->nodes)
       fprintf(stderr,
               "augur[rank %d]: move request for actor %llu still chasing it after %u hops\n",
-              n->rank, (unsigned long long)actor, hops);
-    uint8_t fwd[24];
-    memcpy(fwd, m->data, 24);
-    memcpy(fwd + 16, &hops, 4);
+              n->rank, (unsigned long long)q.actor, q.hops);
+    uint8_t fwd[PSM_ACTOR_MAX];
+    size_t len = psm_actor_encode(fwd, PS_MOVE_REQ, &q);
     counter_add(&p->forwards, 1);
-    trace_emit(n->rt, TRACE_FORWARD, tid, actor, (uint64_t)placement_next_hop(n, r), hops);
-    au_send_to(n->rt, (uint32_t)placement_next_hop(n, r), PS_PLACER_PORT, PS_MOVE_REQ, fwd,
-               sizeof(fwd));
+    trace_emit(n->rt, TRACE_FORWARD, (uint64_t)q.t->id, q.actor, (uint64_t)placement_next_hop(n, r),
+               q.hops);
+    au_send_to(n->rt, (uint32_t)placement_next_hop(n, r), PS_PLACER_PORT, PS_MOVE_REQ, fwd, len);
   }
 }
 
 static void on_move_data(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
-  uint32_t tid, ver;
-  uint64_t actor;
-  if (m->len < 16) return;
-  memcpy(&tid, m->data, 4);
-  memcpy(&ver, m->data + 4, 4);
-  memcpy(&actor, m->data + 8, 8);
-  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
-  size_t bytes = t ? (size_t)t->group * t->row_bytes : 0;
-  if (!t || actor >= t->nactors || m->len != 16 + bytes) {
-    fprintf(stderr, "augur[rank %d]: malformed actor data from node %u\n", n->rank, m->from_node);
+  psm_values_t v;
+  psm_why_t why;
+  if (psm_values_decode(n, m->data, m->len, &v, &why) != 0) {
+    fprintf(stderr, "augur[rank %d]: malformed actor data from node %u: %s\n", n->rank,
+            m->from_node, why.text);
     return;
   }
+  au_table_t *t = v.t;
+  const uint64_t actor = v.actor;
+  const uint32_t tid = (uint32_t)t->id, ver = v.version;
+  const size_t bytes = (size_t)t->group * t->row_bytes;
   rec_t *r = rec_get(p, t, actor);
   param_actor_t *pa = &t->actors[actor];
   void *values = table_values_alloc(t, actor);
@@ -370,7 +345,7 @@ static void on_move_data(struct placer *p, const au_msg_t *m)
             (unsigned long long)actor);
     return;
   }
-  memcpy(values, m->data + 16, bytes);
+  memcpy(values, v.values, bytes);
   pa->values = values;
   pa->owner = (uint32_t)n->rank;
   pa->version = (uint16_t)ver;
@@ -406,22 +381,14 @@ static void on_move_data(struct placer *p, const au_msg_t *m)
 
 static void on_owner(struct placer *p, const au_msg_t *m)
 {
-  au_node_t *n = p->node;
-  uint32_t tid, owner, ver;
-  uint64_t actor;
-  if (m->len != 20) return;
-  memcpy(&tid, m->data, 4);
-  memcpy(&owner, m->data + 4, 4);
-  memcpy(&actor, m->data + 8, 8);
-  memcpy(&ver, m->data + 16, 4);
-  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
-  if (!t || actor >= t->nactors || owner >= (uint32_t)n->nodes) return;
-  param_actor_t *pa = &t->actors[actor];
+  psm_actor_msg_t o;
+  if (psm_actor_decode(p->node, PS_OWNER, m->data, m->len, &o, NULL) != 0) return;
+  param_actor_t *pa = &o.t->actors[o.actor];
   /* newer news only (serial-number order: the version wraps) */
-  if ((int16_t)((uint16_t)ver - pa->version) <= 0) return;
+  if ((int16_t)(o.version - pa->version) <= 0) return;
   if (atomic_load(&pa->state) != PA_REMOTE) return; /* it is here: this node knows best */
-  pa->owner = owner;
-  pa->version = (uint16_t)ver;
+  pa->owner = o.node;
+  pa->version = o.version;
 }
 
 int add_waiter(rec_t *r, int worker)
@@ -443,18 +410,14 @@ int add_waiter(rec_t *r, int worker)
 static void on_want(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
-  uint32_t tid, cnt;
-  if (m->len < 8) return;
-  memcpy(&tid, m->data, 4);
-  memcpy(&cnt, m->data + 4, 4);
+  psm_want_t want;
   int wid = (int)m->from_port - (int)PS_WORKER_PORT(0);
-  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
-  if (!t || wid < 0 || wid >= n->nworkers || m->len != 8 + (size_t)cnt * 8) return;
+  if (wid < 0 || wid >= n->nworkers || psm_want_decode(n, m->data, m->len, &want, NULL) != 0)
+    return;
+  au_table_t *t = want.t;
   int arrived = 0;
-  for (uint32_t i = 0; i < cnt; i++) {
-    uint64_t actor;
-    memcpy(&actor, m->data + 8 + (size_t)i * 8, 8);
-    if (actor >= t->nactors) continue;
+  for (uint32_t i = 0; i < want.n; i++) {
+    uint64_t actor = psm_want_actor(&want, i);
     uint8_t st = atomic_load(&t->actors[actor].state);
     if (st == PA_OWNER || st == PA_REPLICA) {
       arrived = 1; /* came in while the worker asked */
@@ -518,8 +481,9 @@ static void on_tick(struct placer *p)
     held_t *h = r->held;
     while (h && h->type != PS_MOVE_REQ) h = h->next;
     if (!h) continue;
-    uint32_t requester;
-    memcpy(&requester, h->data + 4, 4);
+    psm_actor_msg_t q;
+    if (psm_actor_decode(p->node, PS_MOVE_REQ, h->data, h->len, &q, NULL) != 0) continue;
+    const uint32_t requester = q.node;
     held_t **pp = &r->held;
     while (*pp != h) pp = &(*pp)->next;
     *pp = h->next;

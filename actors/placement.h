@@ -138,8 +138,6 @@ void replica_unlist(struct placer *p, rec_t *r);
 void replica_gone(struct placer *p, rec_t *r, int node);
 /* out = a - b, value by value; whether anything differs. */
 int replica_diff(const au_table_t *t, const uint8_t *a, const uint8_t *b, uint8_t *out);
-/* Appends an entry for r to a PS_SYNC / PS_FRESH batch; where its values go, or NULL. */
-uint8_t *replica_entry(obuf_t *batch, const rec_t *r);
 /* A worker wants a replica of the actor here. */
 void replica_want(struct placer *p, rec_t *r);
 /* PS_REP_REQ, PS_REP_DATA, PS_SYNC, PS_FRESH, PL_SYNC */

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "actors/obuf.h"
 #include "actors/policy.h"
 #include "actors/remote.h"
 #include "augur.h"
@@ -47,12 +48,20 @@ struct au_table {
   uint32_t dim;
   au_type_t type;
   uint32_t group, group_shift; /* group = 1 << group_shift */
+  /* A row: dim values, then `nslots` optimizer floats (`width` 32-bit words in all, what
+   * copies and replica deltas carry), padded to row_bytes (a multiple of row_align). */
+  uint32_t nslots, width, row_align;
   size_t row_bytes;
+  size_t update_bytes; /* one update (a delta or a gradient): dim values */
   uint64_t nactors;
   param_actor_t *actors;
-  void *storage; /* the values of all actors owned here, one allocation */
-  kernel_fn_t kernel;
+  void *storage;      /* the values of all actors owned here, one allocation */
+  kernel_fn_t kernel; /* adds a delta of `width` words (pushes, replica deltas); with an
+                         optimizer, the plain add of the table's kernel kind */
   void *kernel_arg;
+  int hogwild; /* AU_KERNEL_HOGWILD: updates may lose a racing update */
+  au_optim_t optim;
+  float lr, optim_init;
   int place;      /* au_place_t */
   uint64_t slots; /* home-owned actors packed in storage (id / nodes) */
   /* AU_PLACE_HOT: how many actors are hot, and the intent count that makes one hot on
@@ -83,12 +92,14 @@ struct au_worker {
   atomic_ullong seen_clock; /* the clock, for the placer (renews and releases claims) */
   clock_rate_t rate;        /* how fast the clock runs (intents become times, intent.c) */
   obuf_t intent_buf;        /* an intent's message to the placer, built here */
-  atomic_int kicked;        /* a step message is on its way (worker_kick) */
-  uint64_t barrier_gen;     /* generation of the barrier this worker waits at, or 0 */
-  int views;                /* views held in the running step: must be 0 when it returns */
-  rows_chunk_t *rows;       /* views' row pointers, reset after every step */
-  wremote_t remote;         /* rows fetched from other nodes, pushes to them */
-  int wants;                /* asked the placer for actors to move here; it kicks back */
+  uint64_t *seen;           /* ... and the actors it names so far (intent.c) */
+  size_t seen_cap;
+  atomic_int kicked;    /* a step message is on its way (worker_kick) */
+  uint64_t barrier_gen; /* generation of the barrier this worker waits at, or 0 */
+  int views;            /* views held in the running step: must be 0 when it returns */
+  rows_chunk_t *rows;   /* views' row pointers, reset after every step */
+  wremote_t remote;     /* rows fetched from other nodes, pushes to them */
+  int wants;            /* asked the placer for actors to move here; it kicks back */
   /* odd while a step runs: a node handing off an actor waits until every worker that
    * was in a step has left it (placement.c) */
   atomic_ullong epoch;
@@ -160,6 +171,9 @@ static inline void table_mark(au_table_t *t, au_key_t k)
 
 /* kernel.c */
 kernel_fn_t kernel_for(au_type_t type, au_kernel_t kernel);
+/* Applies one update (t->update_bytes: a delta, or a gradient through the optimizer) to a
+ * row held here, as the table's kernel kind does (exact or Hogwild). */
+void table_apply(const au_table_t *t, void *row, const void *update);
 void kernel_add_f32(void *row, const void *delta, uint32_t dim, void *arg);
 void kernel_add_i32(void *row, const void *delta, uint32_t dim, void *arg);
 void kernel_hogwild_f32(void *row, const void *delta, uint32_t dim, void *arg);

@@ -10,27 +10,14 @@
 #include <string.h>
 
 #include "actors/ps.h"
+#include "actors/psmsg.h"
 #include "runtime/net.h"
 #include "runtime/trace.h"
 #include "runtime/rt.h"
 
-#define HDR 16 /* u32 table, u32 n, u32 reply node, u32 reply port (requests) */
-
 /* --- output buffers ----------------------------------------------------------------- */
 
-static uint32_t get_u32(const uint8_t *p)
-{
-  uint32_t v;
-  memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-static void set_u32(uint8_t *p, uint32_t v)
-{
-  memcpy(p, &v, sizeof(v));
-}
-
-/* The buffer for (node, table), started with its header when empty. */
+/* The buffer for (node, table): requests or pushes to that node, built by psmsg. */
 static obuf_t *buf_for(au_worker_t *w, obuf_t **which, int node, const au_table_t *t)
 {
   wremote_t *r = &w->remote;
@@ -52,16 +39,7 @@ static obuf_t *buf_for(au_worker_t *w, obuf_t **which, int node, const au_table_
     r->push = push;
     r->nbufs = need;
   }
-  obuf_t *b = &(*which)[node * n->ntables + t->id];
-  if (b->len == 0) {
-    uint8_t hdr[HDR];
-    set_u32(hdr, (uint32_t)t->id);
-    set_u32(hdr + 4, 0);
-    set_u32(hdr + 8, (uint32_t)n->rank); /* answers come back to this worker */
-    set_u32(hdr + 12, PS_WORKER_PORT(w->id));
-    if (obuf_put(b, hdr, HDR) != 0) return NULL;
-  }
-  return b;
+  return &(*which)[node * n->ntables + t->id];
 }
 
 /* --- the step's row cache ----------------------------------------------------------- */
@@ -147,12 +125,12 @@ void *remote_row(au_worker_t *w, au_table_t *t, au_key_t key, int *requested)
   }
   if (s->ready) return r->arena + s->off;
   if (added) {
+    /* answers come back to this worker */
     obuf_t *b = buf_for(w, &r->req, owner_of(t, key), t);
-    if (!b || obuf_put(b, &key, sizeof(key)) != 0) {
+    if (!b || psm_rows_add(b, t, (uint32_t)w->node->rank, PS_WORKER_PORT(w->id), key, NULL) != 0) {
       r->failed = AU_ENOMEM;
       return NULL;
     }
-    set_u32(b->p + 4, get_u32(b->p + 4) + 1);
     *requested = 1;
   }
   return NULL;
@@ -168,13 +146,13 @@ int remote_send_requests(au_worker_t *w)
     obuf_t *b = &r->req[i];
     if (b->len == 0) continue;
     int node = i / n->ntables;
-    uint32_t keys = get_u32(b->p + 4);
+    uint32_t keys = psm_rows_count(b);
     int rc =
         au_send_to(rt, (uint32_t)node, PS_SERVER_PORT(w->id % n->nservers), PS_REQ, b->p, b->len);
     b->len = 0;
     if (rc != 0) return rc;
     r->pending += (int)keys; /* answers may come in parts, from where the actors went */
-    trace_emit(rt, TRACE_REMOTE_ACCESS, get_u32(b->p), 0, (uint64_t)node, keys);
+    trace_emit(rt, TRACE_REMOTE_ACCESS, (uint64_t)(i % n->ntables), 0, (uint64_t)node, keys);
     sent++;
   }
   return sent ? AU_EAGAIN : 0;
@@ -183,12 +161,8 @@ int remote_send_requests(au_worker_t *w)
 int remote_push(au_worker_t *w, au_table_t *t, au_key_t key, const void *delta)
 {
   obuf_t *b = buf_for(w, &w->remote.push, owner_of(t, key), t);
-  if (!b || obuf_reserve(b, sizeof(key) + t->row_bytes) != 0) return AU_ENOMEM;
-  /* keys and deltas interleave here; the server reads them the same way */
-  obuf_put(b, &key, sizeof(key));
-  obuf_put(b, delta, t->row_bytes);
-  set_u32(b->p + 4, get_u32(b->p + 4) + 1);
-  return 0;
+  if (!b) return AU_ENOMEM;
+  return psm_rows_add(b, t, (uint32_t)w->node->rank, PS_WORKER_PORT(w->id), key, delta);
 }
 
 void remote_step_done(au_worker_t *w, int waiting)
@@ -224,24 +198,21 @@ int remote_on_reply(au_worker_t *w, const au_msg_t *m)
     r->pending = 0; /* the step fails; what else comes for it is ignored */
     return 1;
   }
-  au_node_t *n = w->node;
-  uint32_t tid = m->len >= HDR ? get_u32(m->data) : UINT32_MAX;
-  uint32_t cnt = m->len >= HDR ? get_u32(m->data + 4) : 0;
-  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
-  if (!t || m->len != HDR + (size_t)cnt * (sizeof(uint64_t) + t->row_bytes)) {
-    fprintf(stderr, "augur: worker %d: malformed rows from node %u\n", w->id, m->from_node);
+  psm_rows_t rows;
+  psm_why_t why;
+  if (psm_rows_decode(w->node, PS_ROWS, m->data, m->len, &rows, &why) != 0) {
+    fprintf(stderr, "augur: worker %d: malformed rows from node %u: %s\n", w->id, m->from_node,
+            why.text);
     r->failed = AU_EPROTO;
     r->pending = 0;
     return 1;
   }
-  r->pending = r->pending > (int)cnt ? r->pending - (int)cnt : 0;
-  const uint8_t *keys = m->data + HDR, *rows = keys + (size_t)cnt * sizeof(uint64_t);
-  for (uint32_t i = 0; i < cnt; i++) {
-    uint64_t k;
-    memcpy(&k, keys + (size_t)i * sizeof(k), sizeof(k));
-    struct rslot *s = cache_find(r, t->id, k);
+  au_table_t *t = rows.t;
+  r->pending = r->pending > (int)rows.n ? r->pending - (int)rows.n : 0;
+  for (uint32_t i = 0; i < rows.n; i++) {
+    struct rslot *s = cache_find(r, t->id, psm_rows_key(&rows, i));
     if (!s) continue; /* not asked for in this step: ignore */
-    memcpy(r->arena + s->off, rows + (size_t)i * t->row_bytes, t->row_bytes);
+    memcpy(r->arena + s->off, rows.rows + (size_t)i * t->row_bytes, t->row_bytes);
     s->ready = 1;
   }
   return r->pending == 0;
@@ -267,81 +238,34 @@ typedef struct server {
   atomic_ullong epoch; /* odd while a message is handled (hand-offs wait for it) */
 } server_t;
 
-/* Where a request's answer goes: the worker that asked, wherever the request was sent
- * on from. */
-static void reply_to(const uint8_t *p, uint32_t *node, au_port_t *port)
-{
-  *node = get_u32(p + 8);
-  *port = (au_port_t)get_u32(p + 12);
-}
-
-/* Logs a bad request and tells the worker, whose step then fails with AU_EPROTO. */
-static void bad_request(au_node_t *n, const au_msg_t *m, int is_req, const char *why)
+/* Logs a bad request and tells the worker that sent it, whose step then fails with
+ * AU_EPROTO: the one the request names when its head says, else the sender. */
+static void bad_request(au_node_t *n, const au_msg_t *m, const char *why)
 {
   fprintf(stderr, "augur[rank %d]: request from node %u: %s\n", n->rank, m->from_node, why);
   uint32_t node = m->from_node;
   au_port_t port = m->from_port;
-  if (is_req && m->len >= HDR) reply_to(m->data, &node, &port);
+  psm_rows_reply(n, m->data, m->len, &node, &port);
   au_send_to(n->rt, node, port, PS_ERR, why, strlen(why));
 }
 
-/* Checks a request or push: its table, count and length. */
-static au_table_t *check(au_node_t *n, const au_msg_t *m, int is_push, uint32_t *cnt)
-{
-  char why[128];
-  if (m->len < HDR) {
-    snprintf(why, sizeof(why), "a message of %u bytes is too short", m->len);
-    bad_request(n, m, !is_push, why);
-    return NULL;
-  }
-  uint32_t tid = get_u32(m->data);
-  *cnt = get_u32(m->data + 4);
-  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
-  if (!t) {
-    snprintf(why, sizeof(why), "no table %u (this node has %d)", tid, n->ntables);
-    bad_request(n, m, !is_push, why);
-    return NULL;
-  }
-  size_t each = sizeof(uint64_t) + (is_push ? t->row_bytes : 0);
-  if (m->len != HDR + (size_t)*cnt * each) {
-    snprintf(why, sizeof(why), "%u bytes do not hold %u keys of table %u", m->len, *cnt, tid);
-    bad_request(n, m, !is_push, why);
-    return NULL;
-  }
-  for (uint32_t i = 0; i < *cnt; i++) {
-    uint64_t k;
-    memcpy(&k, m->data + HDR + (size_t)i * each, sizeof(k));
-    if (k >= t->keys) {
-      snprintf(why, sizeof(why), "key %llu is outside table %u", (unsigned long long)k, tid);
-      bad_request(n, m, !is_push, why);
-      return NULL;
-    }
-  }
-  return t;
-}
-
 /* Answers a request whose keys are all here, into the outgoing frame. */
-static void answer(au_node_t *n, au_table_t *t, const uint8_t *p, size_t len)
+static void answer(au_node_t *n, const psm_rows_t *m)
 {
-  uint32_t cnt = get_u32(p + 4), node;
-  au_port_t port;
-  reply_to(p, &node, &port);
+  au_table_t *t = m->t;
   au_outbuf_t ob;
   uint8_t *out =
-      au_send_to_start(n->rt, node, port, PS_ROWS, len + (size_t)cnt * t->row_bytes, &ob);
+      au_send_to_start(n->rt, m->reply_node, m->reply_port, PS_ROWS, psm_rows_answer_len(m), &ob);
   if (!out) {
-    fprintf(stderr, "augur[rank %d]: cannot answer node %u: %s\n", n->rank, node,
+    fprintf(stderr, "augur[rank %d]: cannot answer node %u: %s\n", n->rank, m->reply_node,
             au_strerror(ob.rc));
     return;
   }
-  memcpy(out, p, len);
-  uint8_t *rows = out + len;
-  for (uint32_t i = 0; i < cnt; i++) {
-    uint64_t k;
-    memcpy(&k, p + HDR + (size_t)i * sizeof(k), sizeof(k));
-    const void *row = table_row_held(t, k);
+  uint8_t *rows = psm_rows_answer(out, m);
+  for (uint32_t i = 0; i < m->n; i++) {
+    const void *row = table_row_held(t, psm_rows_key(m, i));
     if (row)
-      kernel_copy_row(rows + (size_t)i * t->row_bytes, row, t->dim);
+      kernel_copy_row(rows + (size_t)i * t->row_bytes, row, t->width);
     else
       memset(rows + (size_t)i * t->row_bytes, 0, t->row_bytes);
   }
@@ -349,129 +273,119 @@ static void answer(au_node_t *n, au_table_t *t, const uint8_t *p, size_t len)
 }
 
 /* Applies a push whose keys are all here. */
-static void apply(au_table_t *t, const uint8_t *p, obuf_t *delta)
+static void apply(const psm_rows_t *m, obuf_t *update)
 {
+  au_table_t *t = m->t;
   /* replicas must hear */
   if (table_replicable(t)) placement_touched(t->node);
-  uint32_t cnt = get_u32(p + 4);
-  delta->len = 0;
-  if (obuf_reserve(delta, t->row_bytes) != 0) {
-    fprintf(stderr, "augur: out of memory applying a push; %u rows lost\n", cnt);
+  update->len = 0;
+  if (obuf_reserve(update, t->update_bytes) != 0) {
+    fprintf(stderr, "augur: out of memory applying a push; %u rows lost\n", m->n);
     return;
   }
-  p += HDR;
-  for (uint32_t i = 0; i < cnt; i++, p += sizeof(uint64_t) + t->row_bytes) {
-    uint64_t k;
-    memcpy(&k, p, sizeof(k));
-    /* the delta follows its key unaligned: the kernel gets an aligned copy */
-    memcpy(delta->p, p + sizeof(k), t->row_bytes);
+  for (uint32_t i = 0; i < m->n; i++) {
+    uint64_t k = psm_rows_key(m, i);
+    /* the update follows its key unaligned: the kernel gets an aligned copy */
+    memcpy(update->p, psm_rows_update(m, i), t->update_bytes);
     void *row = table_row_held(t, k);
     if (!row) {
       fprintf(stderr, "augur: a push to key %llu of table %d found no values; lost\n",
               (unsigned long long)k, t->id);
       continue;
     }
-    t->kernel(row, delta->p, t->dim, t->kernel_arg);
+    table_apply(t, row, update->p);
     table_mark(t, k);
   }
 }
 
 void remote_serve_local(au_node_t *n, uint32_t type, const uint8_t *p, size_t len, obuf_t *scratch)
 {
-  au_table_t *t = n->table_by_id[get_u32(p)];
+  psm_rows_t m;
+  psm_why_t why;
+  if (psm_rows_decode(n, type, p, len, &m, &why) != 0) {
+    fprintf(stderr, "augur[rank %d]: a held request is malformed: %s\n", n->rank, why.text);
+    return;
+  }
   if (type == PS_REQ)
-    answer(n, t, p, len);
+    answer(n, &m);
   else
-    apply(t, p, scratch);
+    apply(&m, scratch);
 }
 
-/* Splits a request or push into the keys held here and the others, headers copied;
- * returns how many are here. It looks again, key by key: an actor may have arrived (or
- * begun to leave) since the caller counted. */
-static uint32_t split(au_table_t *t, const au_msg_t *m, size_t each, obuf_t *here, obuf_t *other)
+/* Splits a request or push into the keys held here and the others (into two messages
+ * of its kind); returns how many are here. It looks again, key by key: an actor may
+ * have arrived (or begun to leave) since the caller counted. */
+static uint32_t split(const psm_rows_t *m, obuf_t *here, obuf_t *other)
 {
   here->len = other->len = 0;
-  obuf_put(here, m->data, HDR);
-  obuf_put(other, m->data, HDR);
-  uint32_t cnt = get_u32(m->data + 4), nh = 0, no = 0;
-  for (uint32_t i = 0; i < cnt; i++) {
-    const uint8_t *kp = m->data + HDR + (size_t)i * each;
-    uint64_t k;
-    memcpy(&k, kp, sizeof(k));
-    if (table_row(t, k))
-      obuf_put(here, kp, each), nh++;
-    else
-      obuf_put(other, kp, each), no++;
+  uint32_t nh = 0;
+  for (uint32_t i = 0; i < m->n; i++) {
+    int is_here = table_row(m->t, psm_rows_key(m, i)) != NULL;
+    if (psm_rows_add_entry(is_here ? here : other, m, i) != 0) continue;
+    nh += (uint32_t)is_here;
   }
-  set_u32(here->p + 4, nh);
-  set_u32(other->p + 4, no);
   return nh;
 }
 
-static void serve(server_t *s, const au_msg_t *m, int is_push)
+static void serve(server_t *s, const au_msg_t *m, uint32_t type)
 {
   au_node_t *n = s->node;
-  uint32_t cnt;
-  au_table_t *t = check(n, m, is_push, &cnt);
-  if (!t) return;
-  size_t each = sizeof(uint64_t) + (is_push ? t->row_bytes : 0);
-  uint32_t here = 0;
-  for (uint32_t i = 0; i < cnt; i++) {
-    uint64_t k;
-    memcpy(&k, m->data + HDR + (size_t)i * each, sizeof(k));
-    here += table_row(t, k) != NULL;
+  psm_rows_t rows;
+  psm_why_t why;
+  if (psm_rows_decode(n, type, m->data, m->len, &rows, &why) != 0) {
+    bad_request(n, m, why.text);
+    return;
   }
-  if (here == cnt) { /* the common case: serve in place */
+  const int is_push = type == PS_PUSH;
+  au_table_t *t = rows.t;
+  uint32_t here = 0;
+  for (uint32_t i = 0; i < rows.n; i++) here += table_row(t, psm_rows_key(&rows, i)) != NULL;
+  if (here == rows.n) { /* the common case: serve in place */
     if (is_push)
-      apply(t, m->data, &s->delta);
+      apply(&rows, &s->delta);
     else
-      answer(n, t, m->data, m->len);
+      answer(n, &rows);
     return;
   }
   if (t->place == AU_PLACE_CLASSIC) {
-    bad_request(n, m, !is_push, "a key of a classic table is not held by its home node");
+    bad_request(n, m, "a key of a classic table is not held by its home node");
     return;
   }
-  /* some keys' actors moved (or are moving): serve the rest, the placer routes these */
-  if (obuf_reserve(&s->local, m->len) != 0 || obuf_reserve(&s->other, m->len) != 0) {
-    bad_request(n, m, !is_push, "out of memory splitting a request");
-    return;
+  /* some keys' actors moved (or are moving): serve the rest, the placer routes these.
+   * The split's own count, not `here`: a key counted away may be here now, and its push
+   * would otherwise be dropped (it goes in neither part) */
+  if (split(&rows, &s->local, &s->other)) {
+    psm_rows_t part;
+    if (psm_rows_decode(n, type, s->local.p, s->local.len, &part, &why) == 0) {
+      if (is_push)
+        apply(&part, &s->delta);
+      else
+        answer(n, &part);
+    }
   }
-  /* the split's own count, not `here`: a key counted away may be here now, and its
-   * push would otherwise be dropped (it goes in neither part) */
-  if (split(t, m, each, &s->local, &s->other)) {
-    if (is_push)
-      apply(t, s->local.p, &s->delta);
-    else
-      answer(n, t, s->local.p, s->local.len);
-  }
-  if (get_u32(s->other.p + 4) == 0) return; /* all here after all */
+  if (s->other.len == 0) return; /* all here after all */
   /* the placer routes them (a local message: the run cannot end before it is handled) */
   if (au_send_to(n->rt, (uint32_t)n->rank, PS_PLACER_PORT, is_push ? PS_FWD_PUSH : PS_FWD_REQ,
                  s->other.p, s->other.len) != 0)
-    bad_request(n, m, !is_push, "out of memory handing keys to the placer");
+    bad_request(n, m, "out of memory handing keys to the placer");
 }
 
 void remote_split(au_node_t *n, const au_msg_t *m, uint32_t type, remote_one_fn fn, void *arg)
 {
-  int is_push = type == PS_PUSH;
-  uint32_t cnt;
-  au_table_t *t = check(n, m, is_push, &cnt);
-  if (!t) return;
-  size_t each = sizeof(uint64_t) + (is_push ? t->row_bytes : 0);
-  uint8_t one[HDR + sizeof(uint64_t) + 4096];
-  uint8_t *buf = HDR + each <= sizeof(one) ? one : malloc(HDR + each);
-  if (!buf) return;
-  memcpy(buf, m->data, HDR);
-  set_u32(buf + 4, 1);
-  for (uint32_t i = 0; i < cnt; i++) {
-    const uint8_t *kp = m->data + HDR + (size_t)i * each;
-    uint64_t k;
-    memcpy(&k, kp, sizeof(k));
-    memcpy(buf + HDR, kp, each);
-    fn(arg, t, k >> t->group_shift, m, type, buf, (uint32_t)(HDR + each));
+  psm_rows_t rows;
+  psm_why_t why;
+  if (psm_rows_decode(n, type, m->data, m->len, &rows, &why) != 0) {
+    fprintf(stderr, "augur[rank %d]: malformed forward: %s\n", n->rank, why.text);
+    return;
   }
-  if (buf != one) free(buf);
+  obuf_t one = {0};
+  for (uint32_t i = 0; i < rows.n; i++) {
+    one.len = 0;
+    if (psm_rows_add_entry(&one, &rows, i) != 0) break;
+    uint64_t k = psm_rows_key(&rows, i);
+    fn(arg, rows.t, k >> rows.t->group_shift, m, type, one.p, (uint32_t)one.len);
+  }
+  free(one.p);
 }
 
 static void server_behaviour(au_actor_t *self, void *state, au_msg_t *m)
@@ -482,10 +396,8 @@ static void server_behaviour(au_actor_t *self, void *state, au_msg_t *m)
   atomic_fetch_add(&s->epoch, 1);
   switch (m->type) {
   case PS_REQ:
-    serve(s, m, 0);
-    break;
   case PS_PUSH:
-    serve(s, m, 1);
+    serve(s, m, m->type);
     break;
   default:
     break;

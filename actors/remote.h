@@ -13,66 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actors/obuf.h"
 #include "augur.h"
-
-/* Message types between workers, servers and placers. Requests, rows and pushes start
- * with a 16-byte header: u32 table, u32 n, u32 reply node, u32 reply port (the worker
- * that asked, so that a request sent on after its actor moved is answered directly). */
-enum {
-  PS_REQ = 0x50530001, /* worker -> server: header, u64 keys[n] */
-  PS_ROWS,             /* server -> worker: the request's header and keys, then rows */
-  PS_PUSH,             /* worker -> server: header, n x (u64 key, delta) */
-  PS_ERR,              /* server -> worker: a reason, as text */
-  PS_WANT,             /* worker -> its placer: u32 table, u32 n, u64 actors[n] */
-  PS_ARRIVED,          /* placer -> worker: an actor it wanted is here */
-  PS_MOVE_REQ,         /* placer -> placer: u32 table, u32 to, u64 actor, u32 hops */
-  PS_MOVE_DATA,        /* placer -> placer: u32 table, u32 version, u64 actor, values */
-  PS_OWNER,            /* placer -> every other placer: u32 table, u32 owner, u64 actor,
-                          u32 version */
-  PS_FWD_REQ,          /* server -> its placer: a request's keys whose actors are not here */
-  PS_FWD_PUSH,         /* server -> its placer: the same for a push */
-  PS_REP_REQ,          /* placer -> owner's placer: u32 table, u32 to, u64 actor */
-  PS_REP_DATA,         /* owner's placer -> placer: u32 table, u32 0, u64 actor, values */
-  PS_SYNC,     /* replica -> owner: u32 n, u32 0, n x (u32 table, u32 0, u64 actor, delta) */
-  PS_FRESH,    /* owner -> replica: the same layout, the owner's values */
-  PS_INTENT,   /* worker -> its placer: u32 table, u32 n, u64 from, u64 until (ns from
-                  now), u32 worker, f32 ns per tick, u64 start, end clock, u64 actors[n] */
-  PS_CLAIM,    /* placer -> owner's placer: u32 n, u32 0, n x claim (intent.c) */
-  PS_REP_DROP, /* owner -> replica's placer: u32 table, u32 0, u64 actor */
-  PS_REP_GONE, /* replica -> owner: the same; its last delta went before it */
-};
 
 #define PS_SERVER_PORT(i) ((au_port_t)(AU_PORT_RESERVED + (i)))
 #define PS_WORKER_PORT(i) ((au_port_t)(AU_PORT_RESERVED + 0x1000 + (i)))
 #define PS_PLACER_PORT    ((au_port_t)(AU_PORT_RESERVED + 0x2000))
 #define PS_MAX_SERVERS    0x1000
 #define PS_MAX_WORKERS    0x1000
-
-typedef struct obuf {
-  uint8_t *p;
-  size_t len, cap;
-} obuf_t;
-
-/* Room for `more` bytes after len. 0 or AU_ENOMEM. */
-static inline int obuf_reserve(obuf_t *b, size_t more)
-{
-  if (b->len + more <= b->cap) return 0;
-  size_t cap = b->cap ? b->cap : 4096;
-  while (cap < b->len + more) cap *= 2;
-  uint8_t *p = (uint8_t *)realloc(b->p, cap);
-  if (!p) return AU_ENOMEM;
-  b->p = p;
-  b->cap = cap;
-  return 0;
-}
-
-static inline int obuf_put(obuf_t *b, const void *data, size_t n)
-{
-  if (obuf_reserve(b, n) != 0) return AU_ENOMEM;
-  memcpy(b->p + b->len, data, n);
-  b->len += n;
-  return 0;
-}
 
 /* A worker's remote state: the rows fetched for the running step and what it sends. */
 typedef struct wremote {

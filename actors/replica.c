@@ -20,11 +20,10 @@
 #include <string.h>
 
 #include "actors/placement.h"
+#include "actors/psmsg.h"
 #include "runtime/net.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"
-
-#define ENTRY 16 /* u32 table, u32 0, u64 actor; then the group's values */
 
 static size_t group_bytes(const au_table_t *t)
 {
@@ -82,33 +81,10 @@ void replica_want(struct placer *p, rec_t *r)
   if (r->requested) return;
   r->requested = 1;
   au_node_t *n = p->node;
-  uint8_t msg[ENTRY];
-  uint32_t tid = (uint32_t)r->t->id, me = (uint32_t)n->rank;
-  memcpy(msg, &tid, 4);
-  memcpy(msg + 4, &me, 4);
-  memcpy(msg + 8, &r->actor, 8);
-  au_send_to(n->rt, pa_of(r)->owner, PS_PLACER_PORT, PS_REP_REQ, msg, sizeof(msg));
-}
-
-/* Reads an entry's head (table, actor), checked; NULL if malformed. */
-static rec_t *entry_head(struct placer *p, const uint8_t *e, size_t left)
-{
-  au_node_t *n = p->node;
-  uint32_t tid;
-  uint64_t actor;
-  if (left < ENTRY) return NULL;
-  memcpy(&tid, e, 4);
-  memcpy(&actor, e + 8, 8);
-  au_table_t *t = tid < (uint32_t)n->ntables ? n->table_by_id[tid] : NULL;
-  if (!t || actor >= t->nactors) return NULL;
-  return rec_get(p, t, actor);
-}
-
-/* The same, for an entry followed by its group's values. */
-static rec_t *entry_rec(struct placer *p, const uint8_t *e, size_t left)
-{
-  rec_t *r = entry_head(p, e, left);
-  return r && left >= ENTRY + group_bytes(r->t) ? r : NULL;
+  uint8_t msg[PSM_ACTOR_MAX];
+  size_t len = psm_actor_encode(
+      msg, PS_REP_REQ, &(psm_actor_msg_t){.t = r->t, .actor = r->actor, .node = (uint32_t)n->rank});
+  au_send_to(n->rt, pa_of(r)->owner, PS_PLACER_PORT, PS_REP_REQ, msg, len);
 }
 
 /* Copies the owner's values of an actor into out, a value at a time (the kernels may be
@@ -118,7 +94,7 @@ static void copy_values(const rec_t *r, uint8_t *out)
   const au_table_t *t = r->t;
   for (uint32_t row = 0; row < t->group; row++)
     kernel_copy_row(out + row * t->row_bytes,
-                    (const uint8_t *)pa_of(r)->values + row * t->row_bytes, t->dim);
+                    (const uint8_t *)pa_of(r)->values + row * t->row_bytes, t->width);
 }
 
 int replica_give(struct placer *p, rec_t *r, uint32_t to)
@@ -134,16 +110,14 @@ int replica_give(struct placer *p, rec_t *r, uint32_t to)
   }
   r->replicas |= 1ull << to;
   au_outbuf_t ob;
-  uint8_t *out = au_send_to_start(n->rt, to, PS_PLACER_PORT, PS_REP_DATA, ENTRY + bytes, &ob);
+  uint8_t *out =
+      au_send_to_start(n->rt, to, PS_PLACER_PORT, PS_REP_DATA, psm_values_len(r->t), &ob);
   if (!out) {
     replica_gone(p, r, (int)to); /* never sent: no replica to keep track of */
     return ob.rc;
   }
-  uint32_t tid = (uint32_t)r->t->id, zero = 0;
-  memcpy(out, &tid, 4);
-  memcpy(out + 4, &zero, 4);
-  memcpy(out + 8, &r->actor, 8);
-  copy_values(r, out + ENTRY); /* newer than base, maybe: the next tick sends the rest */
+  /* newer than base, maybe: the next tick sends the rest */
+  copy_values(r, psm_values_encode(out, r->t, r->actor, 0));
   au_send_to_finish(&ob);
   atomic_store(&pa_of(r)->dirty, 1); /* ... so it must look */
   replica_arm(p);
@@ -179,22 +153,35 @@ void replica_unlist(struct placer *p, rec_t *r)
 static void on_rep_req(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
-  rec_t *r = m->len == ENTRY ? entry_head(p, m->data, m->len) : NULL;
-  uint32_t to;
-  memcpy(&to, m->data + 4, 4);
-  if (!r || to >= (uint32_t)n->nodes || to >= 64 || atomic_load(&pa_of(r)->state) != PA_OWNER) {
-    fprintf(stderr, "augur[rank %d]: bad replica request from node %u\n", n->rank, m->from_node);
+  psm_actor_msg_t q;
+  psm_why_t why;
+  if (psm_actor_decode(n, PS_REP_REQ, m->data, m->len, &q, &why) != 0 || q.node >= 64) {
+    fprintf(stderr, "augur[rank %d]: bad replica request from node %u: %s\n", n->rank, m->from_node,
+            q.node >= 64 ? "a node past 64" : why.text);
     return;
   }
-  if (replica_give(p, r, to) != 0)
-    fprintf(stderr, "augur[rank %d]: cannot send a replica to node %u\n", n->rank, to);
+  rec_t *r = rec_get(p, q.t, q.actor);
+  if (!r || atomic_load(&pa_of(r)->state) != PA_OWNER) {
+    fprintf(stderr, "augur[rank %d]: replica request from node %u for an actor not owned here\n",
+            n->rank, m->from_node);
+    return;
+  }
+  if (replica_give(p, r, q.node) != 0)
+    fprintf(stderr, "augur[rank %d]: cannot send a replica to node %u\n", n->rank, q.node);
 }
 
 static void on_rep_data(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
-  rec_t *r = entry_rec(p, m->data, m->len);
-  if (!r || m->len != ENTRY + group_bytes(r->t)) return;
+  psm_values_t v;
+  psm_why_t why;
+  if (psm_values_decode(n, m->data, m->len, &v, &why) != 0) {
+    fprintf(stderr, "augur[rank %d]: malformed replica from node %u: %s\n", n->rank, m->from_node,
+            why.text);
+    return;
+  }
+  rec_t *r = rec_get(p, v.t, v.actor);
+  if (!r) return;
   param_actor_t *pa = pa_of(r);
   size_t bytes = group_bytes(r->t);
   if (atomic_load(&pa->state) != PA_REMOTE || r->dropping_here) {
@@ -212,8 +199,8 @@ static void on_rep_data(struct placer *p, const au_msg_t *m)
     r->base = NULL;
     return;
   }
-  memcpy(values, m->data + ENTRY, bytes);
-  memcpy(r->base, m->data + ENTRY, bytes);
+  memcpy(values, v.values, bytes);
+  memcpy(r->base, v.values, bytes);
   pa->values = values;
   pa->owner = m->from_node; /* the owner sent it (asked or not) */
   atomic_store_explicit(&pa->state, PA_REPLICA, memory_order_release);
@@ -241,7 +228,8 @@ static void apply_group(rec_t *r, const uint8_t *add, obuf_t *scratch)
   }
   for (uint32_t row = 0; row < t->group; row++) {
     memcpy(scratch->p, add + row * t->row_bytes, t->row_bytes); /* aligned for the kernel */
-    t->kernel((uint8_t *)pa_of(r)->values + row * t->row_bytes, scratch->p, t->dim, t->kernel_arg);
+    t->kernel((uint8_t *)pa_of(r)->values + row * t->row_bytes, scratch->p, t->width,
+              t->kernel_arg);
   }
 }
 
@@ -299,22 +287,19 @@ static void merge_f32(rec_t *r, const uint8_t *fresh)
 static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
 {
   au_node_t *n = p->node;
-  if (m->len < 8) return;
-  uint32_t count;
-  memcpy(&count, m->data, 4);
-  size_t off = 8;
+  psm_entries_t it;
+  psm_values_t e;
+  psm_why_t why;
   uint8_t *tmp = NULL;
   size_t tmp_cap = 0;
+  int more = -1;
+  if (psm_entries_begin(m->data, m->len, &it, &why) != 0) goto bad;
   if (!fresh) placement_touched(n); /* fresh values for the replicas go out at the next tick */
-  for (uint32_t i = 0; i < count; i++) {
-    rec_t *r = entry_rec(p, m->data + off, m->len - off);
-    if (!r) {
-      fprintf(stderr, "augur[rank %d]: malformed sync from node %u\n", n->rank, m->from_node);
-      break;
-    }
-    const uint8_t *vals = m->data + off + ENTRY;
+  while ((more = psm_entry_next(n, &it, &e, &why)) == 1) {
+    rec_t *r = rec_get(p, e.t, e.actor);
+    if (!r) break;
+    const uint8_t *vals = e.values;
     size_t bytes = group_bytes(r->t);
-    off += ENTRY + bytes;
     uint8_t st = atomic_load(&pa_of(r)->state);
     if (!fresh) {
       if (st != PA_OWNER) continue;
@@ -338,27 +323,10 @@ static void on_entries(struct placer *p, const au_msg_t *m, int fresh)
     memcpy(r->base, vals, bytes);
   }
   free(tmp);
-}
-
-/* Appends an entry to the batch for `node`, starting the batch when empty. */
-uint8_t *replica_entry(obuf_t *batch, const rec_t *r)
-{
-  size_t bytes = group_bytes(r->t);
-  if (batch->len == 0) {
-    uint8_t head[8] = {0};
-    if (obuf_put(batch, head, 8) != 0) return NULL;
-  }
-  if (obuf_reserve(batch, ENTRY + bytes) != 0) return NULL;
-  uint8_t *e = batch->p + batch->len;
-  uint32_t tid = (uint32_t)r->t->id, zero = 0, count;
-  memcpy(e, &tid, 4);
-  memcpy(e + 4, &zero, 4);
-  memcpy(e + 8, &r->actor, 8);
-  batch->len += ENTRY + bytes;
-  memcpy(&count, batch->p, 4);
-  count++;
-  memcpy(batch->p, &count, 4);
-  return e + ENTRY;
+  if (more >= 0) return;
+bad:
+  fprintf(stderr, "augur[rank %d]: malformed %s from node %u: %s\n", n->rank,
+          fresh ? "fresh values" : "sync", m->from_node, why.text);
 }
 
 static void on_tick(struct placer *p)
@@ -382,25 +350,17 @@ static void on_tick(struct placer *p)
     if (!atomic_exchange(&pa_of(r)->dirty, 0)) continue;
     size_t bytes = group_bytes(r->t);
     if (now_cap < bytes) {
-      uint8_t *b = realloc(now, bytes);
+      uint8_t *b = realloc(now, 2 * bytes); /* the values read, and their delta */
       if (!b) break;
       now = b;
       now_cap = bytes;
     }
+    uint8_t *diff = now + bytes;
     copy_values(r, now);
-    uint8_t *d = replica_entry(&syncs[pa_of(r)->owner], r);
+    if (!replica_diff(r->t, now, r->base, diff)) continue; /* unchanged */
+    uint8_t *d = psm_entry_add(&syncs[pa_of(r)->owner], r->t, r->actor);
     if (!d) break;
-    if (!replica_diff(r->t, now, r->base, d)) {
-      /* unchanged: take the entry back */
-      obuf_t *b = &syncs[pa_of(r)->owner];
-      b->len -= ENTRY + bytes;
-      uint32_t count;
-      memcpy(&count, b->p, 4);
-      count--;
-      memcpy(b->p, &count, 4);
-      if (count == 0) b->len = 0;
-      continue;
-    }
+    memcpy(d, diff, bytes);
     memcpy(r->base, now, bytes); /* what was read is what was shipped */
     counter_add(&p->syncs, 1);
   }
@@ -410,7 +370,7 @@ static void on_tick(struct placer *p)
     if (!atomic_exchange(&pa_of(r)->dirty, 0)) continue;
     size_t bytes = group_bytes(r->t);
     if (now_cap < bytes) {
-      uint8_t *b = realloc(now, bytes);
+      uint8_t *b = realloc(now, 2 * bytes); /* the values read, and their delta */
       if (!b) break;
       now = b;
       now_cap = bytes;
@@ -420,7 +380,7 @@ static void on_tick(struct placer *p)
     memcpy(r->base, now, bytes);
     for (int node = 0; node < n->nodes && node < 64; node++)
       if (r->replicas >> node & 1) {
-        uint8_t *v = replica_entry(&fresh[node], r);
+        uint8_t *v = psm_entry_add(&fresh[node], r->t, r->actor);
         if (v) memcpy(v, now, bytes);
       }
   }

@@ -28,8 +28,11 @@ static double unit(uint64_t *s)
   return ((double)(splitmix64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
-static void init_row(const au_table_opts_t *o, au_key_t key, void *row)
+/* A key's first values and optimizer slots. */
+static void init_row(const au_table_t *t, const au_table_opts_t *o, au_key_t key, void *row)
 {
+  for (uint32_t j = 0; j < t->nslots; j++) ((float *)row)[o->dim + j] = t->optim_init;
+  if (o->init == AU_INIT_ZERO) return;
   uint64_t s = o->seed ^ (key * 0xd1342543de82ef95ULL);
   splitmix64(&s);
   for (uint32_t j = 0; j < o->dim; j++) {
@@ -59,6 +62,11 @@ static void init_row(const au_table_opts_t *o, au_key_t key, void *row)
 static int check_opts(const au_table_opts_t *o)
 {
   if (!o || o->keys == 0 || o->dim == 0 || o->dim > (1u << 20)) return AU_EINVAL;
+  if (o->row_align & (o->row_align - 1) || o->row_align > 4096) return AU_EINVAL;
+  if (o->optim < AU_OPTIM_NONE || o->optim > AU_OPTIM_ADAGRAD_ROW) return AU_EINVAL;
+  if (o->optim != AU_OPTIM_NONE &&
+      (o->type != AU_F32 || o->kernel == AU_KERNEL_CUSTOM || !(o->lr > 0) || !(o->optim_init >= 0)))
+    return AU_EINVAL;
   if (o->type != AU_F32 && o->type != AU_I32) return AU_EINVAL;
   if (o->init < AU_INIT_ZERO || o->init > AU_INIT_NORMAL) return AU_EINVAL;
   if (o->init == AU_INIT_UNIFORM && !(o->init_b > o->init_a)) return AU_EINVAL;
@@ -70,6 +78,16 @@ static int check_opts(const au_table_opts_t *o)
   if (o->group & (o->group - 1)) return AU_EINVAL; /* not a power of two */
   if (o->place < AU_PLACE_CLASSIC || o->place > AU_PLACE_ADAPTIVE) return AU_EINVAL;
   return 0;
+}
+
+/* Zeroed storage for values, aligned to the rows' alignment. calloc when 16 bytes do:
+ * zero pages are mapped lazily, so zero-initialized tables cost nothing. */
+static void *values_alloc(const au_table_t *t, size_t bytes)
+{
+  if (t->row_align <= 16) return calloc(1, bytes);
+  void *p = aligned_alloc(t->row_align, (bytes + t->row_align - 1) / t->row_align * t->row_align);
+  if (p) memset(p, 0, bytes);
+  return p;
 }
 
 static uint32_t default_group(const au_table_opts_t *o, size_t row_bytes)
@@ -92,13 +110,21 @@ int au_table_create(au_node_t *node, au_table_t **out, const au_table_opts_t *op
   t->keys = opts->keys;
   t->dim = opts->dim;
   t->type = opts->type;
-  t->row_bytes = (size_t)opts->dim * 4;
+  t->optim = opts->optim;
+  t->lr = opts->lr;
+  t->optim_init = opts->optim_init > 0 ? opts->optim_init : 1.0f;
+  t->nslots = opts->optim == AU_OPTIM_ADAGRAD ? opts->dim : opts->optim == AU_OPTIM_ADAGRAD_ROW;
+  t->width = opts->dim + t->nslots;
+  t->row_align = opts->row_align > 4 ? opts->row_align : 4;
+  t->row_bytes = ((size_t)t->width * 4 + t->row_align - 1) / t->row_align * t->row_align;
+  t->update_bytes = (size_t)opts->dim * 4;
   t->group = opts->group ? opts->group : default_group(opts, t->row_bytes);
   while ((1u << t->group_shift) < t->group) t->group_shift++;
   t->nactors = (opts->keys + t->group - 1) >> t->group_shift;
   t->kernel =
       opts->kernel == AU_KERNEL_CUSTOM ? opts->kernel_fn : kernel_for(opts->type, opts->kernel);
   t->kernel_arg = opts->kernel_arg;
+  t->hogwild = opts->kernel == AU_KERNEL_HOGWILD;
 
   /* Each parameter actor starts on its home node, actor id mod nodes, which holds its
    * values; the others know where it is. Home actors are packed: slot = id / nodes. */
@@ -113,8 +139,7 @@ int au_table_create(au_node_t *node, au_table_t **out, const au_table_opts_t *op
   au_table_t **by_id = realloc(node->table_by_id, (size_t)(node->ntables + 1) * sizeof(*by_id));
   if (by_id) node->table_by_id = by_id;
   t->actors = calloc(t->nactors, sizeof(param_actor_t));
-  /* calloc: zero pages are mapped lazily, so zero-initialized tables cost nothing */
-  t->storage = calloc(owned ? owned : 1, group_bytes);
+  t->storage = values_alloc(t, (owned ? owned : 1) * group_bytes);
   if (!by_id || !t->actors || !t->storage) {
     table_free(t);
     return AU_ENOMEM;
@@ -130,10 +155,10 @@ int au_table_create(au_node_t *node, au_table_t **out, const au_table_opts_t *op
       atomic_init(&pa->state, PA_REMOTE);
     }
   }
-  if (opts->init != AU_INIT_ZERO)
+  if (opts->init != AU_INIT_ZERO || t->nslots)
     for (uint64_t a = rank; a < t->nactors; a += nodes)
       for (au_key_t k = a << t->group_shift; k < t->keys && k < (a + 1) << t->group_shift; k++)
-        init_row(opts, k, table_row(t, k));
+        init_row(t, opts, k, table_row(t, k));
 
   node->table_by_id[node->ntables] = t;
   t->next = node->tables;
@@ -153,7 +178,7 @@ void *table_values_alloc(au_table_t *t, uint64_t actor)
   size_t bytes = (size_t)t->group * t->row_bytes;
   if (is_home_slot(t, actor))
     return (char *)t->storage + (actor / (uint64_t)t->node->nodes) * bytes;
-  return calloc(1, bytes);
+  return values_alloc(t, bytes);
 }
 
 void table_values_free(au_table_t *t, uint64_t actor, void *values)
@@ -186,6 +211,35 @@ uint32_t au_table_group(const au_table_t *t)
   return t->group;
 }
 
+uint32_t au_table_slots(const au_table_t *t)
+{
+  return t->nslots;
+}
+
+int au_table_set_lr(au_table_t *t, float lr)
+{
+  if (!t || t->optim == AU_OPTIM_NONE || !(lr > 0)) return AU_EINVAL;
+  t->lr = lr;
+  return 0;
+}
+
+static const char *const optim_names[] = {"none", "sgd", "adagrad", "adagrad-row"};
+
+int au_optim_parse(const char *name, au_optim_t *out)
+{
+  for (int i = 0; name && i < (int)(sizeof(optim_names) / sizeof(optim_names[0])); i++)
+    if (strcmp(name, optim_names[i]) == 0) {
+      *out = (au_optim_t)i;
+      return 0;
+    }
+  return AU_EINVAL;
+}
+
+const char *au_optim_name(au_optim_t optim)
+{
+  return optim >= AU_OPTIM_NONE && optim <= AU_OPTIM_ADAGRAD_ROW ? optim_names[optim] : "?";
+}
+
 size_t au_table_memory(const au_table_t *t)
 {
   /* the home slots are allocated whether used or not; blocks that moved in come on top */
@@ -195,17 +249,29 @@ size_t au_table_memory(const au_table_t *t)
   return sizeof(*t) + t->nactors * sizeof(param_actor_t) + held;
 }
 
-int au_table_read(au_table_t *t, const au_key_t *keys, size_t n, void *out)
+/* Copies `count` words from word `first` of each row. */
+static int read_words(au_table_t *t, const au_key_t *keys, size_t n, void *out, uint32_t first,
+                      uint32_t count)
 {
   if (!t || (n && (!keys || !out))) return AU_EINVAL;
   for (size_t i = 0; i < n; i++)
     if (keys[i] >= t->keys) return AU_ERANGE;
   for (size_t i = 0; i < n; i++) {
-    void *row = table_row(t, keys[i]);
+    char *row = table_row(t, keys[i]);
     if (!row) return AU_EAGAIN;
-    kernel_copy_row((char *)out + i * t->row_bytes, row, t->dim);
+    kernel_copy_row((char *)out + i * count * 4, row + (size_t)first * 4, count);
   }
   return 0;
+}
+
+int au_table_read(au_table_t *t, const au_key_t *keys, size_t n, void *out)
+{
+  return read_words(t, keys, n, out, 0, t ? t->dim : 0);
+}
+
+int au_table_read_slots(au_table_t *t, const au_key_t *keys, size_t n, float *out)
+{
+  return read_words(t, keys, n, out, t ? t->dim : 0, t ? t->nslots : 0);
 }
 
 int au_table_owns(const au_table_t *t, au_key_t key)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "actors/ps.h"
+#include "actors/psmsg.h"
 #include "runtime/net.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"
@@ -93,6 +94,8 @@ void worker_release_memory(au_worker_t *w)
   w->rows = NULL;
   free(w->intent_buf.p);
   w->intent_buf = (obuf_t){0};
+  free(w->seen);
+  w->seen = NULL;
   remote_free(w);
 }
 
@@ -284,23 +287,16 @@ static int fetch_missing(au_worker_t *w)
 /* Actors of a relocating table that this step lacks: one PS_WANT per step and table. */
 typedef struct wants {
   au_table_t *t;
-  uint8_t *buf; /* u32 table, u32 n, u64 actors[n] */
-  uint32_t n, cap;
+  obuf_t buf; /* the PS_WANT message (psmsg.c) */
   uint64_t last;
+  uint32_t n;
 } wants_t;
 
 static int want(wants_t *ws, au_table_t *t, au_key_t k)
 {
   uint64_t actor = k >> t->group_shift;
   if (ws->n && ws->last == actor) return 0; /* runs of one actor are common */
-  if (ws->n == ws->cap) {
-    uint32_t cap = ws->cap ? 2 * ws->cap : 64;
-    uint8_t *b = realloc(ws->buf, 8 + (size_t)cap * 8);
-    if (!b) return AU_ENOMEM;
-    ws->buf = b;
-    ws->cap = cap;
-  }
-  memcpy(ws->buf + 8 + (size_t)ws->n * 8, &actor, 8);
+  if (psm_want_add(&ws->buf, t, actor) != 0) return AU_ENOMEM;
   ws->n++;
   ws->last = actor;
   return 0;
@@ -309,13 +305,9 @@ static int want(wants_t *ws, au_table_t *t, au_key_t k)
 /* Sends the step's wants to the placer; the worker waits for PS_ARRIVED. */
 static int send_wants(au_worker_t *w, wants_t *ws)
 {
-  uint32_t tid = (uint32_t)ws->t->id;
-  memcpy(ws->buf, &tid, 4);
-  memcpy(ws->buf + 4, &ws->n, 4);
   au_node_t *n = w->node;
-  int rc =
-      au_send_to(n->rt, (uint32_t)n->rank, PS_PLACER_PORT, PS_WANT, ws->buf, 8 + (size_t)ws->n * 8);
-  free(ws->buf);
+  int rc = au_send_to(n->rt, (uint32_t)n->rank, PS_PLACER_PORT, PS_WANT, ws->buf.p, ws->buf.len);
+  free(ws->buf.p);
   if (rc != 0) return rc;
   w->wants = 1;
   return AU_EAGAIN;
@@ -377,13 +369,13 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
   wants_t ws = {0};
   for (; i < n; i++) {
     if (keys[i] >= t->keys) {
-      free(ws.buf);
+      free(ws.buf.p);
       return AU_ERANGE;
     }
     int is_remote;
     rows[i] = step_row(w, t, keys[i], &is_remote, &ws);
     if (w->remote.failed) {
-      free(ws.buf);
+      free(ws.buf.p);
       return w->remote.failed;
     }
     if (!rows[i]) {
@@ -404,8 +396,9 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
   *v = (au_view_t){.rows = rows,
                    .n = n,
                    .dim = t->dim,
-                   .au__hogwild_f32 = t->kernel == kernel_hogwild_f32,
-                   .au__kernel = t->kernel,
+                   .au__inline = t->hogwild && t->type == AU_F32 ? 1 + (int)t->optim : 0,
+                   .au__lr = t->lr,
+                   .au__kernel = t->optim == AU_OPTIM_NONE ? t->kernel : NULL,
                    .au__kernel_arg = t->kernel_arg,
                    .au__remote = remote,
                    .au__keys = keys,
@@ -417,14 +410,20 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
   return 0;
 }
 
-void au__view_update_remote(const au_view_t *v, size_t i, const void *delta)
+void au__view_update_remote(const au_view_t *v, size_t i, const void *update)
 {
   au_table_t *t = v->table;
-  /* the step's copy sees its own updates; the owner gets the delta after the step */
-  t->kernel(v->rows[i], delta, t->dim, t->kernel_arg);
+  /* the step's copy sees its own updates (through its copy of the optimizer's state);
+   * the owner gets the update after the step and applies it to its own */
+  table_apply(t, v->rows[i], update);
   au_worker_t *w = v->au__worker;
-  int rc = remote_push(w, t, v->au__keys[i], delta);
+  int rc = remote_push(w, t, v->au__keys[i], update);
   if (rc != 0 && !w->remote.failed) w->remote.failed = rc;
+}
+
+void au__view_update_optim(const au_view_t *v, size_t i, const void *update)
+{
+  table_apply(v->table, v->rows[i], update);
 }
 
 void au_release(au_worker_t *w, au_view_t *v)
@@ -458,7 +457,7 @@ int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void 
     int is_remote;
     void *row = step_row(w, t, keys[i], &is_remote, &ws);
     if (w->remote.failed) {
-      free(ws.buf);
+      free(ws.buf.p);
       return w->remote.failed;
     }
     if (!row) {
@@ -466,7 +465,7 @@ int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void 
       continue;
     }
     nremote += (size_t)is_remote;
-    if (!missing) kernel_copy_row((char *)out + i * t->row_bytes, row, t->dim);
+    if (!missing) kernel_copy_row((char *)out + i * t->update_bytes, row, t->dim);
   }
   if (missing) return lacking(w, &ws, missing);
   counter_add(&w->rows_local, n - nremote);
@@ -481,10 +480,10 @@ int au_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, const
   if (rc != 0) return rc;
   size_t nremote = 0;
   for (size_t i = 0; i < n; i++) {
-    const void *d = (const char *)deltas + i * t->row_bytes;
+    const void *d = (const char *)deltas + i * t->update_bytes;
     void *row = table_row(t, keys[i]);
     if (row) {
-      t->kernel(row, d, t->dim, t->kernel_arg);
+      table_apply(t, row, d);
       table_mark(t, keys[i]);
     } else {
       /* held by another node: the delta goes there after the step */

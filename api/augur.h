@@ -300,6 +300,23 @@ typedef enum au_place {
 int au_place_parse(const char *name, au_place_t *out);
 const char *au_place_name(au_place_t place);
 
+/* What au_view_update and au_push take for a table, and how it reaches the row
+ * (docs/tables.md, "Optimizers"). With an optimizer the row carries the optimizer's
+ * state ("slots", float32 each) right after its dim values, as part of the row's bytes:
+ * relocation and replication carry it like the values. Float32 tables only. */
+typedef enum au_optim {
+  AU_OPTIM_NONE = 0, /* updates are deltas, added by the table's kernel */
+  /* updates are gradients g of the loss; the row descends: */
+  AU_OPTIM_SGD = 1,         /* row -= lr * g; no slots */
+  AU_OPTIM_ADAGRAD = 2,     /* per value: G_j += g_j^2, row_j -= lr * g_j / sqrt(G_j); dim slots */
+  AU_OPTIM_ADAGRAD_ROW = 3, /* one accumulator per row (LIBMF's): row -= lr / sqrt(G) * g, then
+                               G += mean(g^2); one slot */
+} au_optim_t;
+
+/* "none", "sgd", "adagrad", "adagrad-row" <-> au_optim_t (0 or AU_EINVAL; "?" unknown). */
+int au_optim_parse(const char *name, au_optim_t *out);
+const char *au_optim_name(au_optim_t optim);
+
 typedef struct au_table_opts {
   uint64_t keys;  /* key space 0..keys-1 */
   uint32_t dim;   /* values per key (a row) */
@@ -310,22 +327,37 @@ typedef struct au_table_opts {
   au_kernel_t kernel;
   au_kernel_fn kernel_fn; /* for AU_KERNEL_CUSTOM */
   void *kernel_arg;
-  uint32_t group;   /* keys per parameter actor, a power of two; 0 = about 4 KiB of values */
-  au_place_t place; /* AU_PLACE_CLASSIC (default), _REPLICATE, _RELOCATE, _HOT, _ADAPTIVE */
-  const char *name; /* for messages and traces; copied */
-  uint64_t hot;     /* AU_PLACE_HOT: how many keys count as hot (each node counts its own
-                       intents); 0 = 1% of the keys */
+  uint32_t group;     /* keys per parameter actor, a power of two; 0 = about 4 KiB of values */
+  au_place_t place;   /* AU_PLACE_CLASSIC (default), _REPLICATE, _RELOCATE, _HOT, _ADAPTIVE */
+  const char *name;   /* for messages and traces; copied */
+  uint64_t hot;       /* AU_PLACE_HOT: how many keys count as hot (each node counts its own
+                         intents); 0 = 1% of the keys */
+  au_optim_t optim;   /* AU_OPTIM_NONE (default): updates are deltas; else gradients */
+  float lr;           /* the optimizer's learning rate (> 0 with an optimizer) */
+  float optim_init;   /* AU_OPTIM_ADAGRAD*: the accumulators' first value (0 = 1.0); it bounds
+                         the first steps at lr / sqrt(optim_init) */
+  uint32_t row_align; /* bytes, a power of two up to 4096: each row (values and slots) is
+                         padded to a multiple of it and starts at such an address (0 = 4: no
+                         padding); e.g. 64 for rows read with 512-bit vectors */
 } au_table_opts_t;
 
 int au_table_create(au_node_t *node, au_table_t **table, const au_table_opts_t *opts);
 uint64_t au_table_keys(const au_table_t *t);
 uint32_t au_table_dim(const au_table_t *t);
 uint32_t au_table_group(const au_table_t *t);
+/* Optimizer slots per row (0, 1 or dim; see au_optim_t), stored after the dim values. */
+uint32_t au_table_slots(const au_table_t *t);
+/* Sets the optimizer's learning rate, e.g. per epoch. Between runs (not while
+ * au_node_run runs); on a cluster every node sets the same. 0 or AU_EINVAL (no optimizer,
+ * or lr not > 0). */
+int au_table_set_lr(au_table_t *t, float lr);
 /* Bytes this node uses for the table: values, parameter-actor descriptors, the table. */
 size_t au_table_memory(const au_table_t *t);
 /* Reads rows from outside any worker (e.g. main, between au_node_run calls): copies
  * n rows into out. AU_ERANGE for a bad key, AU_EAGAIN if a row is not on this node. */
 int au_table_read(au_table_t *t, const au_key_t *keys, size_t n, void *out);
+/* The same for the rows' optimizer slots: n * au_table_slots() floats into out. */
+int au_table_read_slots(au_table_t *t, const au_key_t *keys, size_t n, float *out);
 /* 1 if this node owns the key's parameter actor (a replica is held, not owned), 0 if not,
  * AU_ERANGE for a bad key. Between runs every key has exactly one owner in the cluster:
  * reductions over a table that may have replicas count the owners' rows only. */
@@ -372,8 +404,10 @@ typedef struct au_view {
   void **rows; /* row i, held by the worker until the step returns */
   size_t n;
   uint32_t dim;
-  int au__hogwild_f32; /* internal: apply updates inline (see au_view_update) */
-  au_kernel_fn au__kernel;
+  int au__inline;          /* internal: 1 + au_optim_t when updates run inline (Hogwild
+                              float32), else 0 (see au_view_update) */
+  float au__lr;            /* internal: the optimizer's learning rate */
+  au_kernel_fn au__kernel; /* internal: the kernel for deltas, NULL with an optimizer */
   void *au__kernel_arg;
   const uint8_t *au__remote; /* internal: row i was fetched from another node, or NULL */
   const au_key_t *au__keys;
@@ -383,7 +417,9 @@ typedef struct au_view {
 
 /* Internal: applies an update to a row fetched from another node (kept for the step)
  * and queues it for the row's owner. */
-void au__view_update_remote(const au_view_t *v, size_t i, const void *delta);
+void au__view_update_remote(const au_view_t *v, size_t i, const void *update);
+/* Internal: applies an update through the table's optimizer (not inline). */
+void au__view_update_optim(const au_view_t *v, size_t i, const void *update);
 
 /* 0, AU_EAGAIN (not all rows local yet: return AU_WAIT; the step is re-run when they
  * are), AU_ERANGE or AU_ENOMEM. */
@@ -405,29 +441,68 @@ static inline void *au_view_row(const au_view_t *v, size_t i)
 #endif
 #endif
 
-/* Applies delta to row i through the table's kernel; a Hogwild float32 table's kernel
- * runs inline, as a loop the compiler vectorizes. */
-static inline void au_view_update(const au_view_t *v, size_t i, const void *delta)
+/* Applies an update to row i: a delta through the table's kernel (AU_OPTIM_NONE), or a
+ * gradient through its optimizer. A Hogwild float32 table's update runs inline, as a loop
+ * the compiler vectorizes. */
+static inline void au_view_update(const au_view_t *v, size_t i, const void *update)
 {
   if (v->au__remote && v->au__remote[i]) {
-    au__view_update_remote(v, i, delta);
+    au__view_update_remote(v, i, update);
     return;
   }
 #ifndef AU__TSAN
-  if (v->au__hogwild_f32) {
+  if (v->au__inline) {
     float *restrict r = (float *)v->rows[i];
-    const float *restrict d = (const float *)delta;
-    for (uint32_t j = 0; j < v->dim; j++) r[j] += d[j];
-    return;
+    const float *restrict g = (const float *)update;
+    const uint32_t dim = v->dim;
+    const float lr = v->au__lr;
+    switch (v->au__inline - 1) {
+    case AU_OPTIM_NONE:
+      for (uint32_t j = 0; j < dim; j++) r[j] += g[j];
+      return;
+    case AU_OPTIM_SGD:
+      for (uint32_t j = 0; j < dim; j++) r[j] -= lr * g[j];
+      return;
+    case AU_OPTIM_ADAGRAD_ROW: {
+      /* the rate from the accumulator as it was; eight partial sums vectorize */
+      const float eta = lr / __builtin_sqrtf(r[dim]);
+      float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      uint32_t j = 0;
+      for (; j + 8 <= dim; j += 8)
+        for (uint32_t l = 0; l < 8; l++) {
+          r[j + l] -= eta * g[j + l];
+          s[l] += g[j + l] * g[j + l];
+        }
+      for (; j < dim; j++) {
+        r[j] -= eta * g[j];
+        s[0] += g[j] * g[j];
+      }
+      r[dim] += (((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]))) / (float)dim;
+      return;
+    }
+    case AU_OPTIM_ADAGRAD:
+      for (uint32_t j = 0; j < dim; j++) {
+        const float G = r[dim + j] + g[j] * g[j];
+        r[dim + j] = G;
+        r[j] -= lr * g[j] / __builtin_sqrtf(G);
+      }
+      return;
+    default:
+      break;
+    }
   }
 #endif
-  v->au__kernel(v->rows[i], delta, v->dim, v->au__kernel_arg);
+  if (v->au__kernel)
+    v->au__kernel(v->rows[i], update, v->dim, v->au__kernel_arg);
+  else
+    au__view_update_optim(v, i, update);
 }
 
 /* Copy-out read: n rows into out (n * dim values). 0, AU_EAGAIN or AU_ERANGE. */
 int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void *out);
-/* Applies deltas (n * dim values) through the table's kernel. 0 or AU_ERANGE; never
- * AU_EAGAIN: updates to rows held elsewhere are sent there. */
+/* Applies updates (n * dim values: deltas, or gradients for a table with an optimizer)
+ * through the table's kernel and optimizer. 0 or AU_ERANGE; never AU_EAGAIN: updates to
+ * rows held elsewhere are sent there (the owner applies them). */
 int au_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, const void *deltas);
 
 /* Counters of a node's workers, summed. Exact between au_node_run calls. */

@@ -1,6 +1,7 @@
 /* test_table.c — tables and update kernels: options are checked, initial values depend
  * only on (seed, key), exact adds from several threads conserve sums exactly, the
- * Hogwild and custom kernels apply deltas, and the memory overhead stays small. */
+ * Hogwild and custom kernels apply deltas, the memory overhead stays small, and the
+ * optimizers follow their formulas with their state in the row, inline or called. */
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -42,6 +43,24 @@ static void test_bad_options(void **state)
       {.keys = 10, .dim = 4, .type = AU_F32, .group = 3},
       {.keys = 10, .dim = 4, .type = AU_F32, .init = AU_INIT_UNIFORM, .init_a = 1, .init_b = 1},
       {.keys = 10, .dim = 4, .type = AU_F32, .kernel = AU_KERNEL_CUSTOM},
+      {.keys = 10, .dim = 4, .type = AU_F32, .row_align = 24},
+      {.keys = 10, .dim = 4, .type = AU_F32, .row_align = 8192},
+      {.keys = 10, .dim = 4, .type = AU_F32, .optim = 9, .lr = 0.1f},
+      {.keys = 10, .dim = 4, .type = AU_F32, .optim = AU_OPTIM_SGD},             /* no lr */
+      {.keys = 10, .dim = 4, .type = AU_I32, .optim = AU_OPTIM_SGD, .lr = 0.1f}, /* int */
+      {.keys = 10,
+       .dim = 4,
+       .type = AU_F32,
+       .optim = AU_OPTIM_ADAGRAD,
+       .lr = 0.1f,
+       .kernel = AU_KERNEL_CUSTOM,
+       .kernel_fn = (au_kernel_fn)1},
+      {.keys = 10,
+       .dim = 4,
+       .type = AU_F32,
+       .optim = AU_OPTIM_ADAGRAD,
+       .lr = 0.1f,
+       .optim_init = -1},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
     assert_int_equal(au_table_create(node, &t, &bad[i]), AU_EINVAL);
@@ -245,6 +264,233 @@ static void test_memory_overhead_small(void **state)
   assert_true((double)used < 1.2 * (double)raw);
 }
 
+/* --- optimizers --------------------------------------------------------------------- */
+
+enum { OK = 6, OD = 13 }; /* keys, dim: 13 exercises the loops' tails */
+
+/* The gradient of update u to key k: multiples of 1/8, whose squares sum exactly. */
+static float grad(int u, au_key_t k, uint32_t j)
+{
+  return (float)((int)((u * 7 + (int)k * 3 + (int)j * 5) % 9) - 4) * 0.125f;
+}
+
+/* What the optimizer's formula gives after `updates` gradients, in double: values and
+ * slots of key k from value v0 and accumulator g0. */
+static void expected(au_optim_t o, double lr, double g0, float v0, au_key_t k, int updates,
+                     double *val, double *slots)
+{
+  double G[OD], Grow = g0;
+  for (uint32_t j = 0; j < OD; j++) val[j] = v0, G[j] = g0;
+  for (int u = 0; u < updates; u++) {
+    double ms = 0;
+    for (uint32_t j = 0; j < OD; j++) ms += (double)grad(u, k, j) * grad(u, k, j) / OD;
+    for (uint32_t j = 0; j < OD; j++) {
+      double g = grad(u, k, j);
+      if (o == AU_OPTIM_SGD)
+        val[j] -= lr * g;
+      else if (o == AU_OPTIM_ADAGRAD_ROW)
+        val[j] -= lr / sqrt(Grow) * g;
+      else if (o == AU_OPTIM_ADAGRAD) {
+        G[j] += g * g;
+        val[j] -= lr * g / sqrt(G[j]);
+      }
+    }
+    Grow += ms;
+  }
+  for (uint32_t j = 0; j < OD; j++) slots[j] = o == AU_OPTIM_ADAGRAD_ROW ? Grow : G[j];
+}
+
+static void check_formula(au_table_t *t, au_optim_t o, double lr, double g0, float v0, int updates)
+{
+  float v[OK * OD], sl[OK * OD];
+  au_key_t keys[OK];
+  for (au_key_t k = 0; k < OK; k++) keys[k] = k;
+  assert_int_equal(au_table_read(t, keys, OK, v), 0);
+  assert_int_equal(au_table_read_slots(t, keys, OK, sl), 0);
+  uint32_t ns = au_table_slots(t);
+  for (au_key_t k = 0; k < OK; k++) {
+    double ev[OD], es[OD];
+    expected(o, lr, g0, v0, k, updates, ev, es);
+    for (uint32_t j = 0; j < OD; j++) assert_true(fabs(v[k * OD + j] - ev[j]) < 1e-4);
+    /* per value, accumulators are sums of exact squares: exact; per row, means of them */
+    for (uint32_t j = 0; j < ns; j++)
+      assert_true(o == AU_OPTIM_ADAGRAD ? sl[k * ns + j] == (float)es[j]
+                                        : fabs(sl[k * ns + j] - es[j]) < 1e-5 * es[j]);
+  }
+}
+
+static au_table_t *optim_table(au_optim_t o, au_kernel_t kernel, uint32_t align)
+{
+  au_table_t *t;
+  assert_int_equal(au_table_create(node, &t,
+                                   &(au_table_opts_t){.keys = OK,
+                                                      .dim = OD,
+                                                      .type = AU_F32,
+                                                      .init = AU_INIT_CONST,
+                                                      .init_a = 0.5,
+                                                      .kernel = kernel,
+                                                      .optim = o,
+                                                      .lr = 0.25f,
+                                                      .optim_init = o ? 2.0f : 0,
+                                                      .row_align = align}),
+                   0);
+  return t;
+}
+
+static void test_optim_layout(void **state)
+{
+  (void)state;
+  au_table_t *t = optim_table(AU_OPTIM_ADAGRAD, AU_KERNEL_HOGWILD, 64);
+  assert_int_equal(au_table_slots(t), OD);
+  assert_int_equal(t->row_bytes, 128); /* 26 words padded to 64 bytes */
+  for (au_key_t k = 0; k < OK; k++) {
+    float *row = table_row(t, k);
+    assert_int_equal((uintptr_t)row % 64, 0);
+    for (uint32_t j = 0; j < OD; j++) {
+      assert_true(row[j] == 0.5f);
+      assert_true(row[OD + j] == 2.0f); /* the slots follow the values */
+    }
+  }
+  assert_int_equal(au_table_slots(optim_table(AU_OPTIM_ADAGRAD_ROW, AU_KERNEL_ADD, 0)), 1);
+  assert_int_equal(au_table_slots(optim_table(AU_OPTIM_SGD, AU_KERNEL_ADD, 0)), 0);
+  au_table_t *plain = optim_table(AU_OPTIM_NONE, AU_KERNEL_ADD, 0);
+  assert_int_equal(plain->row_bytes, OD * 4); /* no padding by default */
+  assert_int_equal(au_table_set_lr(plain, 0.1f), AU_EINVAL);
+  assert_int_equal(au_table_set_lr(t, 0), AU_EINVAL);
+  assert_int_equal(au_table_set_lr(t, 0.5f), 0);
+  au_optim_t o;
+  assert_int_equal(au_optim_parse("adagrad-row", &o), 0);
+  assert_int_equal(o, AU_OPTIM_ADAGRAD_ROW);
+  assert_string_equal(au_optim_name(AU_OPTIM_ADAGRAD), "adagrad");
+  assert_int_equal(au_optim_parse("adam", &o), AU_EINVAL);
+}
+
+/* table_apply on every optimizer and kernel kind follows the formula. */
+static void test_optim_formulas(void **state)
+{
+  (void)state;
+  const au_optim_t optims[] = {AU_OPTIM_SGD, AU_OPTIM_ADAGRAD, AU_OPTIM_ADAGRAD_ROW};
+  const au_kernel_t kernels[] = {AU_KERNEL_ADD, AU_KERNEL_HOGWILD};
+  for (int oi = 0; oi < 3; oi++)
+    for (int ki = 0; ki < 2; ki++) {
+      au_table_t *t = optim_table(optims[oi], kernels[ki], 16);
+      for (int u = 0; u < 40; u++)
+        for (au_key_t k = 0; k < OK; k++) {
+          float g[OD];
+          for (uint32_t j = 0; j < OD; j++) g[j] = grad(u, k, j);
+          table_apply(t, table_row(t, k), g);
+        }
+      check_formula(t, optims[oi], 0.25, 2.0, 0.5f, 40);
+    }
+}
+
+/* Workers update through views (inline for Hogwild float tables) and pushes: the same
+ * results as the formula. */
+typedef struct {
+  au_table_t *t;
+  int push, u, updates;
+} updater_t;
+
+static int update_step(au_worker_t *w, void *arg)
+{
+  updater_t *s = arg;
+  if (s->u == s->updates) return AU_DONE;
+  au_key_t keys[OK];
+  float g[OK * OD];
+  for (au_key_t k = 0; k < OK; k++) {
+    keys[k] = k;
+    for (uint32_t j = 0; j < OD; j++) g[k * OD + j] = grad(s->u, k, j);
+  }
+  if (s->push) {
+    assert_int_equal(au_push(w, s->t, keys, OK, g), 0);
+  } else {
+    au_view_t v;
+    assert_int_equal(au_acquire(w, s->t, keys, OK, &v), 0);
+    for (size_t i = 0; i < OK; i++) au_view_update(&v, i, &g[i * OD]);
+    au_release(w, &v);
+  }
+  s->u++;
+  return AU_CONTINUE;
+}
+
+static void test_optim_views_and_pushes(void **state)
+{
+  (void)state;
+  au_node_t *nd;
+  assert_int_equal(au_node_start(&nd, &(au_node_opts_t){.threads = 1}), 0);
+  au_node_t *saved = node;
+  node = nd; /* optim_table() creates in `node` */
+  const au_optim_t optims[] = {AU_OPTIM_NONE, AU_OPTIM_SGD, AU_OPTIM_ADAGRAD, AU_OPTIM_ADAGRAD_ROW};
+  updater_t up[4][2][2];
+  for (int oi = 0; oi < 4; oi++)
+    for (int hog = 0; hog < 2; hog++)
+      for (int push = 0; push < 2; push++) {
+        up[oi][hog][push] = (updater_t){
+            optim_table(optims[oi], hog ? AU_KERNEL_HOGWILD : AU_KERNEL_ADD, hog ? 64 : 0), push, 0,
+            25};
+        assert_int_equal(
+            au_worker_spawn(nd, NULL, &(au_worker_opts_t){update_step, &up[oi][hog][push]}), 0);
+      }
+  assert_int_equal(au_node_run(nd), 0);
+  for (int oi = 0; oi < 4; oi++)
+    for (int hog = 0; hog < 2; hog++)
+      for (int push = 0; push < 2; push++) {
+        au_table_t *t = up[oi][hog][push].t;
+        if (optims[oi] != AU_OPTIM_NONE) {
+          check_formula(t, optims[oi], 0.25, 2.0, 0.5f, 25);
+          continue;
+        }
+        /* no optimizer: the updates were deltas, summed */
+        float v[OK * OD];
+        au_key_t keys[OK];
+        for (au_key_t k = 0; k < OK; k++) keys[k] = k;
+        assert_int_equal(au_table_read(t, keys, OK, v), 0);
+        for (au_key_t k = 0; k < OK; k++)
+          for (uint32_t j = 0; j < OD; j++) {
+            double e = 0.5;
+            for (int u = 0; u < 25; u++) e += grad(u, k, j);
+            assert_true(v[k * OD + j] == (float)e);
+          }
+      }
+  node = saved;
+  au_node_stop(nd);
+}
+
+/* Exact optimizers from several threads: no accumulator increment is lost. */
+static void *optim_adder(void *arg)
+{
+  au_table_t *t = arg;
+  float g[OD];
+  for (uint32_t j = 0; j < OD; j++) g[j] = 0.5f; /* mean square 0.25, exact */
+  for (int r = 0; r < ROUNDS; r++) table_apply(t, table_row(t, (au_key_t)(r % OK)), g);
+  return NULL;
+}
+
+static void test_optim_exact_threads(void **state)
+{
+  (void)state;
+  au_table_t *t = optim_table(AU_OPTIM_ADAGRAD_ROW, AU_KERNEL_ADD, 0);
+  pthread_t th[NT];
+  for (int i = 0; i < NT; i++) pthread_create(&th[i], NULL, optim_adder, t);
+  for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
+  float sl[OK], v[OK * OD];
+  au_key_t keys[OK];
+  for (au_key_t k = 0; k < OK; k++) keys[k] = k;
+  assert_int_equal(au_table_read_slots(t, keys, OK, sl), 0);
+  assert_int_equal(au_table_read(t, keys, OK, v), 0);
+  for (au_key_t k = 0; k < OK; k++) {
+    int visits = 0;
+    for (int r = 0; r < ROUNDS; r++) visits += r % OK == (int)k;
+    double G = 2.0 + 0.25 * visits * NT;
+    assert_true(sl[k] == (float)G);
+    /* every step went down, by at most lr * 0.5 / sqrt(2) and at least the last rate's */
+    double most = 0.5 - 0.25 * 0.5 * visits * NT / sqrt(G),
+           least = 0.5 - 0.25 * 0.5 / sqrt(2.0) * visits * NT;
+    for (uint32_t j = 0; j < OD; j++)
+      assert_true(v[k * OD + j] <= most + 1e-3 && v[k * OD + j] >= least - 1e-3);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -253,6 +499,10 @@ int main(void)
       cmocka_unit_test(test_exact_add_conserves_sums),
       cmocka_unit_test(test_hogwild_and_custom_kernels),
       cmocka_unit_test(test_memory_overhead_small),
+      cmocka_unit_test(test_optim_layout),
+      cmocka_unit_test(test_optim_formulas),
+      cmocka_unit_test(test_optim_views_and_pushes),
+      cmocka_unit_test(test_optim_exact_threads),
   };
   return cmocka_run_group_tests_name("table", tests, setup, teardown);
 }

@@ -1,0 +1,502 @@
+/* psmsg.c — the parameter server's messages (see psmsg.h): layouts, encoders and
+ * validating decoders.
+ */
+#include "actors/psmsg.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static uint32_t get_u32(const uint8_t *p)
+{
+  uint32_t v;
+  memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+  uint64_t v;
+  memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+  memcpy(p, &v, sizeof(v));
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+  memcpy(p, &v, sizeof(v));
+}
+
+static void say(psm_why_t *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void say(psm_why_t *why, const char *fmt, ...)
+{
+  if (!why) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why->text, sizeof(why->text), fmt, ap);
+  va_end(ap);
+}
+
+au_table_t *psm_table(const au_node_t *n, uint32_t tid, psm_why_t *why)
+{
+  if (tid >= (uint32_t)n->ntables) {
+    say(why, "no table %u (this node has %d)", tid, n->ntables);
+    return NULL;
+  }
+  return n->table_by_id[tid];
+}
+
+au_table_t *psm_actor(const au_node_t *n, uint32_t tid, uint64_t actor, psm_why_t *why)
+{
+  au_table_t *t = psm_table(n, tid, why);
+  if (t && actor >= t->nactors) {
+    say(why, "actor %llu is outside table %u (%llu actors)", (unsigned long long)actor, tid,
+        (unsigned long long)t->nactors);
+    return NULL;
+  }
+  return t;
+}
+
+/* Reserved bytes must be zero: a message that sets them is from another protocol. */
+static int check_zero(const uint8_t *p, size_t len, const char *what, psm_why_t *why)
+{
+  for (size_t i = 0; i < len; i++)
+    if (p[i]) {
+      say(why, "reserved bytes of %s are not zero", what);
+      return AU_EPROTO;
+    }
+  return 0;
+}
+
+static int check_node(const au_node_t *n, uint32_t node, const char *what, psm_why_t *why)
+{
+  if (node < (uint32_t)n->nodes) return 0;
+  say(why, "%s %u is not a node (the cluster has %d)", what, node, n->nodes);
+  return AU_EPROTO;
+}
+
+/* --- the batch builder ---------------------------------------------------------------- */
+
+uint8_t *psm_batch_add(obuf_t *b, const void *head, size_t head_len, size_t count_at,
+                       size_t entry_len)
+{
+  size_t before = b->len;
+  if (b->len == 0 && obuf_put(b, head, head_len) != 0) return NULL;
+  if (obuf_reserve(b, entry_len) != 0) {
+    b->len = before;
+    return NULL;
+  }
+  uint8_t *e = b->p + b->len;
+  b->len += entry_len;
+  put_u32(b->p + count_at, get_u32(b->p + count_at) + 1);
+  return e;
+}
+
+uint32_t psm_batch_count(const obuf_t *b, size_t count_at)
+{
+  return b->len ? get_u32(b->p + count_at) : 0;
+}
+
+/* --- rows by key -----------------------------------------------------------------------
+ * PS_REQ, PS_FWD_REQ: u32 table, u32 n, u32 reply node, u32 reply port, u64 keys[n].
+ * PS_PUSH, PS_FWD_PUSH: the same head, then n x (u64 key, update of t->update_bytes).
+ * PS_ROWS: the request's head and keys, then n rows of t->row_bytes. */
+
+#define ROWS_HEAD 16
+
+int psm_rows_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t len,
+                    psm_rows_t *out, psm_why_t *why)
+{
+  if (len < ROWS_HEAD) {
+    say(why, "a message of %zu bytes is too short for its head", len);
+    return AU_EPROTO;
+  }
+  au_table_t *t = psm_table(n, get_u32(p), why);
+  if (!t) return AU_EPROTO;
+  *out = (psm_rows_t){.t = t,
+                      .n = get_u32(p + 4),
+                      .reply_node = get_u32(p + 8),
+                      .reply_port = (au_port_t)get_u32(p + 12),
+                      .push = type == PS_PUSH || type == PS_FWD_PUSH,
+                      .entries = p + ROWS_HEAD};
+  if (get_u32(p + 12) > 0xffff) {
+    say(why, "reply port %u is not a port", get_u32(p + 12));
+    return AU_EPROTO;
+  }
+  if (check_node(n, out->reply_node, "reply node", why)) return AU_EPROTO;
+  out->each = sizeof(uint64_t) + (out->push ? t->update_bytes : 0);
+  size_t body = type == PS_ROWS ? sizeof(uint64_t) + t->row_bytes : out->each;
+  if ((len - ROWS_HEAD) / body < out->n || len != ROWS_HEAD + (size_t)out->n * body) {
+    say(why, "%zu bytes do not hold %u keys of table %u", len, out->n, (unsigned)t->id);
+    return AU_EPROTO;
+  }
+  if (type == PS_ROWS) out->rows = out->entries + (size_t)out->n * sizeof(uint64_t);
+  for (uint32_t i = 0; i < out->n; i++) {
+    uint64_t k = psm_rows_key(out, i);
+    if (k >= t->keys) {
+      say(why, "key %llu is outside table %u", (unsigned long long)k, (unsigned)t->id);
+      return AU_EPROTO;
+    }
+  }
+  return 0;
+}
+
+int psm_rows_reply(const au_node_t *n, const uint8_t *p, size_t len, uint32_t *node,
+                   au_port_t *port)
+{
+  if (len < ROWS_HEAD || get_u32(p + 8) >= (uint32_t)n->nodes || get_u32(p + 12) > 0xffff) return 0;
+  *node = get_u32(p + 8);
+  *port = (au_port_t)get_u32(p + 12);
+  return 1;
+}
+
+static void rows_head(uint8_t head[ROWS_HEAD], uint32_t tid, uint32_t reply_node,
+                      au_port_t reply_port)
+{
+  put_u32(head, tid);
+  put_u32(head + 4, 0);
+  put_u32(head + 8, reply_node);
+  put_u32(head + 12, reply_port);
+}
+
+int psm_rows_add(obuf_t *b, const au_table_t *t, uint32_t reply_node, au_port_t reply_port,
+                 uint64_t key, const void *update)
+{
+  uint8_t head[ROWS_HEAD];
+  rows_head(head, (uint32_t)t->id, reply_node, reply_port);
+  size_t each = sizeof(key) + (update ? t->update_bytes : 0);
+  uint8_t *e = psm_batch_add(b, head, ROWS_HEAD, 4, each);
+  if (!e) return AU_ENOMEM;
+  put_u64(e, key);
+  if (update) memcpy(e + sizeof(key), update, t->update_bytes);
+  return 0;
+}
+
+int psm_rows_add_entry(obuf_t *b, const psm_rows_t *m, uint32_t i)
+{
+  uint8_t head[ROWS_HEAD];
+  rows_head(head, (uint32_t)m->t->id, m->reply_node, m->reply_port);
+  uint8_t *e = psm_batch_add(b, head, ROWS_HEAD, 4, m->each);
+  if (!e) return AU_ENOMEM;
+  memcpy(e, m->entries + (size_t)i * m->each, m->each);
+  return 0;
+}
+
+uint32_t psm_rows_count(const obuf_t *b)
+{
+  return psm_batch_count(b, 4);
+}
+
+size_t psm_rows_answer_len(const psm_rows_t *m)
+{
+  return ROWS_HEAD + (size_t)m->n * (sizeof(uint64_t) + m->t->row_bytes);
+}
+
+uint8_t *psm_rows_answer(uint8_t *out, const psm_rows_t *m)
+{
+  rows_head(out, (uint32_t)m->t->id, m->reply_node, m->reply_port);
+  put_u32(out + 4, m->n);
+  memcpy(out + ROWS_HEAD, m->entries, (size_t)m->n * sizeof(uint64_t));
+  return out + ROWS_HEAD + (size_t)m->n * sizeof(uint64_t);
+}
+
+/* --- an actor's rows: PS_MOVE_DATA, PS_REP_DATA ------------------------------------------
+ * u32 table, u32 version (0 for a replica), u64 actor, then group * row_bytes. */
+
+#define VALUES_HEAD 16
+
+size_t psm_values_len(const au_table_t *t)
+{
+  return VALUES_HEAD + (size_t)t->group * t->row_bytes;
+}
+
+uint8_t *psm_values_encode(uint8_t *out, const au_table_t *t, uint64_t actor, uint32_t version)
+{
+  put_u32(out, (uint32_t)t->id);
+  put_u32(out + 4, version);
+  put_u64(out + 8, actor);
+  return out + VALUES_HEAD;
+}
+
+int psm_values_decode(const au_node_t *n, const uint8_t *p, size_t len, psm_values_t *out,
+                      psm_why_t *why)
+{
+  if (len < VALUES_HEAD) {
+    say(why, "actor rows of %zu bytes are too short for their head", len);
+    return AU_EPROTO;
+  }
+  au_table_t *t = psm_actor(n, get_u32(p), get_u64(p + 8), why);
+  if (!t) return AU_EPROTO;
+  if (len != psm_values_len(t)) {
+    say(why, "actor rows of %zu bytes, table %u's are %zu", len, (unsigned)t->id,
+        psm_values_len(t));
+    return AU_EPROTO;
+  }
+  *out = (psm_values_t){
+      .t = t, .actor = get_u64(p + 8), .version = get_u32(p + 4), .values = p + VALUES_HEAD};
+  return 0;
+}
+
+/* --- one actor ---------------------------------------------------------------------------
+ * PS_MOVE_REQ: u32 table, u32 to, u64 actor, u32 hops, u32 0          (24 bytes)
+ * PS_OWNER:    u32 table, u32 owner, u64 actor, u32 version            (20 bytes)
+ * PS_REP_REQ:  u32 table, u32 to, u64 actor                            (16 bytes)
+ * PS_REP_DROP, PS_REP_GONE: u32 table, u32 0, u64 actor                (16 bytes) */
+
+static size_t actor_len(uint32_t type)
+{
+  return type == PS_MOVE_REQ ? 24 : type == PS_OWNER ? 20 : 16;
+}
+
+size_t psm_actor_encode(uint8_t out[PSM_ACTOR_MAX], uint32_t type, const psm_actor_msg_t *m)
+{
+  size_t len = actor_len(type);
+  memset(out, 0, len);
+  put_u32(out, (uint32_t)m->t->id);
+  put_u32(out + 4, type == PS_REP_DROP || type == PS_REP_GONE ? 0 : m->node);
+  put_u64(out + 8, m->actor);
+  if (type == PS_MOVE_REQ) put_u32(out + 16, m->hops);
+  if (type == PS_OWNER) put_u32(out + 16, m->version);
+  return len;
+}
+
+int psm_actor_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t len,
+                     psm_actor_msg_t *out, psm_why_t *why)
+{
+  if (len != actor_len(type)) {
+    say(why, "a message of %zu bytes, not %zu", len, actor_len(type));
+    return AU_EPROTO;
+  }
+  au_table_t *t = psm_actor(n, get_u32(p), get_u64(p + 8), why);
+  if (!t) return AU_EPROTO;
+  *out = (psm_actor_msg_t){.t = t, .actor = get_u64(p + 8), .node = get_u32(p + 4)};
+  if (type == PS_MOVE_REQ && check_zero(p + 20, 4, "a move request", why)) return AU_EPROTO;
+  if ((type == PS_REP_DROP || type == PS_REP_GONE) &&
+      check_zero(p + 4, 4, "a replica message", why))
+    return AU_EPROTO;
+  if (type == PS_MOVE_REQ) out->hops = get_u32(p + 16);
+  if (type == PS_OWNER) {
+    uint32_t v = get_u32(p + 16);
+    if (v > 0xffff) {
+      say(why, "version %u is not a version", v);
+      return AU_EPROTO;
+    }
+    out->version = (uint16_t)v;
+  }
+  if (type == PS_REP_DROP || type == PS_REP_GONE) return 0;
+  return check_node(n, out->node, type == PS_OWNER ? "owner" : "node", why);
+}
+
+/* --- PS_WANT: u32 table, u32 n, u64 actors[n] ------------------------------------------- */
+
+int psm_want_add(obuf_t *b, const au_table_t *t, uint64_t actor)
+{
+  uint8_t head[8];
+  put_u32(head, (uint32_t)t->id);
+  put_u32(head + 4, 0);
+  uint8_t *e = psm_batch_add(b, head, sizeof(head), 4, 8);
+  if (!e) return AU_ENOMEM;
+  put_u64(e, actor);
+  return 0;
+}
+
+/* Checks n u64 actors of t at p. */
+static int check_actors(const au_table_t *t, const uint8_t *p, uint32_t n, psm_why_t *why)
+{
+  for (uint32_t i = 0; i < n; i++)
+    if (get_u64(p + (size_t)i * 8) >= t->nactors) {
+      say(why, "actor %llu is outside table %u", (unsigned long long)get_u64(p + (size_t)i * 8),
+          (unsigned)t->id);
+      return AU_EPROTO;
+    }
+  return 0;
+}
+
+int psm_want_decode(const au_node_t *n, const uint8_t *p, size_t len, psm_want_t *out,
+                    psm_why_t *why)
+{
+  if (len < 8) {
+    say(why, "a want of %zu bytes is too short", len);
+    return AU_EPROTO;
+  }
+  au_table_t *t = psm_table(n, get_u32(p), why);
+  if (!t) return AU_EPROTO;
+  *out = (psm_want_t){.t = t, .n = get_u32(p + 4), .actors = p + 8};
+  if ((len - 8) / 8 != out->n || (len - 8) % 8) {
+    say(why, "%zu bytes do not hold %u actors", len, out->n);
+    return AU_EPROTO;
+  }
+  return check_actors(t, out->actors, out->n, why);
+}
+
+/* --- PS_INTENT -----------------------------------------------------------------------------
+ * u32 table, u32 n, u64 from, u64 until (ns from now), u32 worker, f32 its ns per tick,
+ * u64 start clock, u64 end clock (48 bytes); then u64 actors[n]. */
+
+#define INTENT_HEAD 48
+
+int psm_intent_add(obuf_t *b, const psm_intent_t *h, uint64_t actor)
+{
+  uint8_t head[INTENT_HEAD];
+  put_u32(head, (uint32_t)h->t->id);
+  put_u32(head + 4, 0);
+  put_u64(head + 8, h->from_ns);
+  put_u64(head + 16, h->until_ns);
+  put_u32(head + 24, h->worker);
+  memcpy(head + 28, &h->tick_ns, 4);
+  put_u64(head + 32, h->start_clock);
+  put_u64(head + 40, h->end_clock);
+  uint8_t *e = psm_batch_add(b, head, INTENT_HEAD, 4, 8);
+  if (!e) return AU_ENOMEM;
+  put_u64(e, actor);
+  return 0;
+}
+
+int psm_intent_decode(const au_node_t *n, const uint8_t *p, size_t len, psm_intent_t *out,
+                      psm_why_t *why)
+{
+  if (len < INTENT_HEAD) {
+    say(why, "an intent of %zu bytes is too short", len);
+    return AU_EPROTO;
+  }
+  au_table_t *t = psm_table(n, get_u32(p), why);
+  if (!t) return AU_EPROTO;
+  *out = (psm_intent_t){.t = t,
+                        .n = get_u32(p + 4),
+                        .from_ns = get_u64(p + 8),
+                        .until_ns = get_u64(p + 16),
+                        .worker = get_u32(p + 24),
+                        .start_clock = get_u64(p + 32),
+                        .end_clock = get_u64(p + 40),
+                        .actors = p + INTENT_HEAD};
+  memcpy(&out->tick_ns, p + 28, 4);
+  if ((len - INTENT_HEAD) / 8 != out->n || (len - INTENT_HEAD) % 8) {
+    say(why, "%zu bytes do not hold %u actors", len, out->n);
+    return AU_EPROTO;
+  }
+  if (out->worker >= (uint32_t)n->nworkers) {
+    say(why, "worker %u is not one of this node's %d", out->worker, n->nworkers);
+    return AU_EPROTO;
+  }
+  if (!(out->tick_ns >= 0) || out->tick_ns > 1e18f) {
+    say(why, "a clock speed of %g ns per tick", (double)out->tick_ns);
+    return AU_EPROTO;
+  }
+  return check_actors(t, out->actors, out->n, why);
+}
+
+/* --- PS_CLAIM --------------------------------------------------------------------------------
+ * u32 n, u32 0, then n claims: u32 table, u16 hops, u8 flags, u8 0, u64 actor, u32 node,
+ * u32 0, u64 from (ns from now), u64 until (ns from now). */
+
+#define CLAIMS_HEAD 8
+#define CLAIM_BYTES 40
+
+int psm_claim_add(obuf_t *b, const psm_claim_t *c)
+{
+  uint8_t head[CLAIMS_HEAD] = {0};
+  uint8_t *e = psm_batch_add(b, head, CLAIMS_HEAD, 0, CLAIM_BYTES);
+  if (!e) return AU_ENOMEM;
+  memset(e, 0, CLAIM_BYTES);
+  put_u32(e, (uint32_t)c->t->id);
+  memcpy(e + 4, &c->hops, 2);
+  e[6] = c->flags;
+  put_u64(e + 8, c->actor);
+  put_u32(e + 16, c->node);
+  put_u64(e + 24, c->from_ns);
+  put_u64(e + 32, c->until_ns);
+  return 0;
+}
+
+int psm_claims_decode(const au_node_t *n, const uint8_t *p, size_t len, uint32_t *count,
+                      psm_why_t *why)
+{
+  if (len < CLAIMS_HEAD) {
+    say(why, "claims of %zu bytes are too short", len);
+    return AU_EPROTO;
+  }
+  *count = get_u32(p);
+  if (check_zero(p + 4, 4, "a claims head", why)) return AU_EPROTO;
+  if ((len - CLAIMS_HEAD) / CLAIM_BYTES != *count || (len - CLAIMS_HEAD) % CLAIM_BYTES) {
+    say(why, "%zu bytes do not hold %u claims", len, *count);
+    return AU_EPROTO;
+  }
+  for (uint32_t i = 0; i < *count; i++) {
+    const uint8_t *e = p + CLAIMS_HEAD + (size_t)i * CLAIM_BYTES;
+    if (!psm_actor(n, get_u32(e), get_u64(e + 8), why)) return AU_EPROTO;
+    if (check_node(n, get_u32(e + 16), "claimant", why)) return AU_EPROTO;
+    if (check_zero(e + 7, 1, "a claim", why) || check_zero(e + 20, 4, "a claim", why))
+      return AU_EPROTO;
+    if (e[6] & ~(PSM_CLAIM_HOT | PSM_CLAIM_RELEASE)) {
+      say(why, "claim flags 0x%x", e[6]);
+      return AU_EPROTO;
+    }
+  }
+  return 0;
+}
+
+void psm_claim_at(const au_node_t *n, const uint8_t *p, uint32_t i, psm_claim_t *out)
+{
+  const uint8_t *e = p + CLAIMS_HEAD + (size_t)i * CLAIM_BYTES;
+  *out = (psm_claim_t){.t = n->table_by_id[get_u32(e)],
+                       .actor = get_u64(e + 8),
+                       .node = get_u32(e + 16),
+                       .flags = e[6],
+                       .from_ns = get_u64(e + 24),
+                       .until_ns = get_u64(e + 32)};
+  memcpy(&out->hops, e + 4, 2);
+}
+
+/* --- PS_SYNC, PS_FRESH -------------------------------------------------------------------
+ * u32 n, u32 0, then n entries: u32 table, u32 0, u64 actor, group * row_bytes. */
+
+#define ENTRIES_HEAD 8
+#define ENTRY_HEAD   16
+
+uint8_t *psm_entry_add(obuf_t *b, const au_table_t *t, uint64_t actor)
+{
+  uint8_t head[ENTRIES_HEAD] = {0};
+  uint8_t *e = psm_batch_add(b, head, ENTRIES_HEAD, 0, psm_values_len(t));
+  if (!e) return NULL;
+  return psm_values_encode(e, t, actor, 0);
+}
+
+int psm_entries_begin(const uint8_t *p, size_t len, psm_entries_t *it, psm_why_t *why)
+{
+  if (len < ENTRIES_HEAD) {
+    say(why, "entries of %zu bytes are too short", len);
+    return AU_EPROTO;
+  }
+  if (check_zero(p + 4, 4, "an entries head", why)) return AU_EPROTO;
+  *it = (psm_entries_t){.p = p, .len = len, .off = ENTRIES_HEAD, .left = get_u32(p)};
+  return 0;
+}
+
+int psm_entry_next(const au_node_t *n, psm_entries_t *it, psm_values_t *out, psm_why_t *why)
+{
+  if (it->off == it->len || it->left == 0) {
+    if (it->off == it->len && it->left == 0) return 0;
+    say(why, "%u entries announced, %zu bytes left at the end", it->left, it->len - it->off);
+    return -1;
+  }
+  if (it->len - it->off < ENTRY_HEAD) {
+    say(why, "an entry cut short at byte %zu of %zu", it->off, it->len);
+    return -1;
+  }
+  const uint8_t *e = it->p + it->off;
+  au_table_t *t = psm_actor(n, get_u32(e), get_u64(e + 8), why);
+  if (!t || check_zero(e + 4, 4, "an entry", why)) return -1;
+  if (it->len - it->off < psm_values_len(t)) {
+    say(why, "an entry of table %u cut short at byte %zu of %zu", (unsigned)t->id, it->off,
+        it->len);
+    return -1;
+  }
+  *out = (psm_values_t){.t = t, .actor = get_u64(e + 8), .values = e + ENTRY_HEAD};
+  it->off += psm_values_len(t);
+  it->left--;
+  return 1;
+}

@@ -1,0 +1,382 @@
+/* test_psmsg.c — the parameter-server protocol: every message type round-trips through
+ * its encoder and decoder, and every decoder refuses what is malformed (short, long,
+ * a count that does not match, a table, actor, key or node that does not exist) with a
+ * reason. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "actors/psmsg.h"
+#include "augur.h"
+
+static au_node_t *node;
+static au_table_t *ti, *tf; /* int32 dim 5 group 4; float32 dim 3 with adagrad, group 2 */
+
+static int never(au_worker_t *w, void *arg)
+{
+  (void)w, (void)arg;
+  return AU_DONE;
+}
+
+static int setup(void **state)
+{
+  (void)state;
+  if (au_node_start(&node, &(au_node_opts_t){.threads = 1}) != 0) return -1;
+  if (au_table_create(node, &ti,
+                      &(au_table_opts_t){.keys = 40, .dim = 5, .type = AU_I32, .group = 4}) != 0)
+    return -1;
+  if (au_table_create(node, &tf,
+                      &(au_table_opts_t){.keys = 10,
+                                         .dim = 3,
+                                         .type = AU_F32,
+                                         .group = 2,
+                                         .optim = AU_OPTIM_ADAGRAD,
+                                         .lr = 0.1f}) != 0)
+    return -1;
+  return au_worker_spawn(node, NULL, &(au_worker_opts_t){never, NULL});
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  au_node_stop(node);
+  return 0;
+}
+
+/* The decoder refuses every prefix of a valid message and the message with a byte more. */
+typedef int (*decode_fn)(const uint8_t *p, size_t len);
+
+static void refuses_other_lengths(decode_fn dec, const uint8_t *p, size_t len)
+{
+  uint8_t *copy = malloc(len + 1);
+  memcpy(copy, p, len);
+  copy[len] = 0;
+  for (size_t l = 0; l < len; l++) assert_int_not_equal(dec(copy, l), 0);
+  assert_int_not_equal(dec(copy, len + 1), 0);
+  assert_int_equal(dec(copy, len), 0);
+  free(copy);
+}
+
+static uint32_t rows_type;
+static int dec_rows(const uint8_t *p, size_t len)
+{
+  psm_rows_t m;
+  return psm_rows_decode(node, rows_type, p, len, &m, NULL);
+}
+
+static void test_rows_requests_and_pushes(void **state)
+{
+  (void)state;
+  obuf_t b = {0};
+  for (uint64_t k = 7; k < 10; k++) assert_int_equal(psm_rows_add(&b, ti, 0, 0xc123, k, NULL), 0);
+  assert_int_equal(psm_rows_count(&b), 3);
+  psm_rows_t m;
+  psm_why_t why;
+  assert_int_equal(psm_rows_decode(node, PS_REQ, b.p, b.len, &m, &why), 0);
+  assert_ptr_equal(m.t, ti);
+  assert_int_equal(m.n, 3);
+  assert_int_equal(m.reply_node, 0);
+  assert_int_equal(m.reply_port, 0xc123);
+  assert_false(m.push);
+  for (uint32_t i = 0; i < 3; i++) assert_int_equal(psm_rows_key(&m, i), 7 + i);
+  rows_type = PS_REQ;
+  refuses_other_lengths(dec_rows, b.p, b.len);
+
+  /* the answer: head and keys copied, rows after them */
+  uint8_t *ans = malloc(psm_rows_answer_len(&m));
+  uint8_t *rows = psm_rows_answer(ans, &m);
+  for (uint32_t i = 0; i < 3; i++) memset(rows + i * ti->row_bytes, (int)i + 1, ti->row_bytes);
+  psm_rows_t a;
+  assert_int_equal(psm_rows_decode(node, PS_ROWS, ans, psm_rows_answer_len(&m), &a, &why), 0);
+  assert_int_equal(a.n, 3);
+  assert_int_equal(psm_rows_key(&a, 2), 9);
+  assert_int_equal(a.rows[2 * ti->row_bytes], 3);
+  rows_type = PS_ROWS;
+  refuses_other_lengths(dec_rows, ans, psm_rows_answer_len(&m));
+  free(ans);
+
+  /* a key outside the table, a table that does not exist, a reply node that is not one */
+  obuf_t bad = {0};
+  assert_int_equal(psm_rows_add(&bad, ti, 0, 1, 40, NULL), 0);
+  assert_int_not_equal(psm_rows_decode(node, PS_REQ, bad.p, bad.len, &m, &why), 0);
+  assert_non_null(strstr(why.text, "key 40"));
+  memcpy(b.p, &(uint32_t){9}, 4);
+  assert_int_not_equal(psm_rows_decode(node, PS_REQ, b.p, b.len, &m, &why), 0);
+  assert_non_null(strstr(why.text, "no table 9"));
+  memcpy(b.p, &(uint32_t){0}, 4);
+  memcpy(b.p + 8, &(uint32_t){1}, 4);
+  assert_int_not_equal(psm_rows_decode(node, PS_REQ, b.p, b.len, &m, &why), 0);
+  assert_non_null(strstr(why.text, "reply node 1"));
+  uint32_t node_out;
+  au_port_t port_out;
+  assert_int_equal(psm_rows_reply(node, b.p, b.len, &node_out, &port_out), 0);
+
+  /* pushes carry an update per key; entries split into another batch keep both */
+  obuf_t p = {0};
+  float g[3] = {1.5f, -2, 0.25f};
+  assert_int_equal(psm_rows_add(&p, tf, 0, 5, 3, g), 0);
+  g[0] = 9;
+  assert_int_equal(psm_rows_add(&p, tf, 0, 5, 8, g), 0);
+  assert_int_equal(psm_rows_decode(node, PS_PUSH, p.p, p.len, &m, &why), 0);
+  assert_true(m.push);
+  assert_int_equal(m.n, 2);
+  float back[3];
+  memcpy(back, psm_rows_update(&m, 1), sizeof(back));
+  assert_true(back[0] == 9 && back[1] == -2 && back[2] == 0.25f);
+  obuf_t one = {0};
+  assert_int_equal(psm_rows_add_entry(&one, &m, 1), 0);
+  psm_rows_t o;
+  assert_int_equal(psm_rows_decode(node, PS_FWD_PUSH, one.p, one.len, &o, &why), 0);
+  assert_int_equal(o.n, 1);
+  assert_int_equal(psm_rows_key(&o, 0), 8);
+  assert_int_equal(o.reply_port, 5);
+  assert_memory_equal(psm_rows_update(&o, 0), psm_rows_update(&m, 1), tf->update_bytes);
+  /* read as a request, a push's length is wrong */
+  assert_int_not_equal(psm_rows_decode(node, PS_REQ, p.p, p.len, &m, &why), 0);
+  rows_type = PS_PUSH;
+  refuses_other_lengths(dec_rows, p.p, p.len);
+  free(b.p), free(bad.p), free(p.p), free(one.p);
+}
+
+static int dec_values(const uint8_t *p, size_t len)
+{
+  psm_values_t v;
+  return psm_values_decode(node, p, len, &v, NULL);
+}
+
+static void test_values(void **state)
+{
+  (void)state;
+  size_t len = psm_values_len(tf);
+  assert_int_equal(len, 16 + 2 * tf->row_bytes);
+  uint8_t *msg = malloc(len);
+  uint8_t *vals = psm_values_encode(msg, tf, 4, 77);
+  for (size_t i = 0; i < 2 * tf->row_bytes; i++) vals[i] = (uint8_t)i;
+  psm_values_t v;
+  psm_why_t why;
+  assert_int_equal(psm_values_decode(node, msg, len, &v, &why), 0);
+  assert_ptr_equal(v.t, tf);
+  assert_int_equal(v.actor, 4);
+  assert_int_equal(v.version, 77);
+  assert_int_equal(v.values[5], 5);
+  refuses_other_lengths(dec_values, msg, len);
+  psm_values_encode(msg, tf, 5, 0); /* tf has 5 actors: 0..4 */
+  assert_int_not_equal(psm_values_decode(node, msg, len, &v, &why), 0);
+  assert_non_null(strstr(why.text, "actor 5"));
+  free(msg);
+}
+
+static uint32_t actor_type;
+static int dec_actor(const uint8_t *p, size_t len)
+{
+  psm_actor_msg_t a;
+  return psm_actor_decode(node, actor_type, p, len, &a, NULL);
+}
+
+static void test_actor_messages(void **state)
+{
+  (void)state;
+  const uint32_t types[] = {PS_MOVE_REQ, PS_OWNER, PS_REP_REQ, PS_REP_DROP, PS_REP_GONE};
+  for (int i = 0; i < 5; i++) {
+    uint8_t msg[PSM_ACTOR_MAX];
+    psm_actor_msg_t in = {.t = ti, .actor = 9, .node = 0, .hops = 3, .version = 65535}, out;
+    size_t len = psm_actor_encode(msg, types[i], &in);
+    psm_why_t why;
+    assert_int_equal(psm_actor_decode(node, types[i], msg, len, &out, &why), 0);
+    assert_ptr_equal(out.t, ti);
+    assert_int_equal(out.actor, 9);
+    assert_int_equal(out.hops, types[i] == PS_MOVE_REQ ? 3 : 0);
+    assert_int_equal(out.version, types[i] == PS_OWNER ? 65535 : 0);
+    actor_type = types[i];
+    refuses_other_lengths(dec_actor, msg, len);
+    in.actor = 10; /* ti has 10 actors */
+    psm_actor_encode(msg, types[i], &in);
+    assert_int_not_equal(psm_actor_decode(node, types[i], msg, len, &out, &why), 0);
+    in.actor = 0;
+    in.node = 1; /* not a node of this one-node cluster; ignored where the type has none */
+    psm_actor_encode(msg, types[i], &in);
+    int rc = psm_actor_decode(node, types[i], msg, len, &out, &why);
+    if (types[i] == PS_REP_DROP || types[i] == PS_REP_GONE)
+      assert_int_equal(rc, 0);
+    else
+      assert_int_not_equal(rc, 0);
+  }
+  uint8_t msg[PSM_ACTOR_MAX];
+  psm_actor_msg_t o;
+  size_t len = psm_actor_encode(msg, PS_OWNER, &(psm_actor_msg_t){.t = ti, .actor = 1});
+  memcpy(msg + 16, &(uint32_t){70000}, 4);
+  psm_why_t why;
+  assert_int_not_equal(psm_actor_decode(node, PS_OWNER, msg, len, &o, &why), 0);
+  assert_non_null(strstr(why.text, "version 70000"));
+}
+
+static int dec_want(const uint8_t *p, size_t len)
+{
+  psm_want_t w;
+  return psm_want_decode(node, p, len, &w, NULL);
+}
+
+static void test_want(void **state)
+{
+  (void)state;
+  obuf_t b = {0};
+  for (uint64_t a = 0; a < 4; a++) assert_int_equal(psm_want_add(&b, ti, a * 3), 0);
+  psm_want_t w;
+  assert_int_equal(psm_want_decode(node, b.p, b.len, &w, NULL), 0);
+  assert_int_equal(w.n, 4);
+  assert_int_equal(psm_want_actor(&w, 3), 9);
+  refuses_other_lengths(dec_want, b.p, b.len);
+  assert_int_equal(psm_want_add(&b, ti, 10), 0); /* outside */
+  assert_int_not_equal(psm_want_decode(node, b.p, b.len, &w, NULL), 0);
+  free(b.p);
+}
+
+static int dec_intent(const uint8_t *p, size_t len)
+{
+  psm_intent_t in;
+  return psm_intent_decode(node, p, len, &in, NULL);
+}
+
+static void test_intent(void **state)
+{
+  (void)state;
+  psm_intent_t h = {.t = tf,
+                    .from_ns = 100,
+                    .until_ns = 5000,
+                    .worker = 0,
+                    .tick_ns = 12.5f,
+                    .start_clock = 7,
+                    .end_clock = 9};
+  obuf_t b = {0};
+  assert_int_equal(psm_intent_add(&b, &h, 2), 0);
+  assert_int_equal(psm_intent_add(&b, &h, 4), 0);
+  psm_intent_t out;
+  psm_why_t why;
+  assert_int_equal(psm_intent_decode(node, b.p, b.len, &out, &why), 0);
+  assert_ptr_equal(out.t, tf);
+  assert_int_equal(out.n, 2);
+  assert_int_equal(out.from_ns, 100);
+  assert_int_equal(out.until_ns, 5000);
+  assert_true(out.tick_ns == 12.5f);
+  assert_int_equal(out.start_clock, 7);
+  assert_int_equal(out.end_clock, 9);
+  assert_int_equal(psm_intent_actor(&out, 1), 4);
+  refuses_other_lengths(dec_intent, b.p, b.len);
+  obuf_t bad = {0};
+  h.worker = 1; /* this node has one worker */
+  psm_intent_add(&bad, &h, 0);
+  assert_int_not_equal(psm_intent_decode(node, bad.p, bad.len, &out, &why), 0);
+  bad.len = 0;
+  h.worker = 0;
+  h.tick_ns = -1;
+  psm_intent_add(&bad, &h, 0);
+  assert_int_not_equal(psm_intent_decode(node, bad.p, bad.len, &out, &why), 0);
+  free(b.p), free(bad.p);
+}
+
+static int dec_claims(const uint8_t *p, size_t len)
+{
+  uint32_t n;
+  return psm_claims_decode(node, p, len, &n, NULL);
+}
+
+static void test_claims(void **state)
+{
+  (void)state;
+  obuf_t b = {0};
+  psm_claim_t c = {.t = ti,
+                   .actor = 6,
+                   .node = 0,
+                   .hops = 2,
+                   .flags = PSM_CLAIM_HOT,
+                   .from_ns = 10,
+                   .until_ns = 1ull << 40};
+  assert_int_equal(psm_claim_add(&b, &c), 0);
+  c.t = tf, c.actor = 1, c.flags = PSM_CLAIM_RELEASE;
+  assert_int_equal(psm_claim_add(&b, &c), 0);
+  uint32_t n;
+  psm_why_t why;
+  assert_int_equal(psm_claims_decode(node, b.p, b.len, &n, &why), 0);
+  assert_int_equal(n, 2);
+  psm_claim_t o;
+  psm_claim_at(node, b.p, 0, &o);
+  assert_ptr_equal(o.t, ti);
+  assert_int_equal(o.actor, 6);
+  assert_int_equal(o.hops, 2);
+  assert_int_equal(o.flags, PSM_CLAIM_HOT);
+  assert_int_equal(o.until_ns, 1ull << 40);
+  psm_claim_at(node, b.p, 1, &o);
+  assert_ptr_equal(o.t, tf);
+  assert_int_equal(o.flags, PSM_CLAIM_RELEASE);
+  refuses_other_lengths(dec_claims, b.p, b.len);
+  b.p[8 + 6] = 0x80; /* an unknown flag */
+  assert_int_not_equal(psm_claims_decode(node, b.p, b.len, &n, &why), 0);
+  b.p[8 + 6] = 0;
+  memcpy(b.p + 8 + 16, &(uint32_t){3}, 4); /* no node 3 */
+  assert_int_not_equal(psm_claims_decode(node, b.p, b.len, &n, &why), 0);
+  free(b.p);
+}
+
+static int dec_entries(const uint8_t *p, size_t len)
+{
+  psm_entries_t it;
+  psm_values_t v;
+  if (psm_entries_begin(p, len, &it, NULL) != 0) return -1;
+  int rc;
+  while ((rc = psm_entry_next(node, &it, &v, NULL)) == 1) continue;
+  return rc;
+}
+
+static void test_entries(void **state)
+{
+  (void)state;
+  obuf_t b = {0};
+  uint8_t *v = psm_entry_add(&b, ti, 3);
+  memset(v, 0xab, 4 * ti->row_bytes);
+  v = psm_entry_add(&b, tf, 4);
+  memset(v, 0xcd, 2 * tf->row_bytes);
+  psm_entries_t it;
+  psm_values_t e;
+  assert_int_equal(psm_entries_begin(b.p, b.len, &it, NULL), 0);
+  assert_int_equal(psm_entry_next(node, &it, &e, NULL), 1);
+  assert_ptr_equal(e.t, ti);
+  assert_int_equal(e.actor, 3);
+  assert_int_equal(e.values[0], 0xab);
+  assert_int_equal(psm_entry_next(node, &it, &e, NULL), 1);
+  assert_ptr_equal(e.t, tf);
+  assert_int_equal(e.values[2 * tf->row_bytes - 1], 0xcd);
+  assert_int_equal(psm_entry_next(node, &it, &e, NULL), 0);
+  refuses_other_lengths(dec_entries, b.p, b.len);
+  memcpy(b.p, &(uint32_t){3}, 4); /* three announced, two there */
+  assert_int_not_equal(dec_entries(b.p, b.len), 0);
+  memcpy(b.p, &(uint32_t){1}, 4); /* one announced, two there */
+  assert_int_not_equal(dec_entries(b.p, b.len), 0);
+  free(b.p);
+}
+
+static void test_lookup(void **state)
+{
+  (void)state;
+  psm_why_t why;
+  assert_ptr_equal(psm_table(node, 1, &why), tf);
+  assert_null(psm_table(node, 2, &why));
+  assert_non_null(strstr(why.text, "no table 2 (this node has 2)"));
+  assert_ptr_equal(psm_actor(node, 0, 9, &why), ti);
+  assert_null(psm_actor(node, 0, 10, &why));
+  assert_non_null(strstr(why.text, "actor 10 is outside table 0"));
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_lookup), cmocka_unit_test(test_rows_requests_and_pushes),
+      cmocka_unit_test(test_values), cmocka_unit_test(test_actor_messages),
+      cmocka_unit_test(test_want),   cmocka_unit_test(test_intent),
+      cmocka_unit_test(test_claims), cmocka_unit_test(test_entries),
+  };
+  return cmocka_run_group_tests_name("psmsg", tests, setup, teardown);
+}
