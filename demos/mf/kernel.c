@@ -32,7 +32,6 @@
 #define KZERO()        0.0f
 #define KADD(a, b)     ((a) + (b))
 #define KMUL(a, b)     ((a) * (b))
-#define KNEG(a)        (-(a))
 #define KFMA(a, b, c)  ((a) * (b) + (c))
 #define KFNMA(a, b, c) ((c) - (a) * (b))
 #define KSUM(v)        (v)
@@ -48,7 +47,6 @@
 #undef KZERO
 #undef KADD
 #undef KMUL
-#undef KNEG
 #undef KFMA
 #undef KFNMA
 #undef KSUM
@@ -74,7 +72,6 @@ static inline float sum_sse2(__m128 v)
 #define KZERO()        _mm_setzero_ps()
 #define KADD(a, b)     _mm_add_ps(a, b)
 #define KMUL(a, b)     _mm_mul_ps(a, b)
-#define KNEG(a)        _mm_sub_ps(_mm_setzero_ps(), a)
 #define KFMA(a, b, c)  _mm_add_ps(_mm_mul_ps(a, b), c)
 #define KFNMA(a, b, c) _mm_sub_ps(c, _mm_mul_ps(a, b))
 #define KSUM(v)        sum_sse2(v)
@@ -90,7 +87,6 @@ static inline float sum_sse2(__m128 v)
 #undef KZERO
 #undef KADD
 #undef KMUL
-#undef KNEG
 #undef KFMA
 #undef KFNMA
 #undef KSUM
@@ -124,7 +120,6 @@ static TARGET_AVX2 inline __m256i mask_avx2(uint32_t n)
 #define KZERO()          _mm256_setzero_ps()
 #define KADD(a, b)       _mm256_add_ps(a, b)
 #define KMUL(a, b)       _mm256_mul_ps(a, b)
-#define KNEG(a)          _mm256_sub_ps(_mm256_setzero_ps(), a)
 #define KFMA(a, b, c)    _mm256_fmadd_ps(a, b, c)
 #define KFNMA(a, b, c)   _mm256_fnmadd_ps(a, b, c)
 #define KSUM(v)          sum_avx2(v)
@@ -144,7 +139,6 @@ static TARGET_AVX2 inline __m256i mask_avx2(uint32_t n)
 #undef KZERO
 #undef KADD
 #undef KMUL
-#undef KNEG
 #undef KFMA
 #undef KFNMA
 #undef KSUM
@@ -166,7 +160,6 @@ static TARGET_AVX2 inline __m256i mask_avx2(uint32_t n)
 #define KZERO()          _mm512_setzero_ps()
 #define KADD(a, b)       _mm512_add_ps(a, b)
 #define KMUL(a, b)       _mm512_mul_ps(a, b)
-#define KNEG(a)          _mm512_sub_ps(_mm512_setzero_ps(), a)
 #define KFMA(a, b, c)    _mm512_fmadd_ps(a, b, c)
 #define KFNMA(a, b, c)   _mm512_fnmadd_ps(a, b, c)
 #define KSUM(v)          _mm512_reduce_add_ps(v)

@@ -51,11 +51,10 @@ typedef enum mf_optim { MF_SGD = 0, MF_ADAGRAD = 1 } mf_optim_t;
 
 /* How the loop changes q. */
 typedef enum mf_qmode {
-  MF_Q_DELTA = 0, /* the table adds deltas (AU_OPTIM_NONE): the loop hands it the step */
-  MF_Q_GRAD,      /* the table's optimizer descends (AU_OPTIM_SGD / _ADAGRAD_ROW): the
-                     loop hands it the gradient g_q */
-  MF_Q_INPLACE,   /* q is plain memory of this thread (the serial baseline): the loop
-                     applies `optim` to it as to p, accumulator at q[dim] */
+  MF_Q_GRAD = 0, /* q is a view's row: the loop hands the gradient g_q to au_view_update,
+                    and the table's optimizer (AU_OPTIM_SGD / _ADAGRAD_ROW) descends */
+  MF_Q_INPLACE,  /* q is plain memory of this thread (the serial baseline): the loop
+                    applies `optim` to it as to p, accumulator at q[dim] */
 } mf_qmode_t;
 
 /* One rating of a block: its row relative to the block's first row, its column as an index
@@ -69,7 +68,7 @@ typedef struct mf_kargs {
   float *P;           /* the block's first row */
   size_t pstride;     /* floats from one row of P to the next */
   void *const *Q;     /* Q[c]: the row of the block's c-th column (a view's rows) */
-  const au_view_t *v; /* for MF_Q_DELTA and MF_Q_GRAD: updates go through au_view_update */
+  const au_view_t *v; /* for MF_Q_GRAD: the view whose rows Q are */
   uint32_t k;         /* factor length */
   int biases;         /* p[k], q[k] are biases */
   float mean, lr, reg;

@@ -28,8 +28,9 @@ static KTARGET inline float KNAME(dot)(const float *p, const float *q, uint32_t 
 #endif
 }
 
-/* One step on rating r for p and q (rows of dim values, accumulators at [dim]); the update
- * for q goes to u (MF_Q_DELTA, MF_Q_GRAD) or into q (MF_Q_INPLACE). Returns the error. */
+/* One step on rating r for p and q (rows of dim values, accumulators at [dim]); q's
+ * gradient goes to u (MF_Q_GRAD), or q descends in place (MF_Q_INPLACE). Returns the
+ * error. */
 static KTARGET inline float KNAME(step)(float *restrict p, float *restrict q, float *restrict u,
                                         const mf_kargs_t *a, float r)
 {
@@ -53,9 +54,6 @@ static KTARGET inline float KNAME(step)(float *restrict p, float *restrict q, fl
     sp = KFMA(gp, gp, sp);
     if (qm == MF_Q_GRAD) {
       KSTORE(u + j, gq);
-    } else if (qm == MF_Q_DELTA) {
-      KSTORE(u + j, KMUL(KNEG(vetaq), gq));
-      sq = KFMA(gq, gq, sq);
     } else {
       KSTORE(q + j, KFNMA(vetaq, gq, vq));
       sq = KFMA(gq, gq, sq);
@@ -72,9 +70,6 @@ static KTARGET inline float KNAME(step)(float *restrict p, float *restrict q, fl
     sp = KFMA(gp, gp, sp); /* masked-off lanes are zero */
     if (qm == MF_Q_GRAD) {
       KSTOREM(u + j, m, gq);
-    } else if (qm == MF_Q_DELTA) {
-      KSTOREM(u + j, m, KMUL(KNEG(vetaq), gq));
-      sq = KFMA(gq, gq, sq);
     } else {
       KSTOREM(q + j, m, KFNMA(vetaq, gq, vq));
       sq = KFMA(gq, gq, sq);
@@ -91,9 +86,6 @@ static KTARGET inline float KNAME(step)(float *restrict p, float *restrict q, fl
     ssp += gp * gp;
     if (qm == MF_Q_GRAD) {
       u[j] = gq;
-    } else if (qm == MF_Q_DELTA) {
-      u[j] = -etaq * gq;
-      ssq += gq * gq;
     } else {
       q[j] = qj - etaq * gq;
       ssq += gq * gq;
@@ -106,9 +98,6 @@ static KTARGET inline float KNAME(step)(float *restrict p, float *restrict q, fl
     ssp += gp * gp;
     if (qm == MF_Q_GRAD) {
       u[k] = gq;
-    } else if (qm == MF_Q_DELTA) {
-      u[k] = -etaq * gq;
-      ssq += gq * gq;
     } else {
       q[k] = bq - etaq * gq;
       ssq += gq * gq;
@@ -116,10 +105,7 @@ static KTARGET inline float KNAME(step)(float *restrict p, float *restrict q, fl
   }
   if (ada) {
     p[dim] += ssp / (float)dim;
-    if (qm == MF_Q_DELTA)
-      u[dim] = ssq / (float)dim; /* the accumulator is one more value of the table's row */
-    else if (qm == MF_Q_INPLACE)
-      q[dim] += ssq / (float)dim;
+    if (qm == MF_Q_INPLACE) q[dim] += ssq / (float)dim;
   }
   return err;
 }
@@ -139,7 +125,7 @@ static KTARGET double KNAME(run)(const mf_kargs_t *a, const mf_cell_t *cells, si
 {
   const uint32_t dim = a->k + (a->biases ? 1 : 0);
   const size_t bytes = ((size_t)dim + 1) * sizeof(float), ahead = PREFETCH_AHEAD;
-  float u[dim + 1];
+  float u[dim];
   double sse = 0;
   for (size_t i = 0; i < n; i++) {
     if (i + ahead < n) KNAME(prefetch)(a, &cells[i + ahead], bytes);
