@@ -1,6 +1,7 @@
 /* main.c — augur-mf: SGD matrix factorization on augur, on a generated data set or a
  * ratings file. Prints one key=value line per epoch.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,10 @@ static void usage(FILE *f)
              "model and training:\n"
              "  --rank K          factor length (default 16)\n"
              "  --epochs N        epochs (default 10)\n"
-             "  --optimizer O     sgd (default) or adagrad\n"
-             "  --lr X            learning rate of the first epoch (default 0.02)\n"
-             "  --decay X         epoch e uses lr / (1 + decay * e) (default 0.1)\n"
-             "  --reg X           L2 regularization (default 0.02)\n"
+             "  --optimizer O     adagrad (default: one accumulator per row, as LIBMF) or sgd\n"
+             "  --lr X            learning rate of the first epoch (default 0.1; sgd 0.02)\n"
+             "  --decay X         epoch e uses lr / (1 + decay * e) (default 0; sgd 0.1)\n"
+             "  --reg X           L2 regularization (default 0.05; sgd 0.02)\n"
              "  --biases          add row and column biases\n"
              "  --init-sd X       initial factors ~ N(0, X) (default 0.1)\n"
              "  --exact           exact float adds (CAS) for column updates instead of Hogwild\n"
@@ -77,6 +78,8 @@ static void usage(FILE *f)
 
 typedef struct args {
   mf_opts_t mf;
+  int optim;                     /* -1: the default */
+  float lr, decay, reg, init_sd; /* NAN: the optimizer's default */
   mf_gen_opts_t gen;
   int epochs, threads, sync_ms;
   const char *train, *test, *save, *trace;
@@ -93,6 +96,8 @@ static int parse_args(int argc, char **argv, args_t *a)
   mf_opts_default(&a->mf);
   mf_gen_opts_default(&a->gen);
   a->epochs = 10;
+  a->optim = -1;
+  a->lr = a->decay = a->reg = a->init_sd = NAN;
   a->test_ratio = 0.1;
   a->format = MF_FMT_AUTO;
   for (int i = 1; i < argc; i++) {
@@ -115,19 +120,19 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (!strcmp(f, "--optimizer")) {
       const char *v = VALUE();
       if (v && !strcmp(v, "sgd"))
-        a->mf.optim = MF_SGD;
+        a->optim = MF_SGD;
       else if (v && !strcmp(v, "adagrad"))
-        a->mf.optim = MF_ADAGRAD;
+        a->optim = MF_ADAGRAD;
       else
         rc = cli_fail_flag(f, v, "sgd or adagrad");
     } else if (!strcmp(f, "--lr")) {
-      if (!(rc = cli_parse_double(f, VALUE(), 1e-9, 10, &d))) a->mf.lr = (float)d;
+      if (!(rc = cli_parse_double(f, VALUE(), 1e-9, 10, &d))) a->lr = (float)d;
     } else if (!strcmp(f, "--decay")) {
-      if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->mf.decay = (float)d;
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->decay = (float)d;
     } else if (!strcmp(f, "--reg")) {
-      if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->mf.reg = (float)d;
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->reg = (float)d;
     } else if (!strcmp(f, "--init-sd")) {
-      if (!(rc = cli_parse_double(f, VALUE(), 0, 100, &d))) a->mf.init_sd = (float)d;
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 100, &d))) a->init_sd = (float)d;
     } else if (!strcmp(f, "--threads")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
     } else if (!strcmp(f, "--sync-ms")) {
@@ -184,6 +189,12 @@ static int parse_args(int argc, char **argv, args_t *a)
 #undef VALUE
     if (rc) return rc;
   }
+  /* the optimizer's defaults, then what the flags set */
+  if (a->optim >= 0) mf_opts_optimizer(&a->mf, (mf_optim_t)a->optim);
+  if (!isnan(a->lr)) a->mf.lr = a->lr;
+  if (!isnan(a->decay)) a->mf.decay = a->decay;
+  if (!isnan(a->reg)) a->mf.reg = a->reg;
+  if (!isnan(a->init_sd)) a->mf.init_sd = a->init_sd;
   if (a->test && a->have_test_ratio) {
     fprintf(stderr, PROG ": --test and --test-ratio exclude each other\n");
     return 2;
@@ -266,6 +277,12 @@ int main(int argc, char **argv)
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;
 
+  char err[512];
+  mf_isa_t isa; /* a bad AUGUR_MF_ISA is bad input: say so before loading anything */
+  if (mf_isa_from_env(&isa, err, sizeof(err)) != 0) {
+    fprintf(stderr, PROG ": %s\n", err);
+    return 2;
+  }
   dataset_t d = {0};
   uint64_t t0 = au_now_ns();
   if ((rc = load_data(&a, &d)) != 0) return rc;
@@ -293,7 +310,6 @@ int main(int argc, char **argv)
     printf(" load_seconds=%.2f\n", load_s);
     fflush(stdout);
   }
-  char err[512];
   mf_t *m;
   const size_t ntest = d.test.n; /* mf_create takes the ratings */
   rc = mf_create(node, &a.mf, d.nrows, d.ncols, &d.train, &d.test, &m, err, sizeof(err));
@@ -308,11 +324,12 @@ int main(int argc, char **argv)
     mf_info_t info;
     mf_info(m, &info);
     printf("model rank=%u biases=%d nodes=%d threads=%d workers=%d kernel=%s mode=%s "
-           "optimizer=%s lr=%g reg=%g stagger=%d isa=%s blocks=%ux%u memory_mb=%.1f\n",
+           "optimizer=%s lr=%g reg=%g decay=%g stagger=%d isa=%s blocks=%ux%u memory_mb=%.1f\n",
            a.mf.rank, a.mf.biases, nodes, threads, info.workers,
            a.mf.kernel == AU_KERNEL_ADD ? "exact" : "hogwild", au_place_name(a.mf.place),
-           a.mf.optim == MF_ADAGRAD ? "adagrad" : "sgd", a.mf.lr, a.mf.reg, a.mf.stagger,
-           mf_isa_name(info.isa), info.grid->nrb, info.grid->ncb, (double)info.memory / 1e6);
+           a.mf.optim == MF_ADAGRAD ? "adagrad" : "sgd", a.mf.lr, a.mf.reg, a.mf.decay,
+           a.mf.stagger, mf_isa_name(info.isa), info.grid->nrb, info.grid->ncb,
+           (double)info.memory / 1e6);
     fflush(stdout);
   }
 

@@ -69,18 +69,25 @@ struct mf {
 void mf_opts_default(mf_opts_t *o)
 {
   *o = (mf_opts_t){.rank = 16,
-                   .optim = MF_SGD,
-                   .lr = 0.02f,
-                   .decay = 0.1f,
-                   .reg = 0.02f,
                    .biases = 0,
-                   .init_sd = 0.1f,
                    .workers = 0,
                    .batch = 8192,
                    .lookahead = 1,
                    .place = AU_PLACE_ADAPTIVE,
                    .kernel = AU_KERNEL_HOGWILD,
                    .seed = 1};
+  mf_opts_optimizer(o, MF_ADAGRAD);
+}
+
+void mf_opts_optimizer(mf_opts_t *o, mf_optim_t optim)
+{
+  o->optim = optim;
+  o->init_sd = 0.1f;
+  if (optim == MF_ADAGRAD) { /* it anneals by itself: no decay */
+    o->lr = 0.1f, o->reg = 0.05f, o->decay = 0;
+  } else {
+    o->lr = 0.02f, o->reg = 0.02f, o->decay = 0.1f;
+  }
 }
 
 static size_t block_len(const mf_grid_t *g, size_t b)
@@ -338,13 +345,7 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
     free(m);
     goto fail_data;
   }
-  if (o->optim == MF_ADAGRAD) {
-    snprintf(err, errlen, "adagrad needs the table optimizer (not in this build yet)");
-    rc = AU_EINVAL;
-    free(m);
-    goto fail_data;
-  }
-  m->qmode = MF_Q_DELTA;
+  m->qmode = MF_Q_GRAD;
 
   /* the global mean of the training ratings: each node sums its own rows */
   double sums[2] = {0, 0};
@@ -359,35 +360,35 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
   }
   m->mean = sums[1] > 0 ? (float)(sums[0] / sums[1]) : 0.0f;
 
-  rc = au_table_create(node, &m->cols,
-                       &(au_table_opts_t){.keys = ncols,
-                                          .dim = m->dim,
-                                          .type = AU_F32,
-                                          .init = AU_INIT_NORMAL,
-                                          .init_a = 0,
-                                          .init_b = o->init_sd,
-                                          .seed = o->seed,
-                                          .kernel = o->kernel,
-                                          .place = o->place,
-                                          .hot = o->hot,
-                                          .name = "columns"});
+  rc = au_table_create(
+      node, &m->cols,
+      &(au_table_opts_t){.keys = ncols,
+                         .dim = m->dim,
+                         .type = AU_F32,
+                         .init = AU_INIT_NORMAL,
+                         .init_a = 0,
+                         .init_b = o->init_sd,
+                         .seed = o->seed,
+                         .kernel = o->kernel,
+                         .place = o->place,
+                         .hot = o->hot,
+                         .optim = o->optim == MF_ADAGRAD ? AU_OPTIM_ADAGRAD_ROW : AU_OPTIM_SGD,
+                         .lr = o->lr,
+                         .row_align = ROW_ALIGN,
+                         .name = "columns"});
   if (rc != 0) {
     snprintf(err, errlen, "creating the column table: %s", au_strerror(rc));
     free(m);
     goto fail_data;
   }
-  m->qstride = m->dim;
-  const uint32_t lanes = ROW_ALIGN / sizeof(float);
-  m->pstride = (m->dim + (o->optim == MF_ADAGRAD ? 1 : 0) + lanes - 1) / lanes * lanes;
+  /* P's rows as the table's: values, the accumulator, padding to ROW_ALIGN */
+  const uint32_t lanes = ROW_ALIGN / sizeof(float), slots = o->optim == MF_ADAGRAD ? 1 : 0;
+  m->pstride = m->qstride = (m->dim + slots + lanes - 1) / lanes * lanes;
 
   uint32_t rb_rows, cb_cols;
   plan(m, au_table_group(m->cols), &rb_rows, &cb_cols);
   if (!(m->w = calloc((size_t)nw, sizeof(worker_t)))) goto nomem;
   if (balance(m, train, rb_rows, cb_cols) != 0) goto nomem;
-  const size_t prows = (size_t)m->node_rows + 1;
-  m->P = aligned_alloc(ROW_ALIGN, prows * m->pstride * sizeof(float));
-  if (!m->P) goto nomem;
-  init_rows(m);
   mf_grid_opts_t go = {.nodes = (uint32_t)m->nodes,
                        .rank = (uint32_t)m->rank,
                        .nrows = m->node_rows,
@@ -399,6 +400,11 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
                        .consume = 1};
   if (mf_grid_build(&m->train, &go, train) != 0 || mf_grid_build(&m->test, &go, test) != 0)
     goto nomem;
+  /* the row factors only now, when the ratings' first copy is gone: the peak is lower */
+  const size_t prows = (size_t)m->node_rows + 1;
+  m->P = aligned_alloc(ROW_ALIGN, prows * m->pstride * sizeof(float));
+  if (!m->P) goto nomem;
+  init_rows(m);
   const size_t nb = mf_grid_blocks(&m->train);
   if (!(m->blen = malloc(nb * sizeof(size_t)))) goto nomem;
   for (size_t b = 0; b < nb; b++) m->blen[b] = block_len(&m->train, b);
@@ -507,7 +513,9 @@ int mf_evaluate(mf_t *m, double *rmse)
 int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
 {
   double v[PHASE_SUMS];
-  int rc = run_phase(m, 0, e, m->o.lr / (1.0f + m->o.decay * (float)e), v, &out->seconds);
+  const float lr = m->o.lr / (1.0f + m->o.decay * (float)e);
+  int rc = au_table_set_lr(m->cols, lr); /* the columns' optimizer, as the rows' */
+  if (rc == 0) rc = run_phase(m, 0, e, lr, v, &out->seconds);
   if (rc != 0) return rc;
   out->updates = (uint64_t)v[1];
   out->updates_per_s = out->seconds > 0 ? v[1] / out->seconds : 0;

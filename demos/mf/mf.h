@@ -37,7 +37,12 @@ typedef struct mf_opts {
   uint64_t hot; /* AU_PLACE_HOT: hot keys (0: the library's default) */
 } mf_opts_t;
 
+/* Defaults: rank 16, adagrad (below), batch 8192, lookahead 1, adaptive placement,
+ * Hogwild, seed 1. */
 void mf_opts_default(mf_opts_t *o);
+/* Sets the optimizer with its defaults: adagrad lr 0.1, reg 0.05, decay 0; sgd lr 0.02,
+ * reg 0.02, decay 0.1; both init_sd 0.1 (docs/mf.md says how they were chosen). */
+void mf_opts_optimizer(mf_opts_t *o, mf_optim_t optim);
 
 typedef struct mf_epoch {
   double train_rmse; /* over the epoch's updates, each measured before its step */
