@@ -22,6 +22,16 @@
 #define MAX_AHEAD    16           /* most blocks a worker reserves ahead (--lookahead) */
 #define PHASE_SUMS   11           /* what run_phase() sums over the cluster */
 
+/* ThreadSanitizer builds leave the column rows to the table's own (atomic) update path,
+ * as augur.h does for Hogwild tables. */
+#if defined(__SANITIZE_THREAD__)
+#define MF_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MF_TSAN 1
+#endif
+#endif
+
 typedef struct worker {
   struct mf *m;
   int id;
@@ -52,7 +62,7 @@ struct mf {
   uint32_t nrows, ncols, dim, node_rows;
   float mean;
   mf_isa_t isa;
-  mf_qmode_t qmode;
+  int fused; /* column rows of this node may be updated in place (see qmode_of) */
   au_table_t *cols;
   uint32_t *row_map, *col_key;
   float *P;
@@ -143,6 +153,17 @@ static int reserve(au_worker_t *aw, worker_t *w)
   return 0;
 }
 
+/* How a step updates its view's column rows. Through au_view_update (the table's
+ * optimizer) in general; but when every row of the view is on this node (owned or a
+ * replica: v->au__remote is NULL, the one internal field read here) and the table is
+ * Hogwild, the loop applies the same optimizer to the rows in place, accumulator at
+ * [dim], in the pass that computes the gradient: what au_view_update would do, without a
+ * second pass over the row. au_release still marks the rows for the replicas. */
+static mf_qmode_t qmode_of(const mf_t *m, const au_view_t *v)
+{
+  return m->fused && v->au__remote == NULL ? MF_Q_INPLACE : MF_Q_GRAD;
+}
+
 static mf_kargs_t kargs(const mf_t *m, const mf_grid_t *g, size_t b, const au_view_t *v, float lr)
 {
   const uint32_t rb = (uint32_t)(b % g->nrb);
@@ -156,7 +177,7 @@ static mf_kargs_t kargs(const mf_t *m, const mf_grid_t *g, size_t b, const au_vi
                       .lr = lr,
                       .reg = m->o.reg,
                       .optim = m->o.optim,
-                      .qmode = m->qmode};
+                      .qmode = qmode_of(m, v)};
 }
 
 /* An evaluation step: predictions for up to a batch of one test block, no updates. */
@@ -345,7 +366,9 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
     free(m);
     goto fail_data;
   }
-  m->qmode = MF_Q_GRAD;
+#ifndef MF_TSAN
+  m->fused = o->kernel == AU_KERNEL_HOGWILD;
+#endif
 
   /* the global mean of the training ratings: each node sums its own rows */
   double sums[2] = {0, 0};

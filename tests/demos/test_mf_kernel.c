@@ -170,7 +170,7 @@ static void test_isa_names_and_env(void **state)
 
 /* The whole model, one worker (a fixed order), each ISA forced through the environment:
  * the same test RMSE to float rounding. */
-static double model_rmse(const char *isa, mf_optim_t optim)
+static double model_rmse(const char *isa, mf_optim_t optim, au_kernel_t kernel)
 {
   mf_gen_opts_t g;
   mf_gen_opts_default(&g);
@@ -187,6 +187,7 @@ static double model_rmse(const char *isa, mf_optim_t optim)
   mf_opts_optimizer(&o, optim);
   o.rank = 20; /* a tail for every vector width */
   o.workers = 1;
+  o.kernel = kernel;
   mf_t *m;
   char err[256];
   assert_int_equal(mf_create(node, &o, nrows, ncols, &all, &test, &m, err, sizeof(err)), 0);
@@ -206,7 +207,7 @@ static void test_model_agrees_across_isas(void **state)
   (void)state;
   for (int o = 0; o < 2; o++) {
     const mf_optim_t optim = o ? MF_ADAGRAD : MF_SGD;
-    const double ref = model_rmse("scalar", optim);
+    const double ref = model_rmse("scalar", optim, AU_KERNEL_HOGWILD);
     assert_true(ref < 0.9); /* it learned */
     for (int isa = MF_ISA_SSE2; isa < MF_ISA_COUNT; isa++) {
       if (!mf_isa_supported((mf_isa_t)isa)) {
@@ -214,11 +215,27 @@ static void test_model_agrees_across_isas(void **state)
                       mf_isa_name((mf_isa_t)isa));
         continue;
       }
-      const double r = model_rmse(mf_isa_name((mf_isa_t)isa), optim);
+      const double r = model_rmse(mf_isa_name((mf_isa_t)isa), optim, AU_KERNEL_HOGWILD);
       print_message("model: %s %s test_rmse %.6f (scalar %.6f)\n", o ? "adagrad" : "sgd",
                     mf_isa_name((mf_isa_t)isa), r, ref);
       assert_true(fabs(r - ref) <= 1e-4 * ref);
     }
+  }
+}
+
+/* On this node the loop updates the column rows in place with the table's optimizer
+ * math (mf.c, qmode_of); with the exact kernel every update goes through the table's own
+ * optimizer instead. One worker, one order: both must end at the same model. */
+static void test_inplace_matches_table_optimizer(void **state)
+{
+  (void)state;
+  for (int o = 0; o < 2; o++) {
+    const mf_optim_t optim = o ? MF_ADAGRAD : MF_SGD;
+    const double inplace = model_rmse("scalar", optim, AU_KERNEL_HOGWILD);
+    const double table = model_rmse("scalar", optim, AU_KERNEL_ADD);
+    print_message("model: %s in place %.6f, through the table %.6f\n", o ? "adagrad" : "sgd",
+                  inplace, table);
+    assert_true(fabs(inplace - table) <= 1e-4 * table);
   }
 }
 
@@ -229,6 +246,7 @@ int main(void)
       cmocka_unit_test(test_isas_agree),
       cmocka_unit_test(test_padding_untouched),
       cmocka_unit_test(test_model_agrees_across_isas),
+      cmocka_unit_test(test_inplace_matches_table_optimizer),
   };
   return cmocka_run_group_tests_name("mf_kernel", tests, NULL, NULL);
 }
