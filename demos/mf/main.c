@@ -36,8 +36,8 @@ static void usage(FILE *f)
              "  --threads N       scheduler threads (default: online cores)\n"
              "  --workers N       worker actors (default: one per thread)\n"
              "  --batch N         most ratings per worker step (default 8192)\n"
-             "  --lookahead N     blocks a worker reserves ahead, announcing their columns as\n"
-             "                    intents (0..16, default 1)\n"
+             "  --lookahead N     intents name the columns of the column block a worker\n"
+             "                    enters and of the next N of its walk (0..1024, default 1)\n"
              "  --stagger         stagger all workers of the cluster over the column blocks,\n"
              "                    so that a column is used by one node at a time\n"
              "  --seed N          seed for generation, split, shuffle, initialization (default 1)\n"
@@ -144,7 +144,7 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (!strcmp(f, "--stagger")) {
       a->mf.stagger = 1;
     } else if (!strcmp(f, "--lookahead")) {
-      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1 << 20, &u))) a->mf.lookahead = (int)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1024, &u))) a->mf.lookahead = (int)u;
     } else if (!strcmp(f, "--seed")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->mf.seed = a->gen.seed = u;
     } else if (!strcmp(f, "--mode")) {

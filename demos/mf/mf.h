@@ -6,9 +6,10 @@
  * blocks (grid.h), row ranges x column ranges of whole parameter actors, and its workers
  * take the blocks one at a time through the block scheduler (blocksched.h): no two
  * blocks held at once share a row or column range, so the workers' rows and columns stay
- * in their caches and never collide. A worker reserves the blocks it will walk next and
- * announces each one's columns as an intent for the clocks that walk it. The arithmetic
- * is kernel.h's, in the widest vectors the CPU has.
+ * in their caches and never collide. A worker walks a column block's row blocks before
+ * it moves on, and announces the columns of the column block it enters and of the next
+ * ones of its walk as intents for the clocks it will spend there. The arithmetic is
+ * kernel.h's, in the widest vectors the CPU has.
  */
 #ifndef AUGUR_DEMOS_MF_MF_H
 #define AUGUR_DEMOS_MF_MF_H
@@ -29,7 +30,7 @@ typedef struct mf_opts {
   float init_sd;      /* initial factors ~ N(0, init_sd) */
   int workers;        /* worker actors; 0 = one per scheduler thread */
   uint32_t batch;     /* most ratings per step */
-  int lookahead;      /* blocks a worker reserves ahead, announcing their columns */
+  int lookahead;      /* column blocks announced ahead of the one a worker enters */
   int stagger;        /* column blocks staggered over all workers of the cluster */
   au_kernel_t kernel; /* AU_KERNEL_HOGWILD (default) or AU_KERNEL_ADD (exact) */
   au_place_t place;   /* how the column table is placed (default AU_PLACE_ADAPTIVE) */
