@@ -159,8 +159,8 @@ static int quality(const shape_t *sh, const mf_ratings_t *data, uint32_t rank, i
 {
   mf_opts_t o;
   mf_opts_default(&o);
+  mf_opts_optimizer(&o, optim);
   o.rank = rank;
-  o.optim = optim;
   mf_ratings_t all, test = {0};
   if (copy_ratings(data, &all) != 0 || mf_split_inplace(&all, 0.1, sh->gen.seed, &test) != 0)
     return -1;
