@@ -1,16 +1,16 @@
-/* blocksched.h — the block scheduler of augur-mf (the FPSGD scheme): a node's workers take the
- * blocks of a grid (grid.h) one at a time, each block once per epoch, such that no two
- * blocks held at once share a row block or a column block. Then no two workers write the
- * same row factor or column factor, and each works on rows and columns of its own, in
- * its own cache.
+/* blocksched.h — the block scheduler of augur-mf (the FPSGD scheme): a node's workers
+ * take the blocks of a grid (grid.h), each block once per epoch, such that no two blocks
+ * held at once share a row block or a column block. Then no two workers write the same
+ * row factor or column factor, and each works on rows and columns of its own, in its own
+ * cache.
  *
- * A worker may hold more than one block: the one it walks and the ones it has reserved
- * to walk next (so that it can announce their columns ahead, au_intent). Its own blocks
- * do not exclude each other. Each worker takes blocks in its walking order: column blocks
- * in the order of `cols` (its sequence, e.g. starting at a column block of its own), and
- * within a column block the row blocks from `row0` on; it takes the first block in that
- * order that is free. So a worker walks a column block's row blocks, then moves to the
- * next column block, and skips what others hold.
+ * A worker may hold more than one block (one it walks and ones it reserves to walk
+ * next); its own blocks do not exclude each other. augur-mf's workers hold one at a time
+ * and announce whole column blocks ahead instead (mf.c). Each worker takes blocks in its
+ * walking order: column blocks in the order of `cols` (its sequence, e.g. starting at a
+ * column block of its own), and within a column block the row blocks from `row0` on; it
+ * takes the first block in that order that is free. So a worker walks a column block's
+ * row blocks, then moves to the next column block, and skips what others hold.
  *
  * The invariant: between mf_sched_epoch calls every block is taken at most once, and a
  * block is taken only while no other worker holds a block in its row or column block.

@@ -1,4 +1,4 @@
-/* mf.c — SGD matrix factorization on augur (see mf.h).
+/* mf.c — matrix factorization on augur, AdaGrad or SGD over blocks (see mf.h).
  *
  * The invariant: a block is walked by one worker at a time, and no two blocks held at once
  * share a row block or a column block (blocksched.h). So on a node no two workers touch
@@ -49,7 +49,7 @@ typedef struct worker {
   long cur;
   size_t at;
   uint32_t cur_cb; /* the column block of the last block taken */
-  size_t cb_steps; /* clock ticks taken in it */
+  size_t cb_ticks; /* clock ticks taken in it */
   int ahead_said;  /* the ones after it announced */
   uint32_t *cpos;  /* column block -> its place in cols */
   uint32_t *said;  /* column block -> the epoch (+ 1) in which it was announced */
@@ -80,9 +80,9 @@ struct mf {
   mf_grid_t train, test;
   size_t *blen; /* ratings per training block, for the scheduler */
   /* column block cb: its distinct columns on this node ckeys[ckoff[cb] .. ckoff[cb + 1]),
-   * the steps its blocks take */
+   * the clock ticks its blocks take */
   au_key_t *ckeys;
-  size_t *ckoff, *csteps;
+  size_t *ckoff, *cticks;
   uint32_t epoch; /* the epoch running, for said[] */
   mf_sched_t sched;
   int sched_ok;
@@ -142,15 +142,15 @@ static uint32_t walk_cb(const worker_t *w, uint32_t i)
 
 /* Announces column blocks of the worker's walk, each once per epoch: from place i on, up
  * to n of them that have ratings here, one after another from clock `at`, each for the
- * steps its blocks take. Returns 0 or AU_E*. */
+ * clock ticks its blocks take. Returns 0 or AU_E*. */
 static int announce(au_worker_t *aw, worker_t *w, uint32_t i, uint32_t n, au_clock_t at)
 {
   const mf_t *m = w->m;
   const uint32_t ncb = m->train.ncb, stamp = m->epoch + 1;
   for (uint32_t k = 0; i < ncb && k < n; i++) {
     const uint32_t c = walk_cb(w, i);
-    if (m->csteps[c] == 0) continue; /* no ratings on this node */
-    const au_clock_t end = at + (au_clock_t)m->csteps[c];
+    if (m->cticks[c] == 0) continue; /* no ratings on this node */
+    const au_clock_t end = at + (au_clock_t)m->cticks[c];
     if (w->said[c] != stamp) {
       w->said[c] = stamp;
       for (int p = 0; p < INTENT_PARTS; p++) {
@@ -172,7 +172,7 @@ static int announce(au_worker_t *aw, worker_t *w, uint32_t i, uint32_t n, au_clo
  * it moves on (blocksched.h), so the span in which it walks a column block is the span in
  * which its node uses the block's columns, what the placement acts on (cluster.md). When
  * it enters a column block it announces that block (if not announced yet); half-way
- * through, the next --lookahead ones of its walk, for the clocks after the steps left. A
+ * through, the next --lookahead ones of its walk, for the clocks after the ticks left. A
  * lead of half a column block: enough for a move to land, short enough that the nodes
  * (which drift apart within an epoch) do not look as if they used a block at once. */
 static int announce_ahead(au_worker_t *aw, worker_t *w)
@@ -180,9 +180,9 @@ static int announce_ahead(au_worker_t *aw, worker_t *w)
   const mf_t *m = w->m;
   const uint32_t ncb = m->train.ncb, cb = w->cur_cb;
   const uint32_t i = w->walk.back ? ncb - 1 - w->cpos[cb] : w->cpos[cb];
-  if (w->ahead_said || 2 * w->cb_steps < m->csteps[cb]) return 0;
+  if (w->ahead_said || 2 * w->cb_ticks < m->cticks[cb]) return 0;
   w->ahead_said = 1;
-  const size_t left = m->csteps[cb] > w->cb_steps ? m->csteps[cb] - w->cb_steps : 0;
+  const size_t left = m->cticks[cb] > w->cb_ticks ? m->cticks[cb] - w->cb_ticks : 0;
   return announce(aw, w, i + 1, (uint32_t)m->o.lookahead, au_clock(aw) + (au_clock_t)left);
 }
 
@@ -260,7 +260,7 @@ static int step(au_worker_t *aw, void *arg)
     const uint32_t cb = (uint32_t)((size_t)b / g->nrb);
     if (cb != w->cur_cb) { /* entered a column block */
       w->cur_cb = cb;
-      w->cb_steps = 0;
+      w->cb_ticks = 0;
       w->ahead_said = 0;
       const uint32_t i = w->walk.back ? g->ncb - 1 - w->cpos[cb] : w->cpos[cb];
       if ((rc = announce(aw, w, i, 1, au_clock(aw))) != 0) return rc;
@@ -279,7 +279,7 @@ static int step(au_worker_t *aw, void *arg)
   w->sse += mf_kernel_run(m->isa, &a, g->cells + w->at, n);
   au_release(aw, &v);
   w->done += n;
-  w->cb_steps += ticks(n);
+  w->cb_ticks += ticks(n);
   if ((w->at += n) == end) {
     mf_sched_put(&m->sched, w->id, (uint32_t)b);
     w->cur = -1;
@@ -351,15 +351,15 @@ static int init_walks(mf_t *m)
   return 0;
 }
 
-/* Per column block: the distinct columns of its blocks (for intents) and their steps. */
+/* Per column block: the distinct columns of its blocks (for intents) and their clock ticks. */
 static int column_keys(mf_t *m)
 {
   const mf_grid_t *g = &m->train;
   m->ckoff = calloc((size_t)g->ncb + 1, sizeof(size_t));
-  m->csteps = calloc(g->ncb, sizeof(size_t));
+  m->cticks = calloc(g->ncb, sizeof(size_t));
   m->ckeys = malloc((g->nkeys ? g->nkeys : 1) * sizeof(au_key_t));
   uint8_t *seen = calloc(g->cb_cols, 1);
-  if (!m->ckoff || !m->csteps || !m->ckeys || !seen) {
+  if (!m->ckoff || !m->cticks || !m->ckeys || !seen) {
     free(seen);
     return AU_ENOMEM;
   }
@@ -369,7 +369,7 @@ static int column_keys(mf_t *m)
     m->ckoff[cb] = n;
     for (uint32_t rb = 0; rb < g->nrb; rb++) {
       const size_t b = (size_t)cb * g->nrb + rb;
-      m->csteps[cb] += block_ticks(m, b);
+      m->cticks[cb] += block_ticks(m, b);
       for (size_t i = g->koff[b]; i < g->koff[b + 1]; i++) seen[g->keys[i] - c0] = 1;
     }
     for (uint32_t off = 0; off < g->cb_cols; off++)
@@ -702,7 +702,7 @@ void mf_free(mf_t *m)
   free(m->blen);
   free(m->ckeys);
   free(m->ckoff);
-  free(m->csteps);
+  free(m->cticks);
   mf_grid_free(&m->train);
   mf_grid_free(&m->test);
   free(m->P);
