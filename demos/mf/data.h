@@ -149,6 +149,8 @@ typedef struct {
   int has_spare;
 } mf_rng_t;
 void mf_rng_seed(mf_rng_t *r, uint64_t seed);
+/* 64 random bits. */
+uint64_t mf_rng_next(mf_rng_t *r);
 /* Standard normal (Box-Muller). */
 double mf_rng_normal(mf_rng_t *r);
 
@@ -160,6 +162,10 @@ double mf_rng_normal(mf_rng_t *r);
  * gets slightly fewer). all is not modified. 0 or MF_ENOMEM. */
 int mf_split(const mf_ratings_t *all, double test_ratio, uint64_t seed, mf_ratings_t *train,
              mf_ratings_t *test);
+/* The same split without a copy: the test ratings move from all to test, and all keeps
+ * the training ratings (in order, its memory shrunk to them): the training set costs no
+ * second array. 0 or MF_ENOMEM (then all is unchanged). */
+int mf_split_inplace(mf_ratings_t *all, double test_ratio, uint64_t seed, mf_ratings_t *test);
 /* Fisher–Yates shuffle of r, a pure function of seed. */
 void mf_shuffle(mf_ratings_t *r, uint64_t seed);
 

@@ -41,6 +41,11 @@ static inline uint64_t rng_next(rng_t *r)
   return out;
 }
 
+uint64_t mf_rng_next(mf_rng_t *r)
+{
+  return rng_next(r);
+}
+
 /* Uniform in [0, n). Multiply-shift for n < 2^32 (bias below n / 2^32, irrelevant
  * here); modulo beyond. */
 static inline uint64_t rng_below(rng_t *r, uint64_t n)
@@ -252,8 +257,9 @@ done:
 
 /* ---- split and shuffle -------------------------------------------------------------- */
 
-int mf_split(const mf_ratings_t *all, double test_ratio, uint64_t seed, mf_ratings_t *train,
-             mf_ratings_t *test)
+/* The split of mf_split; with `inplace` (== all) train is all itself, compacted. */
+static int split(const mf_ratings_t *all, double test_ratio, uint64_t seed, mf_ratings_t *train,
+                 mf_ratings_t *test, mf_ratings_t *inplace)
 {
   size_t n = all->n;
   if (!(test_ratio > 0)) test_ratio = 0; /* also NaN */
@@ -268,7 +274,7 @@ int mf_split(const mf_ratings_t *all, double test_ratio, uint64_t seed, mf_ratin
   /* Ratings per row and column still in train; saturating, so never falsely 1. */
   uint32_t *rc = calloc((size_t)maxr + 1, sizeof(*rc));
   uint32_t *cc = calloc((size_t)maxc + 1, sizeof(*cc));
-  if (!rc || !cc || mf_ratings_reserve(train, train->n + (n - want)) ||
+  if (!rc || !cc || (!inplace && mf_ratings_reserve(train, train->n + (n - want))) ||
       mf_ratings_reserve(test, test->n + want)) {
     free(rc);
     free(cc);
@@ -282,21 +288,40 @@ int mf_split(const mf_ratings_t *all, double test_ratio, uint64_t seed, mf_ratin
   rng_t rng;
   mf_rng_seed(&rng, seed);
   int err = 0;
+  size_t kept = 0;
   /* Selection sampling (Knuth's algorithm S): pick each rating with probability
    * still-wanted / still-remaining, which yields exactly `want` in one ordered pass. */
   for (size_t i = 0, need = want; i < n && !err; i++) {
-    const mf_rating_t *x = &all->r[i];
+    const mf_rating_t x = all->r[i];
     int pick = need && rng_below(&rng, n - i) < need;
-    if (pick && rc[x->row] > 1 && cc[x->col] > 1) {
-      rc[x->row]--, cc[x->col]--, need--;
-      err = mf_ratings_push(test, x->row, x->col, x->value);
+    if (pick && rc[x.row] > 1 && cc[x.col] > 1) {
+      rc[x.row]--, cc[x.col]--, need--;
+      err = mf_ratings_push(test, x.row, x.col, x.value);
+    } else if (inplace) {
+      inplace->r[kept++] = x; /* kept <= i: never ahead of the reading */
     } else {
-      err = mf_ratings_push(train, x->row, x->col, x->value);
+      err = mf_ratings_push(train, x.row, x.col, x.value);
     }
   }
   free(rc);
   free(cc);
+  if (inplace && !err) {
+    inplace->n = kept;
+    mf_rating_t *r = realloc(inplace->r, (kept ? kept : 1) * sizeof(mf_rating_t));
+    if (r) inplace->r = r, inplace->cap = kept ? kept : 1;
+  }
   return err;
+}
+
+int mf_split(const mf_ratings_t *all, double test_ratio, uint64_t seed, mf_ratings_t *train,
+             mf_ratings_t *test)
+{
+  return split(all, test_ratio, seed, train, test, NULL);
+}
+
+int mf_split_inplace(mf_ratings_t *all, double test_ratio, uint64_t seed, mf_ratings_t *test)
+{
+  return split(all, test_ratio, seed, NULL, test, all);
 }
 
 void mf_shuffle(mf_ratings_t *r, uint64_t seed)

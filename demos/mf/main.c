@@ -1,6 +1,7 @@
 /* main.c — augur-mf: SGD matrix factorization on augur, on a generated data set or a
  * ratings file. Prints one key=value line per epoch.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,67 +16,70 @@
 
 static void usage(FILE *f)
 {
-  fprintf(f,
-          "usage: " PROG " [FLAGS] [TRAIN_FILE]\n"
-          "\n"
-          "SGD matrix factorization on augur. Without TRAIN_FILE, trains on a generated\n"
-          "low-rank data set. Prints one key=value line per epoch:\n"
-          "  epoch=3 train_rmse=0.9121 test_rmse=0.9514 seconds=1.23 updates_per_s=2.1e7 "
-          "local=1.000 ...\n"
-          "\n"
-          "model and training:\n"
-          "  --rank K          factor length (default 16)\n"
-          "  --epochs N        epochs (default 10)\n"
-          "  --lr X            learning rate of the first epoch (default 0.02)\n"
-          "  --decay X         epoch e uses lr / (1 + decay * e) (default 0.1)\n"
-          "  --reg X           L2 regularization (default 0.02)\n"
-          "  --biases          add row and column biases\n"
-          "  --init-sd X       initial factors ~ N(0, X) (default 0.1)\n"
-          "  --exact           exact float adds (CAS) for column updates instead of Hogwild\n"
-          "  --threads N       scheduler threads (default: online cores)\n"
-          "  --workers N       worker actors (default: one per thread)\n"
-          "  --batch N         ratings per worker step (default 512)\n"
-          "  --lookahead N     intents announce each block of columns N blocks ahead (default 1)\n"
-          "  --stagger         stagger all workers of the cluster over the column blocks,\n"
-          "                    so that a column is used by one node at a time\n"
-          "  --seed N          seed for generation, split, shuffle, initialization (default 1)\n"
-          "  --mode M          parameter placement across nodes (docs/cluster.md):\n"
-          "                    adaptive (default: by the intents, a column used by one node\n"
-          "                    moves there, one used by several is replicated on each),\n"
-          "                    classic (columns stay home; others fetch and push rows),\n"
-          "                    replicate (every node keeps replicas of what it uses),\n"
-          "                    relocate (columns move to the node that uses them),\n"
-          "                    hot (the --hot most used columns replicated, the rest moved)\n"
-          "  --hot N           hot columns for --mode hot (default 1%% of the columns)\n"
-          "  --sync-ms N       replicas sync every N ms, their staleness bound (default 2)\n"
-          "  --trace FILE      write a Chrome trace of the run (FILE.<rank> on a cluster)\n"
-          "\n"
-          "data:\n"
-          "  TRAIN_FILE        ratings to train on\n"
-          "  --format F        auto csv udata dat triples mm (default auto)\n"
-          "                    csv: MovieLens ratings.csv (header, userId,movieId,rating,...)\n"
-          "                    udata: MovieLens u.data (tabs); dat: ratings.dat (::)\n"
-          "                    triples: 'row col value', 0-based (LIBMF); mm: Matrix Market\n"
-          "  --test FILE       held-out ratings (same format); unknown ids are skipped\n"
-          "  --test-ratio R    hold out this share of the training ratings instead\n"
-          "                    (default 0.1 when there is no --test; 0 = no test set)\n"
-          "  --save FILE       write the factors as text after training\n"
-          "\n"
-          "generated data (without TRAIN_FILE):\n"
-          "  --rows N          rows (default 20000)\n"
-          "  --cols N          columns (default 5000)\n"
-          "  --ratings N       ratings (default 5000000)\n"
-          "  --true-rank K     rank of the truth (default 8)\n"
-          "  --noise S         noise standard deviation sigma (default 0.1)\n"
-          "  --skew A          power-law popularity exponent of rows and columns (default 0.8)\n"
-          "\n"
-          "  --help            this text\n"
-          "\n"
-          "Exit status: 0 done, 1 training failed, 2 bad flags or input.\n");
+  fprintf(f, "usage: " PROG " [FLAGS] [TRAIN_FILE]\n"
+             "\n"
+             "SGD matrix factorization on augur. Without TRAIN_FILE, trains on a generated\n"
+             "low-rank data set. Prints one key=value line per epoch:\n"
+             "  epoch=3 train_rmse=0.9121 test_rmse=0.9514 seconds=1.23 updates_per_s=2.1e7 "
+             "local=1.000 ...\n"
+             "\n"
+             "model and training:\n"
+             "  --rank K          factor length (default 16)\n"
+             "  --epochs N        epochs (default 10)\n"
+             "  --optimizer O     adagrad (default: one accumulator per row, as LIBMF) or sgd\n"
+             "  --lr X            learning rate of the first epoch (default 0.1; sgd 0.02)\n"
+             "  --decay X         epoch e uses lr / (1 + decay * e) (default 0; sgd 0.1)\n"
+             "  --reg X           L2 regularization (default 0.05; sgd 0.02)\n"
+             "  --biases          add row and column biases\n"
+             "  --init-sd X       initial factors ~ N(0, X) (default 0.1)\n"
+             "  --exact           exact float adds (CAS) for column updates instead of Hogwild\n"
+             "  --threads N       scheduler threads (default: online cores)\n"
+             "  --workers N       worker actors (default: one per thread)\n"
+             "  --batch N         most ratings per worker step (default 8192)\n"
+             "  --lookahead N     intents name the columns of the column block a worker\n"
+             "                    enters and of the next N of its walk (0..1024, default 1)\n"
+             "  --stagger         stagger all workers of the cluster over the column blocks,\n"
+             "                    so that a column is used by one node at a time\n"
+             "  --seed N          seed for generation, split, shuffle, initialization (default 1)\n"
+             "  --mode M          parameter placement across nodes (docs/cluster.md):\n"
+             "                    adaptive (default: by the intents, a column used by one node\n"
+             "                    moves there, one used by several is replicated on each),\n"
+             "                    classic (columns stay home; others fetch and push rows),\n"
+             "                    replicate (every node keeps replicas of what it uses),\n"
+             "                    relocate (columns move to the node that uses them),\n"
+             "                    hot (the --hot most used columns replicated, the rest moved)\n"
+             "  --hot N           hot columns for --mode hot (default 1%% of the columns)\n"
+             "  --sync-ms N       replicas sync every N ms, their staleness bound (default 2)\n"
+             "  --trace FILE      write a Chrome trace of the run (FILE.<rank> on a cluster)\n"
+             "\n"
+             "data:\n"
+             "  TRAIN_FILE        ratings to train on\n"
+             "  --format F        auto csv udata dat triples mm (default auto)\n"
+             "                    csv: MovieLens ratings.csv (header, userId,movieId,rating,...)\n"
+             "                    udata: MovieLens u.data (tabs); dat: ratings.dat (::)\n"
+             "                    triples: 'row col value', 0-based (LIBMF); mm: Matrix Market\n"
+             "  --test FILE       held-out ratings (same format); unknown ids are skipped\n"
+             "  --test-ratio R    hold out this share of the training ratings instead\n"
+             "                    (default 0.1 when there is no --test; 0 = no test set)\n"
+             "  --save FILE       write the factors as text after training\n"
+             "\n"
+             "generated data (without TRAIN_FILE):\n"
+             "  --rows N          rows (default 20000)\n"
+             "  --cols N          columns (default 5000)\n"
+             "  --ratings N       ratings (default 5000000)\n"
+             "  --true-rank K     rank of the truth (default 8)\n"
+             "  --noise S         noise standard deviation sigma (default 0.1)\n"
+             "  --skew A          power-law popularity exponent of rows and columns (default 0.8)\n"
+             "\n"
+             "  --help            this text\n"
+             "\n"
+             "Exit status: 0 done, 1 training failed, 2 bad flags or input.\n");
 }
 
 typedef struct args {
   mf_opts_t mf;
+  int optim;                     /* -1: the default */
+  float lr, decay, reg, init_sd; /* NAN: the optimizer's default */
   mf_gen_opts_t gen;
   int epochs, threads, sync_ms;
   const char *train, *test, *save, *trace;
@@ -92,6 +96,8 @@ static int parse_args(int argc, char **argv, args_t *a)
   mf_opts_default(&a->mf);
   mf_gen_opts_default(&a->gen);
   a->epochs = 10;
+  a->optim = -1;
+  a->lr = a->decay = a->reg = a->init_sd = NAN;
   a->test_ratio = 0.1;
   a->format = MF_FMT_AUTO;
   for (int i = 1; i < argc; i++) {
@@ -111,14 +117,22 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->mf.rank = (uint32_t)u;
     } else if (!strcmp(f, "--epochs")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, 100000, &u))) a->epochs = (int)u;
+    } else if (!strcmp(f, "--optimizer")) {
+      const char *v = VALUE();
+      if (v && !strcmp(v, "sgd"))
+        a->optim = MF_SGD;
+      else if (v && !strcmp(v, "adagrad"))
+        a->optim = MF_ADAGRAD;
+      else
+        rc = cli_fail_flag(f, v, "sgd or adagrad");
     } else if (!strcmp(f, "--lr")) {
-      if (!(rc = cli_parse_double(f, VALUE(), 1e-9, 10, &d))) a->mf.lr = (float)d;
+      if (!(rc = cli_parse_double(f, VALUE(), 1e-9, 10, &d))) a->lr = (float)d;
     } else if (!strcmp(f, "--decay")) {
-      if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->mf.decay = (float)d;
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->decay = (float)d;
     } else if (!strcmp(f, "--reg")) {
-      if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->mf.reg = (float)d;
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->reg = (float)d;
     } else if (!strcmp(f, "--init-sd")) {
-      if (!(rc = cli_parse_double(f, VALUE(), 0, 100, &d))) a->mf.init_sd = (float)d;
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 100, &d))) a->init_sd = (float)d;
     } else if (!strcmp(f, "--threads")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
     } else if (!strcmp(f, "--sync-ms")) {
@@ -130,7 +144,7 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (!strcmp(f, "--stagger")) {
       a->mf.stagger = 1;
     } else if (!strcmp(f, "--lookahead")) {
-      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1 << 20, &u))) a->mf.lookahead = (int)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1024, &u))) a->mf.lookahead = (int)u;
     } else if (!strcmp(f, "--seed")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->mf.seed = a->gen.seed = u;
     } else if (!strcmp(f, "--mode")) {
@@ -175,6 +189,12 @@ static int parse_args(int argc, char **argv, args_t *a)
 #undef VALUE
     if (rc) return rc;
   }
+  /* the optimizer's defaults, then what the flags set */
+  if (a->optim >= 0) mf_opts_optimizer(&a->mf, (mf_optim_t)a->optim);
+  if (!isnan(a->lr)) a->mf.lr = a->lr;
+  if (!isnan(a->decay)) a->mf.decay = a->decay;
+  if (!isnan(a->reg)) a->mf.reg = a->reg;
+  if (!isnan(a->init_sd)) a->mf.init_sd = a->init_sd;
   if (a->test && a->have_test_ratio) {
     fprintf(stderr, PROG ": --test and --test-ratio exclude each other\n");
     return 2;
@@ -232,12 +252,14 @@ static int load_data(args_t *a, dataset_t *d)
     rc = mf_load(a->test, a->format, &d->rows, &d->cols, 0, &d->test, &d->test_skipped, err,
                  sizeof(err));
     if (rc != 0) goto fail_msg;
-  } else if ((rc = mf_split(&all, a->test_ratio, a->gen.seed, &d->train, &d->test)) != 0) {
+  } else if ((rc = mf_split_inplace(&all, a->test_ratio, a->gen.seed, &d->test)) != 0) {
     snprintf(err, sizeof(err), "splitting: %s", mf_strerror(rc));
     status = 1;
     goto fail_msg;
+  } else {
+    d->train = all; /* what the split left */
+    all = (mf_ratings_t){0};
   }
-  mf_ratings_free(&all);
   /* SGD wants a random order; the model keeps it within its cache blocks */
   mf_shuffle(&d->train, a->mf.seed);
   return 0;
@@ -255,6 +277,12 @@ int main(int argc, char **argv)
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;
 
+  char err[512];
+  mf_isa_t isa; /* a bad AUGUR_MF_ISA is bad input: say so before loading anything */
+  if (mf_isa_from_env(&isa, err, sizeof(err)) != 0) {
+    fprintf(stderr, PROG ": %s\n", err);
+    return 2;
+  }
   dataset_t d = {0};
   uint64_t t0 = au_now_ns();
   if ((rc = load_data(&a, &d)) != 0) return rc;
@@ -282,8 +310,8 @@ int main(int argc, char **argv)
     printf(" load_seconds=%.2f\n", load_s);
     fflush(stdout);
   }
-  char err[512];
   mf_t *m;
+  const size_t ntest = d.test.n; /* mf_create takes the ratings */
   rc = mf_create(node, &a.mf, d.nrows, d.ncols, &d.train, &d.test, &m, err, sizeof(err));
   if (rc != 0) {
     fprintf(stderr, PROG ": %s\n", err);
@@ -293,11 +321,15 @@ int main(int argc, char **argv)
   }
   int threads = au_runtime_threads(au_node_runtime(node));
   if (talk) {
+    mf_info_t info;
+    mf_info(m, &info);
     printf("model rank=%u biases=%d nodes=%d threads=%d workers=%d kernel=%s mode=%s "
-           "lr=%g reg=%g stagger=%d\n",
-           a.mf.rank, a.mf.biases, nodes, threads, a.mf.workers ? a.mf.workers : threads,
-           a.mf.kernel == AU_KERNEL_ADD ? "exact" : "hogwild", au_place_name(a.mf.place), a.mf.lr,
-           a.mf.reg, a.mf.stagger);
+           "optimizer=%s lr=%g reg=%g decay=%g stagger=%d isa=%s blocks=%ux%u memory_mb=%.1f\n",
+           a.mf.rank, a.mf.biases, nodes, threads, info.workers,
+           a.mf.kernel == AU_KERNEL_ADD ? "exact" : "hogwild", au_place_name(a.mf.place),
+           a.mf.optim == MF_ADAGRAD ? "adagrad" : "sgd", a.mf.lr, a.mf.reg, a.mf.decay,
+           a.mf.stagger, mf_isa_name(info.isa), info.grid->nrb, info.grid->ncb,
+           (double)info.memory / 1e6);
     fflush(stdout);
   }
 
@@ -311,12 +343,13 @@ int main(int argc, char **argv)
     }
     if (!talk) continue;
     printf("epoch=%d train_rmse=%.4f", e + 1, st.train_rmse);
-    if (d.test.n) printf(" test_rmse=%.4f", st.test_rmse);
+    if (ntest) printf(" test_rmse=%.4f", st.test_rmse);
     printf(" seconds=%.3f updates_per_s=%.3g local=%.3f intents=%llu moves=%llu replicas=%llu "
-           "bytes_sent=%llu releases=%llu cpu_seconds=%.3f\n",
+           "bytes_sent=%llu releases=%llu cpu_seconds=%.3f waits=%llu\n",
            st.seconds, st.updates_per_s, st.local, (unsigned long long)st.intents,
            (unsigned long long)st.moves, (unsigned long long)st.replicas,
-           (unsigned long long)st.bytes_sent, (unsigned long long)st.releases, st.cpu_seconds);
+           (unsigned long long)st.bytes_sent, (unsigned long long)st.releases, st.cpu_seconds,
+           (unsigned long long)st.waits);
     fflush(stdout);
   }
   if (status == 0 && a.save) {

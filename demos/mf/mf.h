@@ -1,11 +1,15 @@
 /* mf.h — SGD matrix factorization on augur: the training loop that augur-mf runs and
  * bench/augur-bench-mf measures.
  *
- * Column (item) factors are an augur table, the shared parameters; rows (users) are
- * partitioned over the workers (row % workers), whose row factors stay in the worker.
- * Each worker walks its ratings in a cache-aware order (blocks of rows x columns, each
- * worker starting at a different column block) and announces the columns of each block
- * `lookahead` blocks ahead as an intent for the clocks that walk it.
+ * Column (item) factors are an augur table, the shared parameters; row (user) factors
+ * are the node's own (rows g % nodes == rank). Each node cuts its ratings into a grid of
+ * blocks (grid.h), row ranges x column ranges of whole parameter actors, and its workers
+ * take the blocks one at a time through the block scheduler (blocksched.h): no two
+ * blocks held at once share a row or column range, so the workers' rows and columns stay
+ * in their caches and never collide. A worker walks a column block's row blocks before
+ * it moves on, and announces the columns of the column block it enters and of the next
+ * ones of its walk as intents for the clocks it will spend there. The arithmetic is
+ * kernel.h's, in the widest vectors the CPU has.
  */
 #ifndef AUGUR_DEMOS_MF_MF_H
 #define AUGUR_DEMOS_MF_MF_H
@@ -13,17 +17,20 @@
 #include <augur.h>
 
 #include "data.h"
+#include "grid.h"
+#include "kernel.h"
 
 typedef struct mf_opts {
   uint32_t rank;      /* factor length k */
+  mf_optim_t optim;   /* MF_ADAGRAD (default) or MF_SGD, for row and column factors */
   float lr;           /* learning rate of epoch 0 */
   float decay;        /* epoch e uses lr / (1 + decay * e) */
   float reg;          /* L2 regularization */
   int biases;         /* add a row bias and a column bias */
   float init_sd;      /* initial factors ~ N(0, init_sd) */
   int workers;        /* worker actors; 0 = one per scheduler thread */
-  uint32_t batch;     /* ratings per step */
-  int lookahead;      /* intents name each block of columns this many blocks ahead */
+  uint32_t batch;     /* most ratings per step */
+  int lookahead;      /* column blocks announced ahead of the one a worker enters */
   int stagger;        /* column blocks staggered over all workers of the cluster */
   au_kernel_t kernel; /* AU_KERNEL_HOGWILD (default) or AU_KERNEL_ADD (exact) */
   au_place_t place;   /* how the column table is placed (default AU_PLACE_ADAPTIVE) */
@@ -31,7 +38,12 @@ typedef struct mf_opts {
   uint64_t hot; /* AU_PLACE_HOT: hot keys (0: the library's default) */
 } mf_opts_t;
 
+/* Defaults: rank 16, adagrad (below), batch 8192, lookahead 1, adaptive placement,
+ * Hogwild, seed 1. */
 void mf_opts_default(mf_opts_t *o);
+/* Sets the optimizer with its defaults: adagrad lr 0.1, reg 0.05, decay 0; sgd lr 0.02,
+ * reg 0.02, decay 0.1; both init_sd 0.1 (docs/mf.md says how they were chosen). */
+void mf_opts_optimizer(mf_opts_t *o, mf_optim_t optim);
 
 typedef struct mf_epoch {
   double train_rmse; /* over the epoch's updates, each measured before its step */
@@ -46,17 +58,19 @@ typedef struct mf_epoch {
   uint64_t bytes_sent; /* bytes the nodes sent each other in the epoch */
   uint64_t releases;   /* claims the nodes ended once their workers were past the columns */
   double cpu_seconds;  /* CPU time the nodes' processes used in the epoch, summed */
+  uint64_t waits;      /* steps in which a worker found no free block, all nodes */
 } mf_epoch_t;
 
 typedef struct mf mf_t;
 
-/* Builds the model on node: the column table, one worker per shard. Collective on a
- * cluster: every node passes the same whole data set and keeps the rows it owns (row %
- * nodes == rank). train and test (may be NULL) are copied and may be freed afterwards.
+/* Builds the model on node: the column table, the node's blocks, its workers. Collective
+ * on a cluster: every node passes the same whole data set and keeps the rows it owns (row
+ * % nodes == rank). train and test (test may be NULL) are taken: mf_create empties them,
+ * giving their memory back while it builds the blocks (copy them first to keep them).
+ * The vector loop is AUGUR_MF_ISA's if set (kernel.h), else the widest the CPU has.
  * 0 or a negative AU_E* / MF_E* code with a message in err. */
 int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncols,
-              const mf_ratings_t *train, const mf_ratings_t *test, mf_t **out, char *err,
-              size_t errlen);
+              mf_ratings_t *train, mf_ratings_t *test, mf_t **out, char *err, size_t errlen);
 /* Runs epoch `e` (0-based) over every worker's shard, then evaluates. Collective. */
 int mf_epoch(mf_t *m, int e, mf_epoch_t *out);
 /* Test RMSE of the current model (NaN without test ratings). Collective. */
@@ -68,17 +82,17 @@ int mf_save(mf_t *m, const char *path, const mf_idmap_t *rows, const mf_idmap_t 
             size_t errlen);
 void mf_free(mf_t *m);
 
-/* The cache-aware walking order: ratings grouped into blocks of rows x columns whose
- * factors (dim floats each) fit in about 256 KiB, column blocks outermost, starting at
- * column block start * (blocks / of) so that `of` workers start apart; stable within a
- * block. With align > 0 the column blocks are whole multiples of `align` columns (the
- * table's group: no parameter actor is shared by two blocks), at least `of` of them
- * when ncols >= of x align, so that `of` workers start in different blocks and walk them
- * in step (--stagger; every node runs the same number of workers). With starts, also
- * the first rating of each block that has ratings, then r->n (*nstarts blocks; the
- * caller frees it). Used for each worker's shard, and by the benchmark's serial
- * baseline. 0 or MF_ENOMEM. */
-int mf_block_order(mf_ratings_t *r, uint32_t nrows, uint32_t ncols, uint32_t dim, int start, int of,
-                   uint32_t align, size_t **starts, size_t *nstarts);
+/* What the model is made of, for the benchmark's serial baseline (which walks the same
+ * blocks) and for messages. */
+typedef struct mf_info {
+  const mf_grid_t *grid; /* this node's training blocks */
+  mf_isa_t isa;          /* the vector loop in use */
+  size_t pstride;        /* floats per row factor (values, accumulator, padding) */
+  size_t qstride;        /* floats per column factor row of the table */
+  float mean;            /* the training ratings' mean */
+  int workers;           /* on this node */
+  size_t memory;         /* bytes: blocks (train and test), row factors, this node's table */
+} mf_info_t;
+void mf_info(const mf_t *m, mf_info_t *out);
 
 #endif

@@ -264,20 +264,24 @@ mpirun)
   check "mpirun: ranks 0..2 from OpenMPI" test "$(grep -c 'joined' "$tmp/out")" -eq 3
   ;;
 mf)
-  # classic MF on 3 nodes reaches the single-node test RMSE within 2%
+  # classic MF on 3 nodes reaches the single-node test RMSE within 2% with sgd, whose
+  # run-to-run spread on one node is ~0.5%; within 4% with adagrad (the default), whose
+  # spread is ~1.5% at 8 epochs (its rates follow the order the block scheduler picks)
   mf=$build/demos/augur-mf
-  args=(--ratings 1000000 --rows 8000 --cols 2000 --epochs 8 --mode classic)
-  timeout 120 "$mf" "${args[@]}" >"$tmp/one" 2>&1
-  timeout 200 "$augur" run -n 3 "$mf" "${args[@]}" >"$tmp/three" 2>&1
-  rc=$?
-  cat "$tmp/one" "$tmp/three"
-  check "3-node augur-mf exits 0" test $rc -eq 0
-  one=$(grep '^epoch=8 ' "$tmp/one" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
-  three=$(grep '^\[0\] epoch=8 ' "$tmp/three" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
-  echo "single-node test_rmse=$one, 3-node test_rmse=$three"
-  check "3 nodes within 2% of one node" awk -v a="$one" -v b="$three" \
-    'BEGIN { d = (b - a) / a; exit !(a > 0 && b > 0 && d < 0.02 && d > -0.02) }'
-  check "3 nodes fetched remote columns" grep -q '^\[0\] epoch=8 .*local=0\.[0-9]' "$tmp/three"
+  for opt in sgd:2 adagrad:4; do # optimizer:percent
+    args=(--ratings 1000000 --rows 8000 --cols 2000 --epochs 8 --mode classic --optimizer ${opt%:*})
+    timeout 120 "$mf" "${args[@]}" >"$tmp/one" 2>&1
+    timeout 200 "$augur" run -n 3 "$mf" "${args[@]}" >"$tmp/three" 2>&1
+    rc=$?
+    cat "$tmp/one" "$tmp/three"
+    check "3-node augur-mf ${opt%:*} exits 0" test $rc -eq 0
+    one=$(grep '^epoch=8 ' "$tmp/one" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+    three=$(grep '^\[0\] epoch=8 ' "$tmp/three" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+    echo "${opt%:*}: single-node test_rmse=$one, 3-node test_rmse=$three"
+    check "${opt%:*}: 3 nodes within ${opt#*:}% of one node" awk -v a="$one" -v b="$three" -v t="${opt#*:}" \
+      'BEGIN { d = 100 * (b - a) / a; exit !(a > 0 && b > 0 && d < t && d > -t) }'
+    check "${opt%:*}: 3 nodes fetched remote columns" grep -q '^\[0\] epoch=8 .*local=0\.[0-9]' "$tmp/three"
+  done
   # --stagger: each column block is used by one node at a time, so adaptive moves the
   # columns to their user (reads are local) and the model still trains
   st=(--ratings 1000000 --rows 8000 --cols 2000 --epochs 4 --mode adaptive --stagger)

@@ -15,9 +15,9 @@ check() { # check NAME CONDITION...
 
 out=$("$mf" --help); rc=$?
 check "--help exits 0" test $rc -eq 0
-for flag in --rank --epochs --lr --decay --reg --biases --threads --seed --test --test-ratio \
-            --format --save --rows --cols --ratings --noise --mode --hot --sync-ms --trace \
-            --workers --batch --lookahead --stagger; do
+for flag in --rank --epochs --optimizer --lr --decay --reg --biases --init-sd --exact --threads \
+            --seed --test --test-ratio --format --save --rows --cols --ratings --true-rank --noise \
+            --skew --mode --hot --sync-ms --trace --workers --batch --lookahead --stagger; do
   # the flag itself, at the start of a help line (not --test inside --test-ratio)
   check "--help documents $flag" grep -qE -- "^ +$flag( |\$)" <<<"$out"
 done
@@ -36,6 +36,8 @@ expect_error "bad number" "--rank: expected" --rank abc
 expect_error "negative number" "--epochs: expected" --epochs -3
 expect_error "missing value" "--lr: expected" --lr
 expect_error "bad format" "--format: expected" --format xml
+expect_error "bad optimizer" "--optimizer: expected" --optimizer adam
+AUGUR_MF_ISA=avx1024 expect_error "bad AUGUR_MF_ISA" "AUGUR_MF_ISA=avx1024: expected" --epochs 1
 expect_error "missing file" "$tmp/nope.txt" "$tmp/nope.txt"
 
 printf '0 0 1.5\n1 1 2.5\n2 x 3.0\n' >"$tmp/bad.txt"
@@ -63,6 +65,19 @@ check "csv run: epoch line keys" grep -q 'epoch=3 train_rmse=[0-9.]* test_rmse=[
 check "csv run: unknown test id skipped" grep -q 'test_skipped=1' <<<"$out"
 check "csv run: factors saved with external ids" grep -q '^col 1001 ' "$tmp/f.txt"
 check "csv run: 60 rows saved" test "$(grep -c '^row ' "$tmp/f.txt")" -eq 60
+check "csv run: adagrad by default, the ISA named" grep -q 'optimizer=adagrad .*isa=' <<<"$out"
+
+# every vector loop this CPU runs trains the same file to the same error (one worker: one order)
+ref=""
+for isa in scalar sse2 avx2 avx512; do
+  out=$(AUGUR_MF_ISA=$isa "$mf" "$tmp/ratings.csv" --epochs 3 --rank 20 --threads 1 2>&1); rc=$?
+  if [ $rc -eq 2 ] && grep -q "does not run it" <<<"$out"; then echo "skip $isa: $out"; continue; fi
+  check "AUGUR_MF_ISA=$isa: exit 0" test $rc -eq 0
+  check "AUGUR_MF_ISA=$isa: named" grep -q "isa=$isa" <<<"$out"
+  rmse=$(grep '^epoch=3 ' <<<"$out" | sed 's/.*test_rmse=\([0-9.]*\).*/\1/')
+  if [ -z "$ref" ]; then ref=$rmse; fi
+  check "AUGUR_MF_ISA=$isa: test_rmse $rmse = scalar's $ref" test "$rmse" = "$ref"
+done
 
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all checks passed"
