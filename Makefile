@@ -41,6 +41,7 @@ bench: build
 	build/bench/augur-bench-mf
 	build/bench/augur-bench-net
 	build/bench/augur-bench-lda
+	build/bench/augur-bench-maps
 
 # Sanitizer builds live in their own trees so they never mix with the normal build.
 tsan: deps
