@@ -1,5 +1,5 @@
-/* main.c — augur-mf: SGD matrix factorization on augur, on a generated data set or a
- * ratings file. Prints one key=value line per epoch.
+/* main.c — augur-mf: matrix factorization (AdaGrad or SGD) on augur, on a generated
+ * data set or a ratings file. Prints one key=value line per epoch.
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,8 +18,8 @@ static void usage(FILE *f)
 {
   fprintf(f, "usage: " PROG " [FLAGS] [TRAIN_FILE]\n"
              "\n"
-             "SGD matrix factorization on augur. Without TRAIN_FILE, trains on a generated\n"
-             "low-rank data set. Prints one key=value line per epoch:\n"
+             "Matrix factorization on augur (AdaGrad or SGD). Without TRAIN_FILE, trains on a\n"
+             "generated low-rank data set. Prints one key=value line per epoch:\n"
              "  epoch=3 train_rmse=0.9121 test_rmse=0.9514 seconds=1.23 updates_per_s=2.1e7 "
              "local=1.000 ...\n"
              "\n"

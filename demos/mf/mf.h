@@ -1,4 +1,4 @@
-/* mf.h — SGD matrix factorization on augur: the training loop that augur-mf runs and
+/* mf.h — matrix factorization on augur: the training loop that augur-mf runs and
  * bench/augur-bench-mf measures.
  *
  * Column (item) factors are an augur table, the shared parameters; row (user) factors

@@ -264,11 +264,12 @@ mpirun)
   check "mpirun: ranks 0..2 from OpenMPI" test "$(grep -c 'joined' "$tmp/out")" -eq 3
   ;;
 mf)
-  # classic MF on 3 nodes reaches the single-node test RMSE within 2% with sgd, whose
-  # run-to-run spread on one node is ~0.5%; within 4% with adagrad (the default), whose
-  # spread is ~1.5% at 8 epochs (its rates follow the order the block scheduler picks)
+  # classic MF on 3 nodes reaches the single-node test RMSE: within 3% with sgd, within
+  # 4% with adagrad (the default). Both numbers move between runs: the block scheduler
+  # hands blocks out in the order the workers come, so one node alone spreads over ~1.8%
+  # (sgd 0.186-0.190, adagrad 0.205-0.213 at 8 epochs); 3 nodes ended 0.4-2.3% behind
   mf=$build/demos/augur-mf
-  for opt in sgd:2 adagrad:4; do # optimizer:percent
+  for opt in sgd:3 adagrad:4; do # optimizer:percent
     args=(--ratings 1000000 --rows 8000 --cols 2000 --epochs 8 --mode classic --optimizer ${opt%:*})
     timeout 120 "$mf" "${args[@]}" >"$tmp/one" 2>&1
     timeout 200 "$augur" run -n 3 "$mf" "${args[@]}" >"$tmp/three" 2>&1
