@@ -218,6 +218,11 @@ uint32_t au_table_slots(const au_table_t *t)
   return t->nslots;
 }
 
+size_t au_table_row_bytes(const au_table_t *t)
+{
+  return t->row_bytes;
+}
+
 int au_table_set_lr(au_table_t *t, float lr)
 {
   if (!t || t->optim == AU_OPTIM_NONE || !(lr > 0)) return AU_EINVAL;

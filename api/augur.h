@@ -372,6 +372,9 @@ uint32_t au_table_dim(const au_table_t *t);
 uint32_t au_table_group(const au_table_t *t);
 /* Optimizer slots per row (0, 1 or dim; see au_optim_t), stored after the dim values. */
 uint32_t au_table_slots(const au_table_t *t);
+/* Bytes from one row to the next in the table's storage: values and slots, padded to the
+ * row alignment (au_table_opts_t.row_align). */
+size_t au_table_row_bytes(const au_table_t *t);
 /* Sets the optimizer's learning rate, e.g. per epoch. Between runs (not while
  * au_node_run runs); on a cluster every node sets the same. 0 or AU_EINVAL (no optimizer,
  * or lr not > 0). */
@@ -454,6 +457,15 @@ void au_release(au_worker_t *w, au_view_t *v);
 static inline void *au_view_row(const au_view_t *v, size_t i)
 {
   return v->rows[i];
+}
+
+/* 1 when every row of the view is held on this node (owned or a replica): its rows may
+ * then be updated in place with the table's own arithmetic (what au_view_update does);
+ * 0 when some were fetched from another node, whose updates must go through
+ * au_view_update so that they reach the owner. */
+static inline int au_view_local(const au_view_t *v)
+{
+  return v->au__remote == NULL;
 }
 
 /* ThreadSanitizer builds take the kernel call (its relaxed-atomic variant) instead of

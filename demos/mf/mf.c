@@ -192,13 +192,13 @@ static int announce_ahead(au_worker_t *aw, worker_t *w)
 
 /* How a step updates its view's column rows. Through au_view_update (the table's
  * optimizer) in general; but when every row of the view is on this node (owned or a
- * replica: v->au__remote is NULL, the one internal field read here) and the table is
- * Hogwild, the loop applies the same optimizer to the rows in place, accumulator at
- * [dim], in the pass that computes the gradient: what au_view_update would do, without a
- * second pass over the row. au_release still marks the rows for the replicas. */
+ * replica: au_view_local) and the table is Hogwild, the loop applies the same optimizer
+ * to the rows in place, accumulator at [dim], in the pass that computes the gradient:
+ * what au_view_update would do, without a second pass over the row. au_release still
+ * marks the rows for the replicas. */
 static mf_qmode_t qmode_of(const mf_t *m, const au_view_t *v)
 {
-  return m->fused && v->au__remote == NULL ? MF_Q_INPLACE : MF_Q_GRAD;
+  return m->fused && au_view_local(v) ? MF_Q_INPLACE : MF_Q_GRAD;
 }
 
 static mf_kargs_t kargs(const mf_t *m, const mf_grid_t *g, size_t b, const au_view_t *v, float lr)
@@ -281,7 +281,7 @@ static int step(au_worker_t *aw, void *arg)
   const mf_kargs_t a = kargs(m, g, b, &v, w->lr);
   /* rows fetched from another node are copies the other nodes do not see until the
    * gradients reach the owner: the step is short then, so the copies stay fresh */
-  const size_t most = v.au__remote && m->o.batch > REMOTE_BATCH ? REMOTE_BATCH : m->o.batch;
+  const size_t most = !au_view_local(&v) && m->o.batch > REMOTE_BATCH ? REMOTE_BATCH : m->o.batch;
   const size_t n = end - w->at < most ? end - w->at : most;
   w->sse += mf_kernel_run(m->isa, &a, g->cells + w->at, n);
   au_release(aw, &v);
@@ -510,6 +510,8 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
     free(m);
     goto fail_data;
   }
+  /* the column rows as the table lays them out (values, accumulator, padding) */
+  m->qstride = au_table_row_bytes(m->cols) / sizeof(float);
   uint32_t rb_rows, cb_cols;
   plan(m, au_table_group(m->cols), &rb_rows, &cb_cols);
   if (!(m->w = calloc((size_t)nw, sizeof(worker_t)))) goto nomem;
