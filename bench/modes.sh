@@ -47,9 +47,9 @@ done
 # the data set: the generated default (20000 x 5000, 5M ratings), one thread per node, in
 # the cluster-staggered order (DSGD's block schedule: a column block is used by one node
 # at a time). augur-mf's default order has every node walk the same column block at the
-# same time, where replicas everywhere are the answer by construction and replicate
-# diverges at the default learning rate: `-- --threads 1 --lr 0.005` measures it
-# (docs/benchmarks.md has both).
+# same time, where replicas everywhere are the answer by construction (with plain SGD,
+# replicate diverges there at lr 0.02: docs/cluster.md): `-- --threads 1` measures it
+# with augur-mf's default AdaGrad (docs/benchmarks.md has both orders).
 data=(--threads 1 --stagger)
 [ $# -gt 0 ] && data=("$@")
 tmp=$(mktemp -d)
