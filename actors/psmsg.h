@@ -86,7 +86,7 @@ int psm_rows_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t 
 static inline uint64_t psm_rows_key(const psm_rows_t *m, uint32_t i)
 {
   uint64_t k;
-  memcpy(&k, m->entries + (size_t)i * m->each, sizeof(k));
+  memcpy(&k, m->entries + (size_t)i * m->each, sizeof(k)); /* entries are `each` apart */
   return k;
 }
 /* Entry i's update (PS_PUSH), unaligned. */
@@ -156,11 +156,16 @@ typedef struct psm_want {
 int psm_want_add(obuf_t *b, const au_table_t *t, uint64_t actor);
 int psm_want_decode(const au_node_t *n, const uint8_t *p, size_t len, psm_want_t *out,
                     psm_why_t *why);
+/* The i-th u64 of an array inside a message (unaligned). */
+static inline uint64_t psm_u64_at(const uint8_t *p, uint32_t i)
+{
+  uint64_t v;
+  memcpy(&v, p + (size_t)i * 8, 8);
+  return v;
+}
 static inline uint64_t psm_want_actor(const psm_want_t *m, uint32_t i)
 {
-  uint64_t a;
-  memcpy(&a, m->actors + (size_t)i * 8, 8);
-  return a;
+  return psm_u64_at(m->actors, i);
 }
 
 /* --- PS_INTENT: an intent's actors, with times from now -------------------------------- */
@@ -181,9 +186,7 @@ int psm_intent_decode(const au_node_t *n, const uint8_t *p, size_t len, psm_inte
                       psm_why_t *why);
 static inline uint64_t psm_intent_actor(const psm_intent_t *m, uint32_t i)
 {
-  uint64_t a;
-  memcpy(&a, m->actors + (size_t)i * 8, 8);
-  return a;
+  return psm_u64_at(m->actors, i);
 }
 
 /* --- PS_CLAIM: claims for actors, batched per owner ------------------------------------ */
