@@ -51,6 +51,7 @@ typedef struct sched_thread {
   au_actor_t *deferred; /* still runnable after its turn: runs once the deque is empty */
   unsigned deferred_at; /* tick when it was deferred */
   int long_turn;        /* the last turn was long: look at the inject queue first */
+  uint64_t spin_ns;     /* how long the next search for work lasts (sched.c) */
   int inject_first;     /* this turn's actor came first from the inject queue so */
   /* counters: written by the owner only, read by au_runtime_stats; a line of
    * their own, away from `bottom`, which thieves read (local_sent changes per send) */
