@@ -302,7 +302,6 @@ static void *thread_main(void *arg)
     au_actor_t *a = find_work(t);
     if (a) {
       actor_run(&ctx, a);
-      if (ctx.posts) rt->flush_posts(&ctx); /* e.g. the turn's frames for other nodes */
       continue;
     }
     if (park(t) == PARK_EXIT) break;
@@ -310,7 +309,6 @@ static void *thread_main(void *arg)
   /* Stopped with an actor deferred: keep it runnable for the next run. */
   au_actor_t *d = take_deferred(t);
   if (d && deque_push(&t->dq, d) < 0) injectq_push(&rt->inject, &d->inject);
-  if (ctx.posts) rt->flush_posts(&ctx);
   rt_tls = NULL;
   return NULL;
 }
