@@ -116,7 +116,8 @@ void data_send_finish(au_runtime_t *rt, au_msg_t *m)
   atomic_fetch_add(&d->sent, 1);
   atomic_fetch_add_explicit(&d->sent_bytes, fm->len, memory_order_relaxed);
   m->type = NET_CMD_SEND;
-  if (!d->delay || netdelay_push(d->delay, m) != 0) io_post_later(rt, m);
+  /* posted now, not at the end of the turn: see io_post_msg */
+  if (!d->delay || netdelay_push(d->delay, m) != 0) io_post_msg(rt, m);
 }
 
 void data_on_send(net_t *net, au_msg_t *m)

@@ -19,9 +19,10 @@
 /* --- collective runs in a cluster ---------------------------------------------------
  * In a cluster the runtime is never quiescent (the network can always bring a message);
  * a collective run ends instead when every node has declared itself idle and no message
- * is in flight anywhere (docs/cluster.md, "How a distributed run ends"). */
+ * is in flight anywhere (docs/cluster.md, "Runs: when is a distributed run over?"). */
 
-/* Main thread, collective: runs the runtime until then. 0 or AU_ENODE (a node was lost). */
+/* Main thread, collective: runs the runtime until then. 0, AU_ENODE (a node was lost) or
+ * AU_EBUSY (a run is in progress). */
 int au__cluster_run(au_runtime_t *rt);
 /* Any thread: this node's own sources of messages (its workers) are idle (1) or busy (0)
  * in the current run. A no-op outside a cluster. */

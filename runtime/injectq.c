@@ -12,20 +12,13 @@ void injectq_init(injectq_t *q)
   atomic_init(&q->count, 0);
 }
 
-/* Links first..last (linked already) in behind the head. */
-static void link_chain(injectq_t *q, injectq_node_t *first, injectq_node_t *last)
-{
-  atomic_store_explicit(&last->next, NULL, memory_order_relaxed);
-  /* acq_rel: orders these nodes after earlier pushes (release for the consumer). */
-  injectq_node_t *prev = atomic_exchange_explicit(&q->head, last, memory_order_acq_rel);
-  /* release: the consumer that reads the link sees the nodes (and what they carry), the
-   * chain's own links included (written before the exchange). */
-  atomic_store_explicit(&prev->next, first, memory_order_release);
-}
-
 static void link_in(injectq_t *q, injectq_node_t *n)
 {
-  link_chain(q, n, n);
+  atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+  /* acq_rel: orders this node after earlier pushes (release for the consumer). */
+  injectq_node_t *prev = atomic_exchange_explicit(&q->head, n, memory_order_acq_rel);
+  /* release: the consumer that reads the link sees the node (and the actor) published. */
+  atomic_store_explicit(&prev->next, n, memory_order_release);
 }
 
 long injectq_push(injectq_t *q, injectq_node_t *n)
@@ -34,14 +27,6 @@ long injectq_push(injectq_t *q, injectq_node_t *n)
    * the pusher reads the sleeper count after this (see sched.c). */
   long before = atomic_fetch_add_explicit(&q->count, 1, memory_order_seq_cst);
   link_in(q, n);
-  return before;
-}
-
-long injectq_push_chain(injectq_t *q, injectq_node_t *first, injectq_node_t *last, long n)
-{
-  /* seq_cst: as injectq_push */
-  long before = atomic_fetch_add_explicit(&q->count, n, memory_order_seq_cst);
-  link_chain(q, first, last);
   return before;
 }
 

@@ -28,10 +28,6 @@ typedef struct injectq {
 void injectq_init(injectq_t *q);
 /* Any thread. Returns how many nodes were queued before this one. */
 long injectq_push(injectq_t *q, injectq_node_t *n);
-/* Any thread: pushes first..last (n nodes, already linked through next) in one exchange:
- * they are popped in that order with nothing between them. Returns how many nodes were
- * queued before them. */
-long injectq_push_chain(injectq_t *q, injectq_node_t *first, injectq_node_t *last, long n);
 /* Nodes pushed and not yet popped (a push counts before it is linked in). */
 static inline long injectq_count(injectq_t *q)
 {

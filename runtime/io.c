@@ -171,40 +171,6 @@ static void *io_main(void *arg)
   return NULL;
 }
 
-#define IO_BATCH 64 /* io_post_later: post at least every this many */
-
-static void flush_posts(rt_ctx_t *c)
-{
-  au_msg_t *first = c->posts, *last = c->posts_last;
-  long n = (long)c->nposts;
-  c->posts = c->posts_last = NULL;
-  c->nposts = 0;
-  if (!first) return;
-  io_t *io = &c->rt->io;
-  /* a message is its own queue node (au__next first); only the push that finds the queue
-   * empty costs a wake-up */
-  if (injectq_push_chain(&io->cmdq, (injectq_node_t *)(void *)first, (injectq_node_t *)(void *)last,
-                         n) == 0)
-    uv_async_send(&io->async);
-}
-
-void io_post_later(au_runtime_t *rt, au_msg_t *m)
-{
-  rt_ctx_t *c = rt_ctx(rt);
-  if (!c || !c->sched) {
-    io_post_msg(rt, m);
-    return;
-  }
-  /* relaxed: the chain's links are published by injectq_push_chain's release */
-  atomic_store_explicit((_Atomic(void *) *)&m->au__next, NULL, memory_order_relaxed);
-  if (c->posts_last)
-    atomic_store_explicit((_Atomic(void *) *)&c->posts_last->au__next, m, memory_order_relaxed);
-  else
-    c->posts = m;
-  c->posts_last = m;
-  if (++c->nposts >= IO_BATCH) flush_posts(c);
-}
-
 void io_post_msg(au_runtime_t *rt, au_msg_t *m)
 {
   /* only the first command into an empty queue costs a wake-up (an eventfd write) */
@@ -229,7 +195,6 @@ int io_start(au_runtime_t *rt)
   injectq_init(&io->cmdq);
   atomic_init(&io->next_id, 1);
   atomic_init(&io->ext, NULL);
-  rt->flush_posts = flush_posts;
   if (uv_loop_init(&io->loop) != 0) goto fail_map;
   if (uv_async_init(&io->loop, &io->async, async_cb) != 0) goto fail_loop;
   io->async.data = rt;

@@ -51,6 +51,7 @@ typedef struct sched_thread {
   au_actor_t *deferred; /* still runnable after its turn: runs once the deque is empty */
   unsigned deferred_at; /* tick when it was deferred */
   int long_turn;        /* the last turn was long: look at the inject queue first */
+  uint64_t spin_ns;     /* how long the next search for work lasts (sched.c) */
   int inject_first;     /* this turn's actor came first from the inject queue so */
   /* counters: written by the owner only, read by au_runtime_stats; a line of
    * their own, away from `bottom`, which thieves read (local_sent changes per send) */
@@ -63,7 +64,6 @@ typedef struct sched_thread {
 } sched_thread_t;
 
 struct io_ext;
-struct rt_ctx;
 
 typedef struct io {
   uv_loop_t loop;
@@ -103,9 +103,6 @@ struct au_runtime {
   atomic_int running;
   atomic_long io_pending; /* armed timers: sources of future messages */
   atomic_ullong dropped;  /* counted messages freed unhandled (stopped actors) */
-  /* Set by io_start: posts what a scheduler thread gathered for the I/O thread. Called
-   * by sched.c through this pointer, so that the core names nothing of io.c. */
-  void (*flush_posts)(struct rt_ctx *ctx);
 
   io_t io;
 };
@@ -118,10 +115,6 @@ typedef struct rt_ctx {
   int list;            /* which live list spawns from this thread join */
   au_actor_t *current; /* the actor whose behaviour runs now */
   unsigned woken;      /* actors this thread pushed on its deque in the current turn */
-  /* commands for the I/O thread gathered in this turn (io_post_later), posted together
-   * when it ends (au_runtime.flush_posts) or when there are many */
-  au_msg_t *posts, *posts_last;
-  unsigned nposts;
 } rt_ctx_t;
 
 extern _Thread_local rt_ctx_t *rt_tls;

@@ -24,7 +24,8 @@
 #include "runtime/rt.h"
 #include "runtime/trace.h"
 
-#define SPIN_NS         50000 /* look for work this long before parking */
+#define SPIN_NS         50000 /* look for work this long before parking, at most */
+#define SPIN_MIN_NS     2000  /* and at least */
 #define INJECT_INTERVAL 61    /* check the inject queue every this many turns */
 
 enum { PARK_AGAIN, PARK_EXIT };
@@ -56,6 +57,7 @@ int sched_init(au_runtime_t *rt)
     t->rt = rt;
     t->index = i;
     t->rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
+    t->spin_ns = SPIN_NS;
   }
   injectq_init(&rt->inject);
   pthread_mutex_init(&rt->idle_mu, NULL);
@@ -172,7 +174,7 @@ static au_actor_t *take_deferred(sched_thread_t *t)
   return a;
 }
 
-/* Looks for work, first locally, then by stealing for up to SPIN_NS. */
+/* Looks for work, first locally, then by stealing for up to t->spin_ns. */
 static au_actor_t *find_work(sched_thread_t *t)
 {
   au_runtime_t *rt = t->rt;
@@ -204,12 +206,13 @@ static au_actor_t *find_work(sched_thread_t *t)
     if ((round & 15) == 15) {
       uint64_t now = au_now_ns();
       if (!deadline)
-        deadline = now + SPIN_NS;
+        deadline = now + t->spin_ns;
       else if (now >= deadline)
         break;
       sched_yield();
     }
   }
+  if (a) t->spin_ns = SPIN_NS; /* searching paid: search as long next time */
   int was = atomic_fetch_sub_explicit(&rt->searching, 1, memory_order_seq_cst);
   /* The last searcher found work: there may be more, so let one more thread search. */
   if (a && was == 1 && atomic_load_explicit(&rt->sleeping, memory_order_seq_cst) > 0) wake_one(rt);
@@ -244,9 +247,21 @@ static int park(sched_thread_t *t)
     counter_add(&t->parks, 1);
     trace_emit(rt, TRACE_PARK, (uint64_t)asleep, 0, 0, 0);
     rt->waiting++;
+    uint64_t parked_at = au_now_ns();
     while (!rt->tokens && !atomic_load(&rt->stop) && !atomic_load(&rt->quiescent))
       pthread_cond_wait(&rt->idle_cv, &rt->idle_mu);
     rt->waiting--;
+    /* Adaptive search: work that came within SPIN_NS of parking would have been found by
+     * searching longer, so search fully next time; after a longer wait, search half as
+     * long (down to SPIN_MIN_NS). A thread whose work comes in bursts further apart than
+     * the search (the receiving end of a stream) stops burning the CPU that the threads
+     * feeding it need, on a machine with few cores. */
+    if (rt->tokens) {
+      if (au_now_ns() - parked_at < SPIN_NS)
+        t->spin_ns = SPIN_NS;
+      else if ((t->spin_ns /= 2) < SPIN_MIN_NS)
+        t->spin_ns = SPIN_MIN_NS;
+    }
     trace_emit(rt, TRACE_UNPARK, 0, rt->tokens > 0, 0, 0);
     if (rt->tokens) rt->tokens--;
     if (atomic_load(&rt->stop) || atomic_load(&rt->quiescent)) rc = PARK_EXIT;
@@ -287,7 +302,6 @@ static void *thread_main(void *arg)
     au_actor_t *a = find_work(t);
     if (a) {
       actor_run(&ctx, a);
-      if (ctx.posts) rt->flush_posts(&ctx); /* e.g. the turn's frames for other nodes */
       continue;
     }
     if (park(t) == PARK_EXIT) break;
@@ -295,7 +309,6 @@ static void *thread_main(void *arg)
   /* Stopped with an actor deferred: keep it runnable for the next run. */
   au_actor_t *d = take_deferred(t);
   if (d && deque_push(&t->dq, d) < 0) injectq_push(&rt->inject, &d->inject);
-  if (ctx.posts) rt->flush_posts(&ctx);
   rt_tls = NULL;
   return NULL;
 }

@@ -26,7 +26,7 @@
 #define CHUNK_EVENTS       65536u       /* events per chunk: 2.5 MiB */
 #define DEFAULT_MAX_EVENTS (4ull << 20) /* 160 MiB of events, ~0.6 GB of JSON */
 #define MAX_MAX_EVENTS     (1ull << 36) /* AU_TRACE_MAX_EVENTS above this is a typo */
-#define MARK_NS            1000u        /* relocation marks are drawn 1 µs wide */
+#define MARK_NS            1000u        /* events with a flow are drawn 1 µs wide */
 #define TID_STRIDE         10000        /* tid = pid * TID_STRIDE + thread slot */
 #define STR(x)             #x
 #define XSTR(x)            STR(x)
