@@ -64,17 +64,21 @@ clang:
 	$(CMAKE) --build build-clang -j $(JOBS)
 	cd build-clang && $(CTEST) --output-on-failure -j $(JOBS) -L unit
 
-# libFuzzer on the frame decoder and the handshake, from the committed seeds, for
-# FUZZ_SECONDS; the corpus it grows goes to a scratch folder, not into the repository.
+# libFuzzer on the frame decoder and the handshake, then on the parameter-server message
+# decoders (actors/psmsg.c), each from its committed seeds for FUZZ_SECONDS; the corpora
+# they grow go to scratch folders, not into the repository.
 FUZZ_SECONDS ?= 60
 fuzz:
 	@scripts/install-deps.sh fuzz
 	$(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
 	  -DAUGUR_FUZZ=ON
-	$(CMAKE) --build build-fuzz -j $(JOBS) --target fuzz_wire
+	$(CMAKE) --build build-fuzz -j $(JOBS) --target fuzz_wire fuzz_psmsg
 	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus && cp tests/fuzz/corpus/wire/* build-fuzz/corpus/
 	build-fuzz/tests/fuzz/fuzz_wire -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  build-fuzz/corpus tests/fuzz/corpus/wire
+	rm -rf build-fuzz/corpus-ps && mkdir -p build-fuzz/corpus-ps && cp tests/fuzz/corpus/psmsg/* build-fuzz/corpus-ps/
+	build-fuzz/tests/fuzz/fuzz_psmsg -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  build-fuzz/corpus-ps tests/fuzz/corpus/psmsg
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
