@@ -12,6 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tests/runtime/check.h"
+
 #include "actors/ps.h"
 #include "augur.h"
 
@@ -402,10 +404,10 @@ static int update_step(au_worker_t *w, void *arg)
     for (uint32_t j = 0; j < OD; j++) g[k * OD + j] = grad(s->u, k, j);
   }
   if (s->push) {
-    assert_int_equal(au_push(w, s->t, keys, OK, g), 0);
+    CHECK((au_push(w, s->t, keys, OK, g)) == (0));
   } else {
     au_view_t v;
-    assert_int_equal(au_acquire(w, s->t, keys, OK, &v), 0);
+    CHECK((au_acquire(w, s->t, keys, OK, &v)) == (0));
     for (size_t i = 0; i < OK; i++) au_view_update(&v, i, &g[i * OD]);
     au_release(w, &v);
   }
@@ -432,6 +434,7 @@ static void test_optim_views_and_pushes(void **state)
             au_worker_spawn(nd, NULL, &(au_worker_opts_t){update_step, &up[oi][hog][push]}), 0);
       }
   assert_int_equal(au_node_run(nd), 0);
+  assert_checks(); /* what the steps checked, now that the run is over */
   for (int oi = 0; oi < 4; oi++)
     for (int hog = 0; hog < 2; hog++)
       for (int push = 0; push < 2; push++) {

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tests/runtime/check.h"
+
 #include "augur.h"
 
 enum { W = 8, K = 500, D = 4, NUPD = 20000, BATCH = 64 };
@@ -37,14 +39,14 @@ static int shard_step(au_worker_t *w, void *arg)
     /* after the barrier every worker's phase-0 pushes are visible */
     au_key_t k = 0;
     int32_t row[D];
-    assert_int_equal(au_pull(w, s->ti, &k, 1, row), 0);
+    CHECK((au_pull(w, s->ti, &k, 1, row)) == (0));
     s->seen_after_barrier = row[0];
     return AU_DONE;
   }
   if (s->pos == NUPD) {
     int rc = au_barrier(w);
     if (rc == AU_EAGAIN) return AU_WAIT;
-    assert_int_equal(rc, 0);
+    CHECK((rc) == (0));
     s->phase = 1;
     return AU_CONTINUE;
   }
@@ -53,17 +55,17 @@ static int shard_step(au_worker_t *w, void *arg)
   /* announce the next batch's keys one clock ahead, as a real worker would */
   if (s->pos + n < NUPD) {
     size_t m = NUPD - s->pos - n < BATCH ? NUPD - s->pos - n : BATCH;
-    assert_int_equal(au_intent(w, s->ti, keys + n, m, au_clock(w) + 1, au_clock(w) + 2), 0);
+    CHECK((au_intent(w, s->ti, keys + n, m, au_clock(w) + 1, au_clock(w) + 2)) == (0));
     s->intents++;
   }
   au_view_t v;
-  assert_int_equal(au_acquire(w, s->ti, keys, n, &v), 0);
+  CHECK((au_acquire(w, s->ti, keys, n, &v)) == (0));
   for (size_t i = 0; i < n; i++) {
-    assert_non_null(au_view_row(&v, i));
+    CHECK((au_view_row(&v, i)) != NULL);
     au_view_update(&v, i, s->di[s->pos + i]);
   }
   au_release(w, &v);
-  assert_int_equal(au_push(w, s->tf, keys, n, s->df[s->pos]), 0);
+  CHECK((au_push(w, s->tf, keys, n, s->df[s->pos])) == (0));
   s->pos += n;
   au_clock_advance(w);
   return AU_CONTINUE;
@@ -109,6 +111,7 @@ static void test_workers_match_serial_reference(void **state)
     assert_int_equal(au_worker_spawn(node, NULL, &(au_worker_opts_t){shard_step, s}), 0);
   }
   assert_int_equal(au_node_run(node), 0);
+  assert_checks(); /* what the steps checked, now that the run is over */
 
   int32_t vi[K * D];
   float vf[K * D];
@@ -168,12 +171,14 @@ static void test_pause_resumes_in_next_run(void **state)
   }
   for (int run = 1; run <= 3; run++) {
     assert_int_equal(au_node_run(node), 0);
+    assert_checks(); /* what the steps checked, now that the run is over */
     for (int i = 0; i < 3; i++) {
       assert_int_equal(p[i].steps, 10 * run);
       assert_int_equal(au_clock(ws[i]), 10 * run);
     }
   }
   assert_int_equal(au_node_run(node), 0); /* all done: nothing runs */
+  assert_checks();
   for (int i = 0; i < 3; i++) assert_int_equal(p[i].steps, 30);
   au_node_stop(node);
 }
@@ -198,7 +203,7 @@ static int keeps_view(au_worker_t *w, void *arg)
 {
   au_view_t v;
   au_key_t k = 1;
-  assert_int_equal(au_acquire(w, arg, &k, 1, &v), 0);
+  CHECK((au_acquire(w, arg, &k, 1, &v)) == (0));
   return AU_DONE; /* forgot au_release */
 }
 
@@ -208,12 +213,12 @@ static int bad_keys(au_worker_t *w, void *arg)
   au_key_t k = au_table_keys(t);
   au_view_t v;
   float row[2];
-  assert_int_equal(au_acquire(w, t, &k, 1, &v), AU_ERANGE);
-  assert_int_equal(au_pull(w, t, &k, 1, row), AU_ERANGE);
-  assert_int_equal(au_push(w, t, &k, 1, row), AU_ERANGE);
-  assert_int_equal(au_intent(w, t, &k, 1, 0, 1), AU_ERANGE);
+  CHECK((au_acquire(w, t, &k, 1, &v)) == (AU_ERANGE));
+  CHECK((au_pull(w, t, &k, 1, row)) == (AU_ERANGE));
+  CHECK((au_push(w, t, &k, 1, row)) == (AU_ERANGE));
+  CHECK((au_intent(w, t, &k, 1, 0, 1)) == (AU_ERANGE));
   k = 0;
-  assert_int_equal(au_intent(w, t, &k, 1, 5, 5), AU_EINVAL);
+  CHECK((au_intent(w, t, &k, 1, 5, 5)) == (AU_EINVAL));
   return AU_DONE;
 }
 
@@ -227,13 +232,16 @@ static void test_errors_are_reported(void **state)
       au_table_create(node, &t, &(au_table_opts_t){.keys = 4, .dim = 2, .type = AU_F32}), 0);
   assert_int_equal(au_worker_spawn(node, NULL, &(au_worker_opts_t){bad_keys, t}), 0);
   assert_int_equal(au_node_run(node), 0);
+  assert_checks(); /* what the steps checked, now that the run is over */
   assert_int_equal(au_worker_spawn(node, NULL, &(au_worker_opts_t){waits_forever, NULL}), 0);
   assert_int_equal(au_node_run(node), AU_EDEADLK);
+  assert_checks(); /* what the steps checked, now that the run is over */
   au_node_stop(node);
 
   assert_int_equal(au_node_start(&node, &(au_node_opts_t){.threads = 2}), 0);
   assert_int_equal(au_worker_spawn(node, NULL, &(au_worker_opts_t){fails, NULL}), 0);
   assert_int_equal(au_node_run(node), AU_ENOMEM);
+  assert_checks(); /* what the steps checked, now that the run is over */
   au_node_stop(node);
 
   assert_int_equal(au_node_start(&node, &(au_node_opts_t){.threads = 2}), 0);
@@ -241,6 +249,7 @@ static void test_errors_are_reported(void **state)
       au_table_create(node, &t, &(au_table_opts_t){.keys = 4, .dim = 2, .type = AU_F32}), 0);
   assert_int_equal(au_worker_spawn(node, NULL, &(au_worker_opts_t){keeps_view, t}), 0);
   assert_int_equal(au_node_run(node), AU_EINVAL);
+  assert_checks(); /* what the steps checked, now that the run is over */
   assert_int_equal(au_worker_spawn(node, NULL, &(au_worker_opts_t){NULL, NULL}), AU_EINVAL);
   au_node_stop(node);
 }
