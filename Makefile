@@ -42,6 +42,7 @@ bench: build
 	build/bench/augur-bench-net
 	build/bench/augur-bench-lda
 	build/bench/augur-bench-maps
+	build/bench/augur-bench-queues
 
 # Sanitizer builds live in their own trees so they never mix with the normal build.
 tsan: deps
