@@ -51,8 +51,8 @@ int lda_llh(lda_t *m, double *per_token)
   for (int i = 0; i < m->nshards && rc == 0; i++) {
     const shard_t *s = &m->shards[i];
     for (uint32_t d = 0; d < s->ndocs; d++)
-      docs += lda_llh_doc(&s->z[s->doc_start[d]], s->doc_start[d + 1] - s->doc_start[d],
-                          m->p.kalpha, &m->lga, scratch);
+      docs += lda_llh_doc_entries((const lda_doc_t *)(s->dmem + (size_t)s->doc_block[d] * 64),
+                                  m->p.kalpha, &m->lga);
   }
   free(scratch);
   if (rc < 0) return rc;
@@ -103,10 +103,11 @@ int lda_check(lda_t *m, lda_check_t *out)
     memset(cnt, 0, (size_t)n * K * sizeof(double));
     for (int i = 0; i < m->nshards; i++) {
       const shard_t *s = &m->shards[i];
-      uint32_t ntok = s->doc_start[s->ndocs];
-      for (uint32_t j = 0; j < ntok; j++) {
-        uint64_t g = s->lw_key[s->lw[j]];
-        if (g >= first && g < first + n) cnt[(g - first) * K + s->z[j]] += 1;
+      for (uint32_t w = 0; w < s->batch_kstart[s->nbatches]; w++) {
+        uint64_t g = s->batch_keys[w];
+        if (g < first || g >= first + n) continue;
+        for (uint32_t j = s->tstart[w]; j < s->tstart[w + 1]; j++)
+          cnt[(g - first) * K + s->tok[j].z] += 1;
       }
     }
     if ((rc = au_allreduce_sum(rt_of(m), cnt, (int)(n * K))) != 0) break;

@@ -17,8 +17,15 @@
  * transport's 64 MiB frame limit. */
 #define STEP_ROW_BYTES (16u << 20)
 
-/* Rows are prefetched this many words ahead of the word being sampled. */
-#define PREFETCH_WORDS 4
+/* Rows are prefetched this many words ahead of the word being sampled, documents this
+ * many tokens ahead (at most PREFETCH_DOC_LINES cache lines of each). */
+#define PREFETCH_WORDS     4
+#define PREFETCH_TOKENS    8
+#define PREFETCH_DOC_LINES 4
+
+/* A step applies its change of the topic totals, and reads back the other workers', at
+ * least this often (in tokens sampled). */
+#define TOTALS_TOKENS 65536
 
 void lda_opts_default(lda_opts_t *o)
 {
@@ -34,6 +41,11 @@ void lda_opts_default(lda_opts_t *o)
 }
 
 /* ---- steps ------------------------------------------------------------------------------ */
+
+static inline lda_doc_t *doc_at(const shard_t *s, uint32_t block)
+{
+  return (lda_doc_t *)(s->dmem + (size_t)block * 64);
+}
 
 /* Applies a word's pending change (wdelta at the topics of its n moves) through its view
  * row, or by au_push without a view; leaves wdelta zero. */
@@ -53,7 +65,7 @@ static int apply_word(au_worker_t *w, shard_t *s, const au_view_t *wv, uint32_t 
   return rc;
 }
 
-/* Applies the step's change of the totals; leaves tdelta zero. */
+/* Applies the step's change of the totals not yet applied; leaves tdelta zero. */
 static int apply_totals(au_worker_t *w, shard_t *s, const au_view_t *tv)
 {
   const uint32_t K = s->m->p.K;
@@ -80,7 +92,8 @@ static int init_step(au_worker_t *w, shard_t *s)
     uint32_t n = 0;
     for (uint32_t o = s->tstart[i]; o < s->tstart[i + 1]; o++) {
       uint32_t t = lda_rng_below(&s->rng, K);
-      s->z[s->ord[o].tok] = (uint16_t)t;
+      s->tok[o].z = (uint16_t)t;
+      lda_doc_add(doc_at(s, s->tok[o].doc), t);
       s->wdelta[t]++;
       s->tdelta[t]++;
       s->mv[n++] = (lda_move_t){(uint16_t)t, (uint16_t)t};
@@ -93,33 +106,6 @@ static int init_step(au_worker_t *w, shard_t *s)
   return AU_CONTINUE;
 }
 
-/* The batch's documents as topic entries (the sparse n_dk), from the assignments. */
-static void doc_entries(shard_t *s, uint32_t b)
-{
-  const uint32_t K = s->m->p.K, first = s->batch_doc[b];
-  uint32_t off = 0;
-  for (uint32_t d = first; d < s->batch_doc[b + 1]; d++) {
-    uint32_t len = s->doc_start[d + 1] - s->doc_start[d], room = LDA_DOC_ROOM(len, K), n = 0;
-    lda_doc_t *e = &s->docs[d - first];
-    e->topic = &s->dtop[off];
-    e->count = &s->dcnt[off];
-    for (uint32_t j = s->doc_start[d]; j < s->doc_start[d + 1]; j++) {
-      uint32_t k = s->z[j];
-      if (s->at[k]) {
-        e->count[s->at[k] - 1]++;
-      } else {
-        e->topic[n] = (uint16_t)k;
-        e->count[n] = 1;
-        s->at[k] = ++n;
-      }
-    }
-    for (uint32_t i = 0; i < n; i++) s->at[e->topic[i]] = 0;
-    for (uint32_t i = n; i < room; i++) e->topic[i] = 0, e->count[i] = 0; /* padding */
-    e->n = n;
-    off += room;
-  }
-}
-
 /* The word's factor of topic k now: its row plus this worker's pending change. */
 static inline float word_factor(const int32_t *row, const int32_t *wdelta, const float *inv,
                                 float beta, uint32_t k)
@@ -129,26 +115,18 @@ static inline float word_factor(const int32_t *row, const int32_t *wdelta, const
 
 #ifdef LDA_CHECK_FACTORS
 /* A testing aid (test_lda_checked): after every token, the word's factors f and its
- * spread table weights wq against values computed afresh. Meaningful with one worker,
+ * table's dense weights wq against values computed afresh. Meaningful with one worker,
  * whose row nobody else changes while it samples. */
 atomic_ulong lda_factor_checks, lda_factor_mismatches; /* every worker adds to them */
 
-static void check_factors(const shard_t *s, const int32_t *row, const lda_alias_t *a, float beta)
+static void check_factors(const shard_t *s, const int32_t *row, float beta)
 {
   unsigned long bad = 0;
   for (uint32_t k = 0; k < s->m->p.K; k++) {
     float fresh = word_factor(row, s->wdelta, s->inv, beta, k);
     bad += fabsf(s->f[k] - fresh) > 1e-6f * fabsf(fresh);
-    bad += s->wq[k] != (float)lda_alias_weight(a, k);
+    bad += s->wq[k] != (float)lda_alias_weight(&s->word, k);
   }
-  atomic_fetch_add_explicit(&lda_factor_mismatches, bad, memory_order_relaxed);
-  atomic_fetch_add_explicit(&lda_factor_checks, 1, memory_order_relaxed);
-}
-
-static void check_cleared(const shard_t *s)
-{
-  unsigned long bad = 0;
-  for (uint32_t k = 0; k < s->m->p.K; k++) bad += s->wq[k] != 0.0f;
   atomic_fetch_add_explicit(&lda_factor_mismatches, bad, memory_order_relaxed);
   atomic_fetch_add_explicit(&lda_factor_checks, 1, memory_order_relaxed);
 }
@@ -159,20 +137,38 @@ static inline void set_inv(shard_t *s, uint32_t k)
   s->inv[k] = (float)(1.0 / ((s->nt[k] > 0 ? (double)s->nt[k] : 0.0) + s->m->p.vbeta));
 }
 
+/* The totals as of now (everything applied to the view's row so far), and the smoothing
+ * bucket from them. 0 or AU_ENOMEM. */
+static int read_totals(shard_t *s, const au_view_t *tv)
+{
+  const lda_t *m = s->m;
+  const int32_t *nt = au_view_row(tv, 0);
+  for (uint32_t k = 0; k < m->p.K; k++) {
+    s->nt[k] = lda_count(nt, k);
+    set_inv(s, k);
+    s->smooth_inv[k] = s->inv[k];
+  }
+  return lda_alias_build_smooth(&s->smooth, s->inv, m->p.alpha, m->p.beta, m->p.K, &s->build) == 0
+             ? 0
+             : AU_ENOMEM;
+}
+
 /* Samples the tokens of batch b word by word; applies each word's change when its tokens
- * are done. 0 or AU_ENOMEM (a table could not be built: the counts are still exact). */
-static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t *wv)
+ * are done, and the totals' change every TOTALS_TOKENS tokens (reading back the others'
+ * changes). 0 or AU_ENOMEM (a table could not be built: the counts are still exact). */
+static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t *wv,
+                        const au_view_t *tv)
 {
   lda_t *m = s->m;
   const uint32_t K = m->p.K, k0 = s->batch_kstart[b], kn = s->batch_kstart[b + 1] - k0;
   const lda_draw_ctx_t ctx = {m->p, &s->smooth, s->smooth_inv, s->w, s->block, m->o.mh_steps};
-  const float beta = (float)m->p.beta;
+  const float alpha = (float)m->p.alpha, beta = (float)m->p.beta;
   int32_t *wdelta = s->wdelta, *nt = s->nt;
   float *inv = s->inv, *f = s->f, *wq = s->wq;
-  uint16_t *z = s->z;
+  lda_alias_t *a = &s->word;
   uint64_t moved = 0;
+  uint32_t since = 0; /* tokens since the totals were applied */
   int rc = 0;
-  doc_entries(s, b);
   for (uint32_t i = 0; i < kn && rc == 0; i++) {
     if (i + PREFETCH_WORDS < kn) {
       /* a coming word's row: its tokens will read it all over (the document bucket visits
@@ -181,32 +177,30 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
       for (size_t at = 0; at < (size_t)K * sizeof(int32_t); at += 64)
         __builtin_prefetch(next + at, 0, 2);
     }
+    if (since >= TOTALS_TOKENS) {
+      if ((rc = apply_totals(w, s, tv)) != 0 || (rc = read_totals(s, tv)) != 0) break;
+      since = 0;
+    }
     const int32_t *row = au_view_row(wv, i);
-    /* the word's factor of every topic, kept current below as this worker's moves change
-     * the word's counts and the totals (wdelta is zero here) */
-    lda_bases(f, row, inv, beta, K);
-    lda_alias_t *a = &s->alias[s->batch_lw[k0 + i]];
-    const lda_ref_t *ref = &s->ord[s->tstart[k0 + i]], *end = &s->ord[s->tstart[k0 + i + 1]];
+    lda_tok_t *tok = &s->tok[s->tstart[k0 + i]], *end = &s->tok[s->tstart[k0 + i + 1]];
+    since += (uint32_t)(end - tok);
+    /* The word's factor of every topic, kept current below as this worker's moves change
+     * the word's counts and the totals (wdelta is zero here), and its table, fresh: built
+     * now and again after K draws from it (LightLDA's rule: an O(K) build amortized over
+     * as many draws). */
+    if (lda_word_build(a, f, wq, row, NULL, inv, alpha, beta, K, &s->build) != 0) rc = AU_ENOMEM;
     uint32_t n = 0;
-    lda_alias_spread(a, wq, 0);
-    for (; ref < end && rc == 0; ref++) {
-      if (ref + 1 < end) { /* the next token's document and topic */
-        const lda_doc_t *next = &s->docs[ref[1].doc];
-        __builtin_prefetch(next->topic);
-        __builtin_prefetch(next->count);
-        __builtin_prefetch(&z[ref[1].tok]);
+    for (; tok < end && rc == 0; tok++) {
+      if (tok + PREFETCH_TOKENS < end) { /* a coming token's document */
+        const char *next = (const char *)doc_at(s, tok[PREFETCH_TOKENS].doc);
+        for (uint32_t l = 0; l < tok[PREFETCH_TOKENS].lines && l < PREFETCH_DOC_LINES; l++)
+          __builtin_prefetch(next + 64 * l);
       }
-      /* The word's table is a snapshot, rebuilt once per sweep and after K draws from it
-       * (LightLDA's rule: an O(K) build amortized over as many draws). */
-      if (a->stamp != s->sweep || a->draws >= K) {
-        lda_alias_spread(a, wq, 1);
-        if (lda_alias_build_word(a, row, wdelta, inv, m->p.alpha, K, &s->build) != 0)
-          rc = AU_ENOMEM;
-        a->stamp = s->sweep;
-        lda_alias_spread(a, wq, 0);
-      }
-      const uint32_t j = ref->tok, z0 = z[j];
-      lda_doc_t *doc = &s->docs[ref->doc];
+      if (a->draws >= K &&
+          lda_word_build(a, NULL, wq, row, wdelta, inv, alpha, beta, K, &s->build) != 0)
+        rc = AU_ENOMEM;
+      const uint32_t z0 = tok->z;
+      lda_doc_t *doc = doc_at(s, tok->doc);
       /* the token out of every count, a new topic, the token back in */
       lda_doc_remove_at(doc, lda_doc_find(doc, z0));
       wdelta[z0]--;
@@ -222,24 +216,20 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
         inv[z0] = inv0;
         f[z0] = f0;
 #ifdef LDA_CHECK_FACTORS
-        check_factors(s, row, a, beta);
+        check_factors(s, row, beta);
 #endif
         continue;
       }
       set_inv(s, t);
       f[t] = word_factor(row, wdelta, inv, beta, t);
-      z[j] = (uint16_t)t;
+      tok->z = (uint16_t)t;
       s->tdelta[z0]--;
       s->tdelta[t]++;
       s->mv[n++] = (lda_move_t){(uint16_t)z0, (uint16_t)t};
 #ifdef LDA_CHECK_FACTORS
-      check_factors(s, row, a, beta);
+      check_factors(s, row, beta);
 #endif
     }
-    lda_alias_spread(a, wq, 1);
-#ifdef LDA_CHECK_FACTORS
-    check_cleared(s);
-#endif
     moved += n;
     int r2 = apply_word(w, s, wv, i, s->batch_keys[k0 + i], n);
     if (rc == 0) rc = r2;
@@ -252,7 +242,6 @@ static int sample_step(au_worker_t *w, shard_t *s)
 {
   lda_t *m = s->m;
   const uint32_t b = s->pos, k0 = s->batch_kstart[b], kn = s->batch_kstart[b + 1] - k0;
-  const uint32_t K = m->p.K;
   const au_key_t *keys = &s->batch_keys[k0], zero = 0;
   au_clock_t now = au_clock(w);
 
@@ -281,14 +270,8 @@ static int sample_step(au_worker_t *w, shard_t *s)
 
   /* From here on the step completes: the totals as of now, the smoothing bucket, then
    * the batch, then the totals' change. */
-  const int32_t *nt = au_view_row(&tv, 0);
-  for (uint32_t k = 0; k < K; k++) {
-    s->nt[k] = lda_count(nt, k);
-    set_inv(s, k);
-    s->smooth_inv[k] = s->inv[k];
-  }
-  int rc = lda_alias_build_smooth(&s->smooth, s->inv, m->p.alpha, m->p.beta, K, &s->build);
-  rc = rc == 0 ? sample_batch(w, s, b, &wv) : AU_ENOMEM;
+  int rc = read_totals(s, &tv);
+  if (rc == 0) rc = sample_batch(w, s, b, &wv, &tv);
   int r2 = apply_totals(w, s, &tv);
   au_release(w, &wv);
   au_release(w, &tv);
@@ -305,7 +288,6 @@ static int step(au_worker_t *w, void *arg)
   shard_t *s = arg;
   if (s->pos >= s->nbatches) {
     s->pos = 0;
-    if (!s->init) s->sweep++;
     return AU_PAUSE; /* end of the sweep; the next au_node_run starts the next */
   }
   return s->init ? init_step(w, s) : sample_step(w, s);
@@ -316,18 +298,13 @@ static int step(au_worker_t *w, void *arg)
 static void shard_free(shard_t *s)
 {
   free(s->doc_start);
-  free(s->lw);
-  free(s->z);
-  free(s->lw_key);
-  if (s->alias)
-    for (uint32_t i = 0; i < s->nlw; i++) lda_alias_free(&s->alias[i]);
-  free(s->alias);
+  free(s->dmem);
+  free(s->doc_block);
   free(s->batch_doc);
   free(s->batch_kstart);
   free(s->batch_keys);
-  free(s->batch_lw);
   free(s->tstart);
-  free(s->ord);
+  free(s->tok);
   free(s->nt);
   free(s->inv);
   free(s->smooth_inv);
@@ -337,20 +314,24 @@ static void shard_free(shard_t *s)
   free(s->wq);
   free(s->tdelta);
   free(s->wdelta);
-  free(s->at);
+  lda_alias_free(&s->word);
   lda_alias_free(&s->smooth);
-  free(s->docs);
-  free(s->dtop);
-  free(s->dcnt);
   free(s->mv);
   lda_build_scratch_free(&s->build);
 }
 
-/* Cuts the shard's documents into batches of about `batch` tokens (whole documents) and
- * at most max_words distinct words (unless one document alone has more), lists each
- * batch's distinct words, and groups each batch's tokens by word. mark: nlw entries of
- * scratch. */
-static int make_batches(shard_t *s, uint32_t K, uint32_t batch, uint32_t max_words, uint32_t *mark)
+static int cmp_key(const void *a, const void *b)
+{
+  au_key_t x = *(const au_key_t *)a, y = *(const au_key_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Cuts the shard's documents (tokens tw: their words) into batches of about `batch`
+ * tokens (whole documents) and at most max_words distinct words (unless one document
+ * alone has more), lists each batch's distinct words in key order, and groups each
+ * batch's tokens by word. mark: V entries of scratch. */
+static int make_batches(shard_t *s, const uint32_t *tw, uint32_t V, uint32_t batch,
+                        uint32_t max_words, uint32_t *mark)
 {
   /* boundaries, using a document's length as the bound on the new words it brings */
   uint32_t nb = 0;
@@ -379,56 +360,77 @@ static int make_batches(shard_t *s, uint32_t K, uint32_t batch, uint32_t max_wor
   s->batch_doc[nb] = s->ndocs;
   /* each batch's distinct words (first pass: count them) */
   size_t total = 0;
-  s->max_tokens = s->max_docs = 0;
+  s->max_tokens = 0;
   for (int fill = 0; fill < 2; fill++) {
-    for (uint32_t l = 0; l < s->nlw; l++) mark[l] = LDA_NONE;
+    for (uint32_t g = 0; g < V; g++) mark[g] = LDA_NONE;
     total = 0;
     for (uint32_t b = 0; b < nb; b++) {
       uint32_t first = s->doc_start[s->batch_doc[b]], end = s->doc_start[s->batch_doc[b + 1]];
       if (fill) s->batch_kstart[b] = (uint32_t)total;
       for (uint32_t j = first; j < end; j++) {
-        uint32_t l = s->lw[j];
-        if (mark[l] == b) continue;
-        mark[l] = b;
-        if (fill) s->batch_lw[total] = l, s->batch_keys[total] = s->lw_key[l];
+        uint32_t g = tw[j];
+        if (mark[g] == b) continue;
+        mark[g] = b;
+        if (fill) s->batch_keys[total] = g;
         total++;
       }
+      if (fill)
+        qsort(&s->batch_keys[s->batch_kstart[b]], total - s->batch_kstart[b], sizeof(au_key_t),
+              cmp_key);
       if (end - first > s->max_tokens) s->max_tokens = end - first;
-      if (s->batch_doc[b + 1] - s->batch_doc[b] > s->max_docs)
-        s->max_docs = s->batch_doc[b + 1] - s->batch_doc[b];
     }
     if (!fill) {
-      s->batch_lw = malloc((total + 1) * sizeof(uint32_t));
       s->batch_keys = malloc((total + 1) * sizeof(au_key_t));
       s->tstart = calloc(total + 1, sizeof(uint32_t));
-      if (!s->batch_lw || !s->batch_keys || !s->tstart) return AU_ENOMEM;
+      if (!s->batch_keys || !s->tstart) return AU_ENOMEM;
     }
   }
   s->batch_kstart[nb] = (uint32_t)total;
   /* each batch's tokens grouped by word: a counting sort on the word's place in the
-   * batch (mark[l] = that place while the batch is handled) */
+   * batch (mark[g] = that place while the batch is handled) */
   uint32_t ntok = s->doc_start[s->ndocs];
-  s->ord = malloc(((size_t)ntok + 1) * sizeof(lda_ref_t));
-  if (!s->ord) return AU_ENOMEM;
-  s->max_room = 0;
+  s->tok = malloc(((size_t)ntok + 1) * sizeof(lda_tok_t));
+  if (!s->tok) return AU_ENOMEM;
   for (uint32_t b = 0; b < nb; b++) {
-    uint32_t k0 = s->batch_kstart[b], k1 = s->batch_kstart[b + 1], room = 0;
+    uint32_t k0 = s->batch_kstart[b], k1 = s->batch_kstart[b + 1];
     uint32_t d0 = s->batch_doc[b], d1 = s->batch_doc[b + 1];
     uint32_t first = s->doc_start[d0], end = s->doc_start[d1];
-    for (uint32_t i = k0; i < k1; i++) mark[s->batch_lw[i]] = i;
-    for (uint32_t j = first; j < end; j++) s->tstart[mark[s->lw[j]] + 1]++;
+    for (uint32_t i = k0; i < k1; i++) mark[s->batch_keys[i]] = i;
+    for (uint32_t j = first; j < end; j++) s->tstart[mark[tw[j]] + 1]++;
     s->tstart[k0] = first;
     for (uint32_t i = k0; i < k1; i++) s->tstart[i + 1] += s->tstart[i];
     for (uint32_t d = d0; d < d1; d++) {
-      uint32_t len = s->doc_start[d + 1] - s->doc_start[d];
-      room += LDA_DOC_ROOM(len, K);
+      const lda_doc_t *doc = doc_at(s, s->doc_block[d]);
+      size_t bytes = LDA_DOC_BYTES(doc->room);
+      uint16_t lines = (uint16_t)(bytes / 64 < 65535 ? bytes / 64 : 65535);
       for (uint32_t j = s->doc_start[d]; j < s->doc_start[d + 1]; j++)
-        s->ord[s->tstart[mark[s->lw[j]]]++] = (lda_ref_t){j, d - d0};
+        s->tok[s->tstart[mark[tw[j]]]++] = (lda_tok_t){s->doc_block[d], 0, lines};
     }
     /* the fill moved each start to the next word's: shift back */
     for (uint32_t i = k1; i > k0; i--) s->tstart[i] = s->tstart[i - 1];
     s->tstart[k0] = first;
-    if (room > s->max_room) s->max_room = room;
+  }
+  return 0;
+}
+
+/* The shard's document blocks: one per document, empty, in document order. */
+static int make_docs(shard_t *s, uint32_t K)
+{
+  size_t units = 0;
+  s->doc_block = malloc(((size_t)s->ndocs + 1) * sizeof(uint32_t));
+  if (!s->doc_block) return AU_ENOMEM;
+  for (uint32_t d = 0; d < s->ndocs; d++) {
+    uint32_t len = s->doc_start[d + 1] - s->doc_start[d];
+    if (units > UINT32_MAX) return AU_ENOMEM; /* beyond what a block number holds */
+    s->doc_block[d] = (uint32_t)units;
+    units += LDA_DOC_BYTES(LDA_DOC_ROOM(len, K)) / 64;
+  }
+  s->dmem = aligned_alloc(64, (units ? units : 1) * 64);
+  if (!s->dmem) return AU_ENOMEM;
+  memset(s->dmem, 0, (units ? units : 1) * 64);
+  for (uint32_t d = 0; d < s->ndocs; d++) {
+    uint32_t len = s->doc_start[d + 1] - s->doc_start[d];
+    lda_doc_init(doc_at(s, s->doc_block[d]), len, LDA_DOC_ROOM(len, K));
   }
   return 0;
 }
@@ -439,8 +441,8 @@ static int deal(lda_t *m, const lda_corpus_t *c)
 {
   const uint32_t nodes = (uint32_t)m->nodes, rank = (uint32_t)m->rank, ns = (uint32_t)m->nshards;
   const uint32_t K = m->p.K;
-  uint32_t *g2l = malloc(((size_t)c->nwords + 1) * sizeof(uint32_t));
-  if (!g2l) return AU_ENOMEM;
+  uint32_t *mark = malloc(((size_t)c->nwords + 1) * sizeof(uint32_t));
+  if (!mark) return AU_ENOMEM;
   uint32_t max_words = UINT32_MAX;
   if (m->nodes > 1) {
     size_t row = (size_t)K * sizeof(int32_t);
@@ -458,33 +460,22 @@ static int deal(lda_t *m, const lda_corpus_t *c)
     }
     s->ndocs = nd;
     s->doc_start = malloc(((size_t)nd + 1) * sizeof(uint32_t));
-    s->lw = malloc((ntok + 1) * sizeof(uint32_t));
-    s->z = malloc((ntok + 1) * sizeof(uint16_t));
-    size_t maxlw = ntok < c->nwords ? (size_t)ntok : c->nwords;
-    s->lw_key = malloc((maxlw + 1) * sizeof(au_key_t));
-    if (!s->doc_start || !s->lw || !s->z || !s->lw_key) {
+    uint32_t *tw = malloc((ntok + 1) * sizeof(uint32_t)); /* token -> word */
+    if (!s->doc_start || !tw) {
+      free(tw);
       rc = AU_ENOMEM;
       break;
     }
-    for (uint32_t g = 0; g < c->nwords; g++) g2l[g] = LDA_NONE;
     uint32_t t = 0, i = 0;
     s->doc_start[0] = 0;
     for (uint64_t d = rank + (uint64_t)nodes * sh; d < c->ndocs; d += (uint64_t)nodes * ns) {
-      for (size_t j = c->doc_start[d]; j < c->doc_start[d + 1]; j++) {
-        uint32_t g = c->words[j];
-        if (g2l[g] == LDA_NONE) {
-          g2l[g] = s->nlw;
-          s->lw_key[s->nlw++] = g;
-        }
-        s->lw[t++] = g2l[g];
-      }
+      for (size_t j = c->doc_start[d]; j < c->doc_start[d + 1]; j++) tw[t++] = c->words[j];
       s->doc_start[++i] = t;
     }
-    s->alias = calloc((size_t)s->nlw + 1, sizeof(lda_alias_t));
-    if (!s->alias || make_batches(s, K, m->o.batch, max_words, g2l) != 0) {
-      rc = AU_ENOMEM;
-      break;
-    }
+    rc = make_docs(s, K);
+    if (rc == 0) rc = make_batches(s, tw, c->nwords, m->o.batch, max_words, mark);
+    free(tw);
+    if (rc != 0) break;
     s->nt = calloc(K, sizeof(int32_t));
     s->inv = calloc(K, sizeof(float));
     s->smooth_inv = calloc(K, sizeof(float));
@@ -494,21 +485,15 @@ static int deal(lda_t *m, const lda_corpus_t *c)
     s->wq = calloc(K, sizeof(float));
     s->tdelta = calloc(K, sizeof(int32_t));
     s->wdelta = calloc(K, sizeof(int32_t));
-    s->at = calloc(K, sizeof(uint32_t));
-    s->docs = malloc(((size_t)s->max_docs + 1) * sizeof(lda_doc_t));
-    s->dtop = malloc(((size_t)s->max_room + 8) * sizeof(uint16_t));
-    s->dcnt = malloc(((size_t)s->max_room + 8) * sizeof(float));
     s->mv = malloc(((size_t)s->max_tokens + 1) * sizeof(lda_move_t));
     if (!s->nt || !s->inv || !s->smooth_inv || !s->w || !s->block || !s->f || !s->wq ||
-        !s->tdelta || !s->wdelta || !s->at || !s->docs || !s->dtop || !s->dcnt || !s->mv ||
-        lda_build_scratch_init(&s->build, K) != 0) {
+        !s->tdelta || !s->wdelta || !s->mv || lda_build_scratch_init(&s->build, K) != 0) {
       rc = AU_ENOMEM;
       break;
     }
     lda_rng_seed(&s->rng, m->o.seed, 0x100000u + ((uint64_t)rank << 16) + sh);
-    s->sweep = 1;
   }
-  free(g2l);
+  free(mark);
   return rc;
 }
 

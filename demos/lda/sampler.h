@@ -71,7 +71,7 @@ typedef struct lda_alias {
 } lda_alias_t;
 
 /* The weight of topic k in a word table: binary search, O(log n) (draws read the dense
- * spread below instead). */
+ * weights lda_word_build writes instead; tests and LDA_CHECK_FACTORS use this). */
 static inline double lda_alias_weight(const lda_alias_t *a, uint32_t k)
 {
   uint32_t lo = 0, hi = a->n;
@@ -85,14 +85,6 @@ static inline double lda_alias_weight(const lda_alias_t *a, uint32_t k)
   return lo < a->n && a->key[lo] == k ? (double)a->weight[lo] : 0.0;
 }
 
-/* Writes a word table's weights into dense[key] (dense has K entries), or with clear,
- * sets those entries back to 0: a dense copy makes q(k) one load while one word's tokens
- * are drawn. */
-static inline void lda_alias_spread(const lda_alias_t *a, float *dense, int clear)
-{
-  for (uint32_t i = 0; i < a->n; i++) dense[a->key[i]] = clear ? 0.0f : a->weight[i];
-}
-
 /* Work space for building alias tables over K topics (no allocation per build). */
 typedef struct lda_build_scratch {
   uint16_t *topic;
@@ -104,46 +96,81 @@ int lda_build_scratch_init(lda_build_scratch_t *s, uint32_t K);
 void lda_build_scratch_free(lda_build_scratch_t *s);
 void lda_alias_free(lda_alias_t *a);
 
-/* The word bucket of a word with counts n_wk = row[k] + delta[k] (delta may be NULL):
- * weights alpha n_wk inv[k] over the positive counts. 0 or -1 (out of memory: a is left
- * empty, mass 0). */
-int lda_alias_build_word(lda_alias_t *a, const int32_t *row, const int32_t *delta, const float *inv,
-                         double alpha, uint32_t K, lda_build_scratch_t *s);
+/* The word bucket of a word, in one pass over its row: with n_k = row[k] + delta[k]
+ * clamped at 0 (delta may be NULL), writes wq[k] = alpha n_k inv[k] for every k
+ * (0 where n_k is 0: the word table's weights, dense, so that the MH test reads q(k) with
+ * one load) and, when f is not NULL, the word's factors f[k] = lda_base(n_k, beta, inv[k]);
+ * then builds a over the positive wq, with exactly those weights. The arithmetic is
+ * vectorized with the widest instructions the CPU has (chosen at run time). 0 or -1 (out
+ * of memory: a is left empty, mass 0). Other threads may be adding to row meanwhile
+ * (see lda_bases). */
+int lda_word_build(lda_alias_t *a, float *f, float *wq, const int32_t *row, const int32_t *delta,
+                   const float *inv, float alpha, float beta, uint32_t K, lda_build_scratch_t *s);
 /* The smoothing bucket: weights alpha beta inv[k] over all K topics. 0 or -1. */
 int lda_alias_build_smooth(lda_alias_t *a, const float *inv, double alpha, double beta, uint32_t K,
                            lda_build_scratch_t *s);
 
 /* ---- documents ------------------------------------------------------------------------- */
 
-/* A document's topics present, unordered: its sparse n_dk as parallel arrays, topic[i]
- * with count[i] for i < n. There is room for LDA_DOC_ROOM(L, K) entries; those from n up
- * to the next multiple of 8 are padding (topic 0, count 0), so that a search reads whole
- * blocks of 8 and the document bucket can sum them as zero. */
+/* A document's topics present, unordered: its sparse n_dk, in groups of 8 entries (the 8
+ * topics, then their 8 counts), so that the entries of a document with up to 8 topics
+ * share one cache line with its header. Entry i is g[i / 8] lane i % 8, for i < n; the
+ * lanes from n up to the next multiple of 8 are padding (topic 0, count 0), so that a
+ * search compares whole groups and the document bucket sums them as zero. A document
+ * lives in a block of LDA_DOC_BYTES(room) bytes, 64-byte aligned. */
+typedef struct lda_group {
+  uint16_t topic[8];
+  float count[8]; /* whole numbers, exact in a float up to 2^24 tokens per document */
+} lda_group_t;
+
 typedef struct lda_doc {
-  uint16_t *topic;
-  float *count; /* whole numbers, exact in a float up to 2^24 tokens per document */
-  uint32_t n;
+  uint32_t n;      /* topics present */
+  uint32_t len;    /* tokens */
+  uint32_t room;   /* entries there is room for: a multiple of 8, at least min(len, K) */
+  uint32_t unused; /* (the groups start 16 bytes in) */
+  lda_group_t g[];
 } lda_doc_t;
 
 #define LDA_DOC_ROOM(len, K) (((uint32_t)((len) < (K) ? (len) : (K)) + 7u) & ~7u)
+#define LDA_DOC_BYTES(room)                                                                        \
+  ((sizeof(lda_doc_t) + (room) / 8 * sizeof(lda_group_t) + 63) & ~(size_t)63)
+
+static inline uint32_t lda_doc_topic(const lda_doc_t *d, uint32_t i)
+{
+  return d->g[i >> 3].topic[i & 7];
+}
+
+static inline float lda_doc_count(const lda_doc_t *d, uint32_t i)
+{
+  return d->g[i >> 3].count[i & 7];
+}
+
+/* An empty document of len tokens in a zeroed block with room for room entries. */
+static inline void lda_doc_init(lda_doc_t *d, uint32_t len, uint32_t room)
+{
+  d->n = 0;
+  d->len = len;
+  d->room = room;
+}
 
 /* The index of topic k, or d->n if it is absent. Eight topics per compare with SSE2. */
 static inline uint32_t lda_doc_find(const lda_doc_t *d, uint32_t k)
 {
+  const uint32_t n = d->n;
 #ifdef __SSE2__
   const __m128i key = _mm_set1_epi16((short)k);
-  for (uint32_t i = 0; i < d->n; i += 8) {
-    __m128i v = _mm_loadu_si128((const __m128i *)(d->topic + i));
+  for (uint32_t g = 0; 8 * g < n; g++) {
+    __m128i v = _mm_loadu_si128((const __m128i *)d->g[g].topic);
     unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi16(v, key));
     if (m) {
-      uint32_t at = i + (uint32_t)__builtin_ctz(m) / 2;
-      return at < d->n ? at : d->n; /* a match in the padding is no match */
+      uint32_t at = 8 * g + (uint32_t)__builtin_ctz(m) / 2;
+      return at < n ? at : n; /* a match in the padding is no match */
     }
   }
-  return d->n;
+  return n;
 #else
   uint32_t i = 0;
-  while (i < d->n && d->topic[i] != k) i++;
+  while (i < n && lda_doc_topic(d, i) != k) i++;
   return i;
 #endif
 }
@@ -151,12 +178,14 @@ static inline uint32_t lda_doc_find(const lda_doc_t *d, uint32_t k)
 /* One token less at entry i; an entry that reaches 0 is replaced by the last one. */
 static inline void lda_doc_remove_at(lda_doc_t *d, uint32_t i)
 {
-  if (--d->count[i] == 0.0f) {
+  lda_group_t *g = &d->g[i >> 3];
+  if (--g->count[i & 7] == 0.0f) {
     uint32_t last = --d->n;
-    d->topic[i] = d->topic[last];
-    d->count[i] = d->count[last];
-    d->topic[last] = 0;
-    d->count[last] = 0;
+    lda_group_t *l = &d->g[last >> 3];
+    g->topic[i & 7] = l->topic[last & 7];
+    g->count[i & 7] = l->count[last & 7];
+    l->topic[last & 7] = 0;
+    l->count[last & 7] = 0;
   }
 }
 
@@ -164,12 +193,11 @@ static inline void lda_doc_remove_at(lda_doc_t *d, uint32_t i)
 static inline void lda_doc_add(lda_doc_t *d, uint32_t k)
 {
   uint32_t i = lda_doc_find(d, k);
-  if (i < d->n) {
-    d->count[i]++;
-  } else {
-    d->topic[d->n] = (uint16_t)k;
-    d->count[d->n++] = 1;
+  if (i == d->n) {
+    d->g[i >> 3].topic[i & 7] = (uint16_t)k;
+    d->n++;
   }
+  d->g[i >> 3].count[i & 7]++;
 }
 
 /* ---- one token ------------------------------------------------------------------------- */
@@ -182,7 +210,7 @@ typedef struct lda_params {
 
 /* What a worker's draws share: the smoothing table and the inv[k] = 1 / (n_k + V beta)
  * it was built from; room for the document bucket's weights
- * (K + 8) and their sums by blocks of 8 (K / 8 + 2). Single precision: the weights only
+ * (K + 8) and their sums by groups of 8 (K / 8 + 2). Single precision: the weights only
  * need to be consistent, and floats halve what the inner loop reads. */
 typedef struct lda_draw_ctx {
   lda_params_t p;
@@ -216,9 +244,9 @@ static inline void lda_bases(float *restrict f, const int32_t *restrict row,
 
 /* Redraws the topic of a token of a word in a document, whose counts no longer include
  * it: f[k] = lda_base(n_wk, beta, inv_k) for every topic (the caller keeps it current as
- * counts change), n_dk from doc; word is the word's table and wq its weights spread over
- * all K topics (lda_alias_spread). Starts from topic s and runs
- * c->mh Metropolis-Hastings steps with the proposal of the file comment. */
+ * counts change), n_dk from doc; word is the word's table and wq its weights over all K
+ * topics (lda_word_build). Starts from topic s and runs c->mh Metropolis-Hastings steps
+ * with the proposal of the file comment. */
 static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const lda_doc_t *doc,
                                   lda_alias_t *word, const float *wq, uint32_t s, lda_rng_t *r)
 {
@@ -227,13 +255,14 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
   float *w = c->w, *block = c->block;
   double dsum = 0;
   const uint32_t n = doc->n, nb = (n + 7) / 8;
-  /* the document bucket, by blocks of 8 whose sums are independent chains (padding
+  /* the document bucket, by groups of 8 whose sums are independent chains (padding
    * entries weigh 0) */
   for (uint32_t b = 0; b < nb; b++) {
+    const lda_group_t *g = &doc->g[b];
     float sb = 0;
-    for (uint32_t i = 8 * b; i < 8 * b + 8; i++) {
-      float x = doc->count[i] * f[doc->topic[i]];
-      w[i] = x;
+    for (uint32_t l = 0; l < 8; l++) {
+      float x = g->count[l] * f[g->topic[l]];
+      w[8 * b + l] = x;
       sb += x;
     }
     block[b] = sb;
@@ -242,7 +271,7 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
   const double total = dsum + word->mass + c->smooth->mass;
   /* p(k) = (n_dk + alpha) base_k and q(k) = n_dk base_k + word(k) + smoothing(k) */
   uint32_t at = lda_doc_find(doc, s);
-  float cnt = at < n ? doc->count[at] : 0.0f, base = f[s];
+  float cnt = at < n ? lda_doc_count(doc, at) : 0.0f, base = f[s];
   double ps = (cnt + alpha) * base;
   double qs = cnt * base + wq[s] + ab * sinv[s];
   for (int step = 0; step < c->mh; step++) {
@@ -253,8 +282,8 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
       while (b + 1 < nb && u >= block[b]) u -= block[b++];
       uint32_t i = 8 * b, end = 8 * b + 8 < n ? 8 * b + 8 : n;
       while (i + 1 < end && u >= w[i]) u -= w[i++];
-      k = doc->topic[i];
-      cnt = doc->count[i];
+      k = lda_doc_topic(doc, i);
+      cnt = lda_doc_count(doc, i);
     } else {
       if (u - dsum < word->mass && word->n) {
         word->draws++;
@@ -263,7 +292,7 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
         k = lda_alias_draw(c->smooth->bins, c->smooth->n, r);
       }
       at = lda_doc_find(doc, k);
-      cnt = at < n ? doc->count[at] : 0.0f;
+      cnt = at < n ? lda_doc_count(doc, at) : 0.0f;
     }
     if (k == s) continue;
     base = f[k];
@@ -300,5 +329,7 @@ double lda_llh_totals(const int32_t *nk, uint32_t K, double vbeta, uint64_t *neg
 /* One document with topics z[0..len); scratch: K zeroed ints, left zeroed. */
 double lda_llh_doc(const uint16_t *z, uint32_t len, double kalpha, const lda_lgamma_t *lga,
                    int32_t *scratch);
+/* The same from a document's entries. */
+double lda_llh_doc_entries(const lda_doc_t *d, double kalpha, const lda_lgamma_t *lga);
 
 #endif
