@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* On a cluster a step's rows from one node travel in one message: keep it well under the
  * transport's 64 MiB frame limit. */
@@ -595,29 +596,44 @@ nomem:
   return AU_ENOMEM;
 }
 
+/* User and system time of this process so far. */
+static double cpu_seconds(void)
+{
+  struct rusage u;
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 int lda_iterate(lda_t *m, lda_iter_t *out)
 {
   for (int i = 0; i < m->nshards; i++) m->shards[i].tokens = m->shards[i].moved = 0;
   au_node_stats_t before, after;
   au_node_stats(m->node, &before);
+  double cpu0 = cpu_seconds();
   uint64_t t0 = au_now_ns();
   int rc = au_node_run(m->node);
   out->seconds = (double)(au_now_ns() - t0) / 1e9;
+  double cpu = cpu_seconds() - cpu0;
   if (rc != 0) return rc;
   au_node_stats(m->node, &after);
-  double v[5] = {0, 0, (double)(after.rows_local - before.rows_local),
+  double v[6] = {0,
+                 0,
+                 (double)(after.rows_local - before.rows_local),
                  (double)(after.rows_remote - before.rows_remote),
-                 (double)(after.intents - before.intents)};
+                 (double)(after.intents - before.intents),
+                 cpu};
   for (int i = 0; i < m->nshards; i++) {
     v[0] += (double)m->shards[i].tokens;
     v[1] += (double)m->shards[i].moved;
   }
-  if ((rc = au_allreduce_sum(au_node_runtime(m->node), v, 5)) != 0) return rc;
+  if ((rc = au_allreduce_sum(au_node_runtime(m->node), v, 6)) != 0) return rc;
   out->tokens = (uint64_t)v[0];
   out->tokens_per_s = out->seconds > 0 ? v[0] / out->seconds : 0;
   out->moved = v[0] > 0 ? v[1] / v[0] : 0;
   out->local = v[2] + v[3] > 0 ? v[2] / (v[2] + v[3]) : 1.0;
   out->intents = (uint64_t)v[4];
+  out->cpu_seconds = v[5];
   return 0;
 }
 

@@ -39,6 +39,7 @@ typedef struct lda_iter {
   double tokens_per_s; /* tokens sampled on all nodes / seconds */
   double moved;        /* share of tokens whose topic changed */
   double local;        /* share of word rows that were on this node when acquired */
+  double cpu_seconds;  /* CPU time the nodes' processes used in the sweep, summed */
   uint64_t tokens, intents;
 } lda_iter_t;
 
