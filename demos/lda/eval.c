@@ -103,8 +103,8 @@ int lda_check(lda_t *m, lda_check_t *out)
     memset(cnt, 0, (size_t)n * K * sizeof(double));
     for (int i = 0; i < m->nshards; i++) {
       const shard_t *s = &m->shards[i];
-      for (uint32_t w = 0; w < s->batch_kstart[s->nbatches]; w++) {
-        uint64_t g = s->batch_keys[w];
+      for (uint32_t w = 0; w < s->nw; w++) {
+        uint64_t g = s->keys[w];
         if (g < first || g >= first + n) continue;
         for (uint32_t j = s->tstart[w]; j < s->tstart[w + 1]; j++)
           cnt[(g - first) * K + s->tok[j].z] += 1;

@@ -24,17 +24,13 @@
 #define PREFETCH_TOKENS    8
 #define PREFETCH_DOC_LINES 4
 
-/* A step applies its change of the topic totals, and reads back the other workers', at
- * least this often (in tokens sampled). */
-#define TOTALS_TOKENS 65536
-
 void lda_opts_default(lda_opts_t *o)
 {
   *o = (lda_opts_t){.topics = 20,
                     .alpha = 0.1,
                     .beta = 0.01,
                     .workers = 0,
-                    .batch = 262144,
+                    .batch = 65536,
                     .lookahead = 2,
                     .mh_steps = 1,
                     .seed = 1,
@@ -84,12 +80,21 @@ static int apply_totals(au_worker_t *w, shard_t *s, const au_view_t *tv)
   return rc;
 }
 
+/* The step's words: keys[*k0 .. *k0 + *kn). */
+static uint32_t step_words(const shard_t *s, uint32_t step, uint32_t *kn)
+{
+  uint32_t j = (s->first + step) % s->nsteps;
+  *kn = s->step_kstart[j + 1] - s->step_kstart[j];
+  return s->step_kstart[j];
+}
+
 /* The first run: uniformly random topics, their counts pushed to the tables. */
 static int init_step(au_worker_t *w, shard_t *s)
 {
-  const uint32_t b = s->pos, K = s->m->p.K, k0 = s->batch_kstart[b];
+  const uint32_t K = s->m->p.K;
+  uint32_t kn, k0 = step_words(s, s->pos, &kn);
   int rc = 0;
-  for (uint32_t i = k0; i < s->batch_kstart[b + 1] && rc == 0; i++) {
+  for (uint32_t i = k0; i < k0 + kn && rc == 0; i++) {
     uint32_t n = 0;
     for (uint32_t o = s->tstart[i]; o < s->tstart[i + 1]; o++) {
       uint32_t t = lda_rng_below(&s->rng, K);
@@ -99,7 +104,7 @@ static int init_step(au_worker_t *w, shard_t *s)
       s->tdelta[t]++;
       s->mv[n++] = (lda_move_t){(uint16_t)t, (uint16_t)t};
     }
-    rc = apply_word(w, s, NULL, i - k0, s->batch_keys[i], n);
+    rc = apply_word(w, s, NULL, i - k0, s->keys[i], n);
   }
   if (rc == 0) rc = apply_totals(w, s, NULL);
   if (rc != 0) return rc;
@@ -154,21 +159,19 @@ static int read_totals(shard_t *s, const au_view_t *tv)
              : AU_ENOMEM;
 }
 
-/* Samples the tokens of batch b word by word; applies each word's change when its tokens
- * are done, and the totals' change every TOTALS_TOKENS tokens (reading back the others'
- * changes). 0 or AU_ENOMEM (a table could not be built: the counts are still exact). */
-static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t *wv,
-                        const au_view_t *tv)
+/* Samples the tokens of the words keys[k0 .. k0 + kn) word by word (wv: their rows);
+ * applies each word's change when its tokens are done. 0 or AU_ENOMEM (a table could not
+ * be built: the counts are still exact). */
+static int sample_words(au_worker_t *w, shard_t *s, uint32_t k0, uint32_t kn, const au_view_t *wv)
 {
   lda_t *m = s->m;
-  const uint32_t K = m->p.K, k0 = s->batch_kstart[b], kn = s->batch_kstart[b + 1] - k0;
+  const uint32_t K = m->p.K;
   const lda_draw_ctx_t ctx = {m->p, &s->smooth, s->smooth_inv, s->w, s->block, m->o.mh_steps};
   const float alpha = (float)m->p.alpha, beta = (float)m->p.beta;
   int32_t *wdelta = s->wdelta, *nt = s->nt;
   float *inv = s->inv, *f = s->f, *wq = s->wq;
   lda_alias_t *a = &s->word;
   uint64_t moved = 0;
-  uint32_t since = 0; /* tokens since the totals were applied */
   int rc = 0;
   for (uint32_t i = 0; i < kn && rc == 0; i++) {
     if (i + PREFETCH_WORDS < kn) {
@@ -178,13 +181,8 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
       for (size_t at = 0; at < (size_t)K * sizeof(int32_t); at += 64)
         __builtin_prefetch(next + at, 0, 2);
     }
-    if (since >= TOTALS_TOKENS) {
-      if ((rc = apply_totals(w, s, tv)) != 0 || (rc = read_totals(s, tv)) != 0) break;
-      since = 0;
-    }
     const int32_t *row = au_view_row(wv, i);
     lda_tok_t *tok = &s->tok[s->tstart[k0 + i]], *end = &s->tok[s->tstart[k0 + i + 1]];
-    since += (uint32_t)(end - tok);
     /* The word's factor of every topic, kept current below as this worker's moves change
      * the word's counts and the totals (wdelta is zero here), and its table, fresh: built
      * now and again after K draws from it (LightLDA's rule: an O(K) build amortized over
@@ -232,7 +230,7 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
 #endif
     }
     moved += n;
-    int r2 = apply_word(w, s, wv, i, s->batch_keys[k0 + i], n);
+    int r2 = apply_word(w, s, wv, i, s->keys[k0 + i], n);
     if (rc == 0) rc = r2;
   }
   s->moved += moved;
@@ -242,17 +240,17 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
 static int sample_step(au_worker_t *w, shard_t *s)
 {
   lda_t *m = s->m;
-  const uint32_t b = s->pos, k0 = s->batch_kstart[b], kn = s->batch_kstart[b + 1] - k0;
-  const au_key_t *keys = &s->batch_keys[k0], zero = 0;
+  uint32_t kn, k0 = step_words(s, s->pos, &kn);
+  const au_key_t *keys = &s->keys[k0], zero = 0;
   au_clock_t now = au_clock(w);
 
-  /* Announce the words of the batch `lookahead` steps ahead (wrapping into the next
+  /* Announce the words of the step `lookahead` steps ahead (wrapping into the next
    * sweep), and the totals. A re-run after AU_WAIT repeats this; intents are idempotent. */
   if (m->o.lookahead > 0) {
-    uint32_t a = (uint32_t)((b + (uint64_t)m->o.lookahead) % s->nbatches);
-    uint32_t a0 = s->batch_kstart[a];
+    uint32_t an,
+        a0 = step_words(s, (uint32_t)((s->pos + (uint64_t)m->o.lookahead) % s->nsteps), &an);
     au_clock_t at = now + m->o.lookahead;
-    int rc = au_intent(w, m->words, &s->batch_keys[a0], s->batch_kstart[a + 1] - a0, at, at + 1);
+    int rc = au_intent(w, m->words, &s->keys[a0], an, at, at + 1);
     if (rc == 0) rc = au_intent(w, m->totals, &zero, 1, at, at + 1);
     if (rc != 0) return rc;
   }
@@ -270,15 +268,15 @@ static int sample_step(au_worker_t *w, shard_t *s)
   }
 
   /* From here on the step completes: the totals as of now, the smoothing bucket, then
-   * the batch, then the totals' change. */
+   * the words, then the totals' change. */
   int rc = read_totals(s, &tv);
-  if (rc == 0) rc = sample_batch(w, s, b, &wv, &tv);
+  if (rc == 0) rc = sample_words(w, s, k0, kn, &wv);
   int r2 = apply_totals(w, s, &tv);
   au_release(w, &wv);
   au_release(w, &tv);
   if (rc == 0) rc = r2;
   if (rc != 0) return rc;
-  s->tokens += s->doc_start[s->batch_doc[b + 1]] - s->doc_start[s->batch_doc[b]];
+  s->tokens += s->tstart[k0 + kn] - s->tstart[k0];
   s->pos++;
   au_clock_advance(w);
   return AU_CONTINUE;
@@ -287,7 +285,7 @@ static int sample_step(au_worker_t *w, shard_t *s)
 static int step(au_worker_t *w, void *arg)
 {
   shard_t *s = arg;
-  if (s->pos >= s->nbatches) {
+  if (s->pos >= s->nsteps) {
     s->pos = 0;
     return AU_PAUSE; /* end of the sweep; the next au_node_run starts the next */
   }
@@ -298,13 +296,11 @@ static int step(au_worker_t *w, void *arg)
 
 static void shard_free(shard_t *s)
 {
-  free(s->doc_start);
   free(s->dmem);
   free(s->doc_block);
-  free(s->batch_doc);
-  free(s->batch_kstart);
-  free(s->batch_keys);
+  free(s->keys);
   free(s->tstart);
+  free(s->step_kstart);
   free(s->tok);
   free(s->nt);
   free(s->inv);
@@ -321,107 +317,75 @@ static void shard_free(shard_t *s)
   lda_build_scratch_free(&s->build);
 }
 
-static int cmp_key(const void *a, const void *b)
+/* The shard's distinct words in key order, its tokens (tw: their words; doc_start: the
+ * documents' token offsets) grouped by word, and the steps: runs of whole words of about
+ * `batch` tokens and at most max_words words (at least one word). mark: V entries of
+ * scratch. */
+static int make_words(shard_t *s, const uint32_t *tw, const uint32_t *doc_start, uint32_t V,
+                      uint32_t batch, uint32_t max_words, uint32_t *mark)
 {
-  au_key_t x = *(const au_key_t *)a, y = *(const au_key_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* Cuts the shard's documents (tokens tw: their words) into batches of about `batch`
- * tokens (whole documents) and at most max_words distinct words (unless one document
- * alone has more), lists each batch's distinct words in key order, and groups each
- * batch's tokens by word. mark: V entries of scratch. */
-static int make_batches(shard_t *s, const uint32_t *tw, uint32_t V, uint32_t batch,
-                        uint32_t max_words, uint32_t *mark)
-{
-  /* boundaries, using a document's length as the bound on the new words it brings */
-  uint32_t nb = 0;
+  const uint32_t ntok = doc_start[s->ndocs];
+  uint32_t nw = 0;
+  for (uint32_t g = 0; g < V; g++) mark[g] = 0;
+  for (uint32_t j = 0; j < ntok; j++) nw += !mark[tw[j]]++;
+  s->nw = nw;
+  s->keys = malloc(((size_t)nw + 1) * sizeof(au_key_t));
+  s->tstart = malloc(((size_t)nw + 1) * sizeof(uint32_t));
+  s->tok = malloc(((size_t)ntok + 1) * sizeof(lda_tok_t));
+  if (!s->keys || !s->tstart || !s->tok) return AU_ENOMEM;
+  /* words ascending (a pass over the vocabulary sorts them), each word's first token */
+  uint32_t i = 0, at = 0;
+  s->max_tokens = 0;
+  for (uint32_t g = 0; g < V; g++) {
+    if (!mark[g]) continue;
+    uint32_t count = mark[g];
+    if (count > s->max_tokens) s->max_tokens = count;
+    s->keys[i] = g;
+    s->tstart[i++] = at;
+    mark[g] = at; /* where the word's next token goes */
+    at += count;
+  }
+  s->tstart[nw] = ntok;
+  for (uint32_t d = 0; d < s->ndocs; d++) {
+    const lda_doc_t *doc = doc_at(s, s->doc_block[d]);
+    size_t bytes = LDA_DOC_BYTES(doc->room);
+    uint16_t lines = (uint16_t)(bytes / 64 < 65535 ? bytes / 64 : 65535);
+    for (uint32_t j = doc_start[d]; j < doc_start[d + 1]; j++)
+      s->tok[mark[tw[j]]++] = (lda_tok_t){s->doc_block[d], 0, lines};
+  }
+  /* the steps (first pass: count them) */
   for (int fill = 0; fill < 2; fill++) {
-    uint32_t tokens = 0, words = 0;
-    nb = 0;
-    for (uint32_t d = 0; d < s->ndocs; d++) {
-      uint32_t len = s->doc_start[d + 1] - s->doc_start[d];
-      if (tokens > 0 && (tokens >= batch || (uint64_t)words + len > max_words)) {
-        nb++;
-        if (fill) s->batch_doc[nb] = d;
+    uint32_t n = 0, tokens = 0, words = 0;
+    for (uint32_t w = 0; w < nw; w++) {
+      uint32_t len = s->tstart[w + 1] - s->tstart[w];
+      if (words > 0 && ((uint64_t)tokens + len > batch || words >= max_words)) {
+        n++;
         tokens = words = 0;
       }
-      tokens += len ? len : 1; /* an empty document still moves the batch on */
-      words += len;
+      if (fill && words == 0) s->step_kstart[n] = w;
+      tokens += len;
+      words++;
     }
-    if (s->ndocs) nb++;
+    n += words > 0;
     if (!fill) {
-      s->batch_doc = malloc(((size_t)nb + 1) * sizeof(uint32_t));
-      s->batch_kstart = malloc(((size_t)nb + 1) * sizeof(uint32_t));
-      if (!s->batch_doc || !s->batch_kstart) return AU_ENOMEM;
-      s->batch_doc[0] = 0;
+      s->nsteps = n ? n : 1;
+      s->step_kstart = calloc((size_t)s->nsteps + 1, sizeof(uint32_t));
+      if (!s->step_kstart) return AU_ENOMEM;
     }
   }
-  s->nbatches = nb;
-  s->batch_doc[nb] = s->ndocs;
-  /* each batch's distinct words (first pass: count them) */
-  size_t total = 0;
-  s->max_tokens = 0;
-  for (int fill = 0; fill < 2; fill++) {
-    for (uint32_t g = 0; g < V; g++) mark[g] = LDA_NONE;
-    total = 0;
-    for (uint32_t b = 0; b < nb; b++) {
-      uint32_t first = s->doc_start[s->batch_doc[b]], end = s->doc_start[s->batch_doc[b + 1]];
-      if (fill) s->batch_kstart[b] = (uint32_t)total;
-      for (uint32_t j = first; j < end; j++) {
-        uint32_t g = tw[j];
-        if (mark[g] == b) continue;
-        mark[g] = b;
-        if (fill) s->batch_keys[total] = g;
-        total++;
-      }
-      if (fill)
-        qsort(&s->batch_keys[s->batch_kstart[b]], total - s->batch_kstart[b], sizeof(au_key_t),
-              cmp_key);
-      if (end - first > s->max_tokens) s->max_tokens = end - first;
-    }
-    if (!fill) {
-      s->batch_keys = malloc((total + 1) * sizeof(au_key_t));
-      s->tstart = calloc(total + 1, sizeof(uint32_t));
-      if (!s->batch_keys || !s->tstart) return AU_ENOMEM;
-    }
-  }
-  s->batch_kstart[nb] = (uint32_t)total;
-  /* each batch's tokens grouped by word: a counting sort on the word's place in the
-   * batch (mark[g] = that place while the batch is handled) */
-  uint32_t ntok = s->doc_start[s->ndocs];
-  s->tok = malloc(((size_t)ntok + 1) * sizeof(lda_tok_t));
-  if (!s->tok) return AU_ENOMEM;
-  for (uint32_t b = 0; b < nb; b++) {
-    uint32_t k0 = s->batch_kstart[b], k1 = s->batch_kstart[b + 1];
-    uint32_t d0 = s->batch_doc[b], d1 = s->batch_doc[b + 1];
-    uint32_t first = s->doc_start[d0], end = s->doc_start[d1];
-    for (uint32_t i = k0; i < k1; i++) mark[s->batch_keys[i]] = i;
-    for (uint32_t j = first; j < end; j++) s->tstart[mark[tw[j]] + 1]++;
-    s->tstart[k0] = first;
-    for (uint32_t i = k0; i < k1; i++) s->tstart[i + 1] += s->tstart[i];
-    for (uint32_t d = d0; d < d1; d++) {
-      const lda_doc_t *doc = doc_at(s, s->doc_block[d]);
-      size_t bytes = LDA_DOC_BYTES(doc->room);
-      uint16_t lines = (uint16_t)(bytes / 64 < 65535 ? bytes / 64 : 65535);
-      for (uint32_t j = s->doc_start[d]; j < s->doc_start[d + 1]; j++)
-        s->tok[s->tstart[mark[tw[j]]]++] = (lda_tok_t){s->doc_block[d], 0, lines};
-    }
-    /* the fill moved each start to the next word's: shift back */
-    for (uint32_t i = k1; i > k0; i--) s->tstart[i] = s->tstart[i - 1];
-    s->tstart[k0] = first;
-  }
+  s->step_kstart[s->nsteps] = nw;
   return 0;
 }
 
-/* The shard's document blocks: one per document, empty, in document order. */
-static int make_docs(shard_t *s, uint32_t K)
+/* The shard's document blocks (doc_start: the documents' token offsets): one per
+ * document, empty, in document order. */
+static int make_docs(shard_t *s, const uint32_t *doc_start, uint32_t K)
 {
   size_t units = 0;
   s->doc_block = malloc(((size_t)s->ndocs + 1) * sizeof(uint32_t));
   if (!s->doc_block) return AU_ENOMEM;
   for (uint32_t d = 0; d < s->ndocs; d++) {
-    uint32_t len = s->doc_start[d + 1] - s->doc_start[d];
+    uint32_t len = doc_start[d + 1] - doc_start[d];
     if (units > UINT32_MAX) return AU_ENOMEM; /* beyond what a block number holds */
     s->doc_block[d] = (uint32_t)units;
     units += LDA_DOC_BYTES(LDA_DOC_ROOM(len, K)) / 64;
@@ -430,7 +394,7 @@ static int make_docs(shard_t *s, uint32_t K)
   if (!s->dmem) return AU_ENOMEM;
   memset(s->dmem, 0, (units ? units : 1) * 64);
   for (uint32_t d = 0; d < s->ndocs; d++) {
-    uint32_t len = s->doc_start[d + 1] - s->doc_start[d];
+    uint32_t len = doc_start[d + 1] - doc_start[d];
     lda_doc_init(doc_at(s, s->doc_block[d]), len, LDA_DOC_ROOM(len, K));
   }
   return 0;
@@ -460,23 +424,28 @@ static int deal(lda_t *m, const lda_corpus_t *c)
       nd++;
     }
     s->ndocs = nd;
-    s->doc_start = malloc(((size_t)nd + 1) * sizeof(uint32_t));
+    uint32_t *doc_start = malloc(((size_t)nd + 1) * sizeof(uint32_t));
     uint32_t *tw = malloc((ntok + 1) * sizeof(uint32_t)); /* token -> word */
-    if (!s->doc_start || !tw) {
+    if (!doc_start || !tw) {
+      free(doc_start);
       free(tw);
       rc = AU_ENOMEM;
       break;
     }
     uint32_t t = 0, i = 0;
-    s->doc_start[0] = 0;
+    doc_start[0] = 0;
     for (uint64_t d = rank + (uint64_t)nodes * sh; d < c->ndocs; d += (uint64_t)nodes * ns) {
       for (size_t j = c->doc_start[d]; j < c->doc_start[d + 1]; j++) tw[t++] = c->words[j];
-      s->doc_start[++i] = t;
+      doc_start[++i] = t;
     }
-    rc = make_docs(s, K);
-    if (rc == 0) rc = make_batches(s, tw, c->nwords, m->o.batch, max_words, mark);
+    rc = make_docs(s, doc_start, K);
+    if (rc == 0) rc = make_words(s, tw, doc_start, c->nwords, m->o.batch, max_words, mark);
+    free(doc_start);
     free(tw);
     if (rc != 0) break;
+    /* the workers start their sweeps at different words, so that they seldom update
+     * the same rows at once */
+    s->first = (uint32_t)((uint64_t)s->nsteps * sh / ns);
     s->nt = calloc(K, sizeof(int32_t));
     s->inv = calloc(K, sizeof(float));
     s->smooth_inv = calloc(K, sizeof(float));
