@@ -202,14 +202,17 @@ static int sample_words(au_worker_t *w, shard_t *s, uint32_t k0, uint32_t kn, co
       const uint32_t z0 = tok->z;
       lda_doc_t *doc = doc_at(s, tok->doc);
       /* the token out of every count, a new topic, the token back in */
-      lda_doc_remove_at(doc, lda_doc_find(doc, z0));
+      uint32_t at = lda_doc_find(doc, z0);
+      const int gone = lda_doc_count(doc, at) == 1.0f;
+      lda_doc_remove_at(doc, at);
+      if (gone) at = doc->n; /* z0's entry, if it is left */
       wdelta[z0]--;
       const float inv0 = inv[z0], f0 = f[z0];
       nt[z0]--;
       set_inv(s, z0);
       f[z0] = word_factor(row, wdelta, inv, beta, z0);
-      uint32_t t = lda_sample(&ctx, f, doc, a, wq, z0, &s->rng);
-      lda_doc_add(doc, t);
+      uint32_t t = lda_sample(&ctx, f, doc, a, wq, z0, &at, &s->rng);
+      lda_doc_add_at(doc, t, at);
       wdelta[t]++;
       nt[t]++;
       if (t == z0) {

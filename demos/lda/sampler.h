@@ -189,15 +189,20 @@ static inline void lda_doc_remove_at(lda_doc_t *d, uint32_t i)
   }
 }
 
-/* One token more of topic k. */
-static inline void lda_doc_add(lda_doc_t *d, uint32_t k)
+/* One token more of topic k, whose entry is i (d->n: absent). */
+static inline void lda_doc_add_at(lda_doc_t *d, uint32_t k, uint32_t i)
 {
-  uint32_t i = lda_doc_find(d, k);
   if (i == d->n) {
     d->g[i >> 3].topic[i & 7] = (uint16_t)k;
     d->n++;
   }
   d->g[i >> 3].count[i & 7]++;
+}
+
+/* One token more of topic k. */
+static inline void lda_doc_add(lda_doc_t *d, uint32_t k)
+{
+  lda_doc_add_at(d, k, lda_doc_find(d, k));
 }
 
 /* ---- one token ------------------------------------------------------------------------- */
@@ -245,10 +250,13 @@ static inline void lda_bases(float *restrict f, const int32_t *restrict row,
 /* Redraws the topic of a token of a word in a document, whose counts no longer include
  * it: f[k] = lda_base(n_wk, beta, inv_k) for every topic (the caller keeps it current as
  * counts change), n_dk from doc; word is the word's table and wq its weights over all K
- * topics (lda_word_build). Starts from topic s and runs c->mh Metropolis-Hastings steps
- * with the proposal of the file comment. */
+ * topics (lda_word_build). Starts from topic s, whose entry in doc is *at (doc->n if
+ * absent), and runs c->mh Metropolis-Hastings steps with the proposal of the file
+ * comment; returns the topic and leaves its entry in *at (doc->n if absent), so that the
+ * caller adds the token back without a search. */
 static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const lda_doc_t *doc,
-                                  lda_alias_t *word, const float *wq, uint32_t s, lda_rng_t *r)
+                                  lda_alias_t *word, const float *wq, uint32_t s, uint32_t *at_s,
+                                  lda_rng_t *r)
 {
   const float alpha = (float)c->p.alpha, ab = alpha * (float)c->p.beta;
   const float *sinv = c->smooth_inv;
@@ -270,7 +278,7 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
   }
   const double total = dsum + word->mass + c->smooth->mass;
   /* p(k) = (n_dk + alpha) base_k and q(k) = n_dk base_k + word(k) + smoothing(k) */
-  uint32_t at = lda_doc_find(doc, s);
+  uint32_t at = *at_s, here = at;
   float cnt = at < n ? lda_doc_count(doc, at) : 0.0f, base = f[s];
   double ps = (cnt + alpha) * base;
   double qs = cnt * base + wq[s] + ab * sinv[s];
@@ -284,6 +292,7 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
       while (i + 1 < end && u >= w[i]) u -= w[i++];
       k = lda_doc_topic(doc, i);
       cnt = lda_doc_count(doc, i);
+      at = i;
     } else {
       if (u - dsum < word->mass && word->n) {
         word->draws++;
@@ -299,8 +308,9 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
     double pk = (cnt + alpha) * base;
     double qk = cnt * base + wq[k] + ab * sinv[k];
     /* accept with min(1, p(k) q(s) / (p(s) q(k))) */
-    if (lda_rng_double(r) * ps * qk < pk * qs) s = k, ps = pk, qs = qk;
+    if (lda_rng_double(r) * ps * qk < pk * qs) s = k, ps = pk, qs = qk, here = at;
   }
+  *at_s = here;
   return s;
 }
 

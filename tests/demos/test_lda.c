@@ -112,7 +112,7 @@ static double run_draws(problem_t *pr, int start, int mh, uint64_t seed)
 {
   lda_rng_t r;
   lda_rng_seed(&r, seed, 0);
-  long cnt[TK] = {0};
+  long cnt[TK] = {0}, bad_at = 0;
   pr->ctx.mh = mh;
   for (long i = 0; i < DRAWS; i++) {
     int s = start;
@@ -120,10 +120,13 @@ static double run_draws(problem_t *pr, int start, int mh, uint64_t seed)
       double u = lda_rng_double(&r);
       for (s = 0; s < TK - 1 && u >= pr->target[s]; s++) u -= pr->target[s];
     }
-    uint32_t t = lda_sample(&pr->ctx, pr->f, pr->doc, &pr->word, pr->wq, (uint32_t)s, &r);
+    uint32_t at = lda_doc_find(pr->doc, (uint32_t)s);
+    uint32_t t = lda_sample(&pr->ctx, pr->f, pr->doc, &pr->word, pr->wq, (uint32_t)s, &at, &r);
     assert_true(t < TK);
+    bad_at += at != lda_doc_find(pr->doc, t); /* the entry it names is the topic's */
     cnt[t]++;
   }
+  assert_int_equal(bad_at, 0);
   return chi_square(cnt, pr->target, DRAWS);
 }
 
