@@ -141,7 +141,7 @@ static void check_factors(const shard_t *s, const int32_t *row, float beta)
 
 static inline void set_inv(shard_t *s, uint32_t k)
 {
-  s->inv[k] = (float)(1.0 / ((s->nt[k] > 0 ? (double)s->nt[k] : 0.0) + s->m->p.vbeta));
+  s->inv[k] = 1.0f / ((float)(s->nt[k] > 0 ? s->nt[k] : 0) + s->vbeta);
 }
 
 /* The totals as of now (everything applied to the view's row so far), and the smoothing
@@ -481,6 +481,7 @@ static int deal(lda_t *m, const lda_corpus_t *c)
       rc = AU_ENOMEM;
       break;
     }
+    s->vbeta = (float)m->p.vbeta;
     lda_rng_seed(&s->rng, m->o.seed, 0x100000u + ((uint64_t)rank << 16) + sh);
   }
   free(mark);

@@ -49,6 +49,7 @@ typedef struct shard {
   /* scratch of a step */
   int32_t *nt;        /* K: the totals as this worker sees them (snapshot + own changes) */
   float *inv;         /* K: 1 / (nt + V beta) */
+  float vbeta;        /* V beta */
   float *smooth_inv;  /* K: inv when the smoothing table was built */
   float *w, *block;   /* K + 8, K / 8 + 2: the document bucket's weights */
   float *f;           /* K: (n_wk + beta) inv_k of the word being sampled */
