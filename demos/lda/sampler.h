@@ -247,6 +247,30 @@ static inline void lda_bases(float *restrict f, const int32_t *restrict row,
 #endif
 }
 
+/* The lane of 8 weights w8 (the first valid of them positive) where the running sum
+ * first exceeds u: the number of prefix sums at most u (they rise, so those lanes come
+ * first), at most valid - 1. Without branches: which lane it is, is random. */
+static inline uint32_t lda_lane_pick(const float *w8, float u, uint32_t valid)
+{
+#ifdef __SSE2__
+  __m128 a = _mm_loadu_ps(w8), b = _mm_loadu_ps(w8 + 4);
+  a = _mm_add_ps(a, _mm_castsi128_ps(_mm_slli_si128(_mm_castps_si128(a), 4)));
+  b = _mm_add_ps(b, _mm_castsi128_ps(_mm_slli_si128(_mm_castps_si128(b), 4)));
+  a = _mm_add_ps(a, _mm_castsi128_ps(_mm_slli_si128(_mm_castps_si128(a), 8)));
+  b = _mm_add_ps(b, _mm_castsi128_ps(_mm_slli_si128(_mm_castps_si128(b), 8)));
+  b = _mm_add_ps(b, _mm_shuffle_ps(a, a, _MM_SHUFFLE(3, 3, 3, 3)));
+  const __m128 uu = _mm_set1_ps(u);
+  unsigned m = (unsigned)_mm_movemask_ps(_mm_cmple_ps(a, uu)) |
+               (unsigned)_mm_movemask_ps(_mm_cmple_ps(b, uu)) << 4;
+  uint32_t i = (uint32_t)__builtin_ctz(~m); /* m is a run of low bits */
+#else
+  uint32_t i = 0;
+  float sum = 0;
+  for (uint32_t l = 0; l < 8; l++) i += (sum += w8[l]) <= u;
+#endif
+  return i < valid ? i : valid - 1;
+}
+
 /* Redraws the topic of a token of a word in a document, whose counts no longer include
  * it: f[k] = lda_base(n_wk, beta, inv_k) for every topic (the caller keeps it current as
  * counts change), n_dk from doc; word is the word's table and wq its weights over all K
@@ -288,8 +312,7 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
     if (u < dsum) {
       uint32_t b = 0;
       while (b + 1 < nb && u >= block[b]) u -= block[b++];
-      uint32_t i = 8 * b, end = 8 * b + 8 < n ? 8 * b + 8 : n;
-      while (i + 1 < end && u >= w[i]) u -= w[i++];
+      uint32_t i = 8 * b + lda_lane_pick(&w[8 * b], (float)u, (8 * b + 8 < n ? 8 : n - 8 * b));
       k = lda_doc_topic(doc, i);
       cnt = lda_doc_count(doc, i);
       at = i;

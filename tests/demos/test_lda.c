@@ -168,6 +168,77 @@ static void test_sampler_keeps_conditional_with_stale_tables(void **state)
   problem_free(&pr);
 }
 
+/* A document with more topics than one group holds (19 of K = 40: three groups, the
+ * last partly padding): the document bucket's sums by group and the pick of a lane inside
+ * a group draw each topic as often as the conditional says. One exact step from random
+ * starts with fresh tables; the same draws against a target with two topics' document
+ * counts swapped must fail, so the statistic sees a mistake in the document bucket. */
+static void test_sampler_exact_on_a_long_document(void **state)
+{
+  (void)state;
+  enum { K = 40, ND = 19 };
+  const double alpha = 0.2, beta = 0.05, V = 300;
+  int32_t row[K], nt[K];
+  float inv[K], f[K], wq[K], w[K + 8], block[K / 8 + 2], scratch_f[K];
+  double target[K], wrong[K], sum = 0, wsum = 0;
+  uint32_t ndk[K] = {0};
+  for (int k = 0; k < K; k++) {
+    row[k] = (k * 7) % 5 == 0 ? 0 : (k * 13) % 9; /* some zeros: the word bucket is sparse */
+    nt[k] = 20 + (k * 17) % 50;
+    inv[k] = (float)(1.0 / (nt[k] + beta * V));
+    f[k] = lda_base(row[k], (float)beta, inv[k]);
+  }
+  for (int i = 0; i < ND; i++) ndk[(i * 11 + 3) % K] = 1 + (uint32_t)(i % 4) * 3;
+  _Alignas(64) unsigned char mem[LDA_DOC_BYTES(LDA_DOC_ROOM(200, K))] = {0};
+  lda_doc_t *doc = (lda_doc_t *)mem;
+  lda_doc_init(doc, 200, LDA_DOC_ROOM(200, K));
+  for (int k = K - 1; k >= 0; k--) /* entries in an order unrelated to the topics */
+    for (uint32_t c = 0; c < ndk[k]; c++) lda_doc_add(doc, (uint32_t)k);
+  assert_int_equal(doc->n, ND);
+  lda_build_scratch_t b;
+  lda_alias_t word = {0}, smooth = {0};
+  assert_int_equal(lda_build_scratch_init(&b, K), 0);
+  assert_int_equal(
+      lda_word_build(&word, scratch_f, wq, row, NULL, inv, (float)alpha, (float)beta, K, &b), 0);
+  assert_int_equal(lda_alias_build_smooth(&smooth, inv, alpha, beta, K, &b), 0);
+  lda_draw_ctx_t ctx = {{K, alpha, beta, beta * V, alpha * K}, &smooth, inv, w, block, 1};
+  /* two entries of different counts whose topics trade places in the wrong target */
+  const int x = 3, y = (1 * 11 + 3) % K; /* counts 1 and 4 */
+  for (int k = 0; k < K; k++) {
+    uint32_t nk = k == x ? ndk[y] : k == y ? ndk[x] : ndk[k];
+    sum += target[k] = (ndk[k] + alpha) * (row[k] + beta) * inv[k];
+    wsum += wrong[k] = (nk + alpha) * (row[k] + beta) * inv[k];
+  }
+  lda_rng_t r;
+  lda_rng_seed(&r, 77, 1);
+  long cnt[K] = {0}, bad_at = 0;
+  for (long i = 0; i < DRAWS; i++) {
+    double u = lda_rng_double(&r) * sum;
+    int s = 0;
+    while (s < K - 1 && u >= target[s]) u -= target[s++];
+    uint32_t at = lda_doc_find(doc, (uint32_t)s);
+    uint32_t t = lda_sample(&ctx, f, doc, &word, wq, (uint32_t)s, &at, &r);
+    assert_true(t < K);
+    bad_at += at != lda_doc_find(doc, t);
+    cnt[t]++;
+  }
+  double chi = 0, chi_wrong = 0;
+  for (int k = 0; k < K; k++) {
+    double e = DRAWS * target[k] / sum, ew = DRAWS * wrong[k] / wsum;
+    chi += (cnt[k] - e) * (cnt[k] - e) / e;
+    chi_wrong += (cnt[k] - ew) * (cnt[k] - ew) / ew;
+  }
+  /* 99.9% quantile of chi-square with 39 degrees of freedom */
+  print_message("long document: chi2 = %.2f (bound 72.1), against a wrong target %.0f\n", chi,
+                chi_wrong);
+  assert_int_equal(bad_at, 0);
+  assert_true(chi < 72.1);
+  assert_true(chi_wrong > 10 * 72.1);
+  lda_alias_free(&word);
+  lda_alias_free(&smooth);
+  lda_build_scratch_free(&b);
+}
+
 static void test_alias_tables(void **state)
 {
   (void)state;
@@ -576,6 +647,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sampler_exact_with_fresh_tables),
       cmocka_unit_test(test_sampler_keeps_conditional_with_stale_tables),
+      cmocka_unit_test(test_sampler_exact_on_a_long_document),
       cmocka_unit_test(test_alias_tables),
       cmocka_unit_test(test_document_entries),
       cmocka_unit_test(test_counts_exact_after_concurrent_run),
