@@ -201,21 +201,19 @@ static int sample_words(au_worker_t *w, shard_t *s, uint32_t k0, uint32_t kn, co
         rc = AU_ENOMEM;
       const uint32_t z0 = tok->z;
       lda_doc_t *doc = doc_at(s, tok->doc);
-      /* the token out of every count, a new topic, the token back in */
-      uint32_t at = lda_doc_find(doc, z0);
-      const int gone = lda_doc_count(doc, at) == 1.0f;
-      lda_doc_remove_at(doc, at);
-      if (gone) at = doc->n; /* z0's entry, if it is left */
+      /* the token out of the word's and totals' counts (the sampler takes it out of its
+       * document's), a new topic, the counts of the new topic */
+      const uint32_t at0 = lda_doc_find(doc, z0);
       wdelta[z0]--;
       const float inv0 = inv[z0], f0 = f[z0];
       nt[z0]--;
       set_inv(s, z0);
       f[z0] = word_factor(row, wdelta, inv, beta, z0);
-      uint32_t t = lda_sample(&ctx, f, doc, a, wq, z0, &at, &s->rng);
-      lda_doc_add_at(doc, t, at);
-      wdelta[t]++;
-      nt[t]++;
-      if (t == z0) {
+      uint32_t at;
+      const uint32_t t = lda_sample(&ctx, f, doc, a, wq, z0, at0, &at, &s->rng);
+      if (t == z0) { /* nothing changed */
+        wdelta[z0]++;
+        nt[z0]++;
         inv[z0] = inv0;
         f[z0] = f0;
 #ifdef LDA_CHECK_FACTORS
@@ -223,6 +221,14 @@ static int sample_words(au_worker_t *w, shard_t *s, uint32_t k0, uint32_t kn, co
 #endif
         continue;
       }
+      /* z0's entry one less (the last entry fills it if it empties), t's one more */
+      const uint32_t last = doc->n - 1;
+      const int gone = lda_doc_count(doc, at0) == 1.0f;
+      lda_doc_remove_at(doc, at0);
+      at = at == last + 1 ? doc->n : gone && at == last ? at0 : at;
+      lda_doc_add_at(doc, t, at);
+      wdelta[t]++;
+      nt[t]++;
       set_inv(s, t);
       f[t] = word_factor(row, wdelta, inv, beta, t);
       tok->z = (uint16_t)t;

@@ -271,16 +271,17 @@ static inline uint32_t lda_lane_pick(const float *w8, float u, uint32_t valid)
   return i < valid ? i : valid - 1;
 }
 
-/* Redraws the topic of a token of a word in a document, whose counts no longer include
- * it: f[k] = lda_base(n_wk, beta, inv_k) for every topic (the caller keeps it current as
- * counts change), n_dk from doc; word is the word's table and wq its weights over all K
- * topics (lda_word_build). Starts from topic s, whose entry in doc is *at (doc->n if
- * absent), and runs c->mh Metropolis-Hastings steps with the proposal of the file
- * comment; returns the topic and leaves its entry in *at (doc->n if absent), so that the
- * caller adds the token back without a search. */
+/* Redraws the topic of a token of a word in a document: f[k] = lda_base(n_wk, beta,
+ * inv_k) for every topic with the word's and totals' counts without the token (the
+ * caller keeps f current as counts change), and doc's counts with it: the token's topic
+ * s is at entry at_s, and the sampler takes the token out of n_ds itself, so that a
+ * token that keeps its topic costs no change to its document. word is the word's table
+ * and wq its weights over all K topics (lda_word_build). Runs c->mh Metropolis-Hastings
+ * steps from s with the proposal of the file comment; returns the topic and sets *at to
+ * its entry in doc (doc->n if absent). */
 static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const lda_doc_t *doc,
-                                  lda_alias_t *word, const float *wq, uint32_t s, uint32_t *at_s,
-                                  lda_rng_t *r)
+                                  lda_alias_t *word, const float *wq, uint32_t s, uint32_t at_s,
+                                  uint32_t *at, lda_rng_t *r)
 {
   const float alpha = (float)c->p.alpha, ab = alpha * (float)c->p.beta;
   const float *sinv = c->smooth_inv;
@@ -300,22 +301,25 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
     block[b] = sb;
     dsum += sb;
   }
+  /* the token out of its own entry: one count less of s */
+  float base = f[s];
+  w[at_s] -= base; /* exactly 0 when its count was 1: that lane cannot be drawn */
+  block[at_s / 8] -= base;
+  dsum -= base;
   const double total = dsum + word->mass + c->smooth->mass;
   /* p(k) = (n_dk + alpha) base_k and q(k) = n_dk base_k + word(k) + smoothing(k) */
-  uint32_t at = *at_s, here = at;
-  float cnt = at < n ? lda_doc_count(doc, at) : 0.0f, base = f[s];
+  float cnt = lda_doc_count(doc, at_s) - 1.0f;
+  uint32_t here = at_s;
   double ps = (cnt + alpha) * base;
   double qs = cnt * base + wq[s] + ab * sinv[s];
   for (int step = 0; step < c->mh; step++) {
     double u = lda_rng_double(r) * total;
-    uint32_t k;
+    uint32_t k, i;
     if (u < dsum) {
       uint32_t b = 0;
       while (b + 1 < nb && u >= block[b]) u -= block[b++];
-      uint32_t i = 8 * b + lda_lane_pick(&w[8 * b], (float)u, (8 * b + 8 < n ? 8 : n - 8 * b));
+      i = 8 * b + lda_lane_pick(&w[8 * b], (float)u, (8 * b + 8 < n ? 8 : n - 8 * b));
       k = lda_doc_topic(doc, i);
-      cnt = lda_doc_count(doc, i);
-      at = i;
     } else {
       if (u - dsum < word->mass && word->n) {
         word->draws++;
@@ -323,17 +327,17 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
       } else {
         k = lda_alias_draw(c->smooth->bins, c->smooth->n, r);
       }
-      at = lda_doc_find(doc, k);
-      cnt = at < n ? lda_doc_count(doc, at) : 0.0f;
+      i = lda_doc_find(doc, k);
     }
     if (k == s) continue;
+    cnt = i < n ? lda_doc_count(doc, i) : 0.0f; /* k is not s: no token to take out */
     base = f[k];
     double pk = (cnt + alpha) * base;
     double qk = cnt * base + wq[k] + ab * sinv[k];
     /* accept with min(1, p(k) q(s) / (p(s) q(k))) */
-    if (lda_rng_double(r) * ps * qk < pk * qs) s = k, ps = pk, qs = qk, here = at;
+    if (lda_rng_double(r) * ps * qk < pk * qs) s = k, ps = pk, qs = qk, here = i;
   }
-  *at_s = here;
+  *at = here;
   return s;
 }
 

@@ -90,6 +90,20 @@ static void problem_free(problem_t *pr)
   lda_build_scratch_free(&pr->build);
 }
 
+/* One draw for a token of topic s, as the training loop makes it: the token is counted
+ * in its document while lda_sample runs (doc holds the counts without it, before and
+ * after). Adds 1 to *bad_at if the entry lda_sample names is not the new topic's. */
+static uint32_t draw(const lda_draw_ctx_t *ctx, const float *f, lda_doc_t *doc, lda_alias_t *word,
+                     const float *wq, uint32_t s, lda_rng_t *r, long *bad_at)
+{
+  lda_doc_add(doc, s);
+  uint32_t at0 = lda_doc_find(doc, s), at;
+  uint32_t t = lda_sample(ctx, f, doc, word, wq, s, at0, &at, r);
+  *bad_at += at != lda_doc_find(doc, t);
+  lda_doc_remove_at(doc, at0);
+  return t;
+}
+
 /* Pearson's chi-square of observed counts against the target, over TK categories. */
 static double chi_square(const long *cnt, const double *target, long n)
 {
@@ -120,10 +134,8 @@ static double run_draws(problem_t *pr, int start, int mh, uint64_t seed)
       double u = lda_rng_double(&r);
       for (s = 0; s < TK - 1 && u >= pr->target[s]; s++) u -= pr->target[s];
     }
-    uint32_t at = lda_doc_find(pr->doc, (uint32_t)s);
-    uint32_t t = lda_sample(&pr->ctx, pr->f, pr->doc, &pr->word, pr->wq, (uint32_t)s, &at, &r);
+    uint32_t t = draw(&pr->ctx, pr->f, pr->doc, &pr->word, pr->wq, (uint32_t)s, &r, &bad_at);
     assert_true(t < TK);
-    bad_at += at != lda_doc_find(pr->doc, t); /* the entry it names is the topic's */
     cnt[t]++;
   }
   assert_int_equal(bad_at, 0);
@@ -216,10 +228,8 @@ static void test_sampler_exact_on_a_long_document(void **state)
     double u = lda_rng_double(&r) * sum;
     int s = 0;
     while (s < K - 1 && u >= target[s]) u -= target[s++];
-    uint32_t at = lda_doc_find(doc, (uint32_t)s);
-    uint32_t t = lda_sample(&ctx, f, doc, &word, wq, (uint32_t)s, &at, &r);
+    uint32_t t = draw(&ctx, f, doc, &word, wq, (uint32_t)s, &r, &bad_at);
     assert_true(t < K);
-    bad_at += at != lda_doc_find(doc, t);
     cnt[t]++;
   }
   double chi = 0, chi_wrong = 0;
