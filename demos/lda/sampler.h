@@ -286,7 +286,7 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
   const float alpha = (float)c->p.alpha, ab = alpha * (float)c->p.beta;
   const float *sinv = c->smooth_inv;
   float *w = c->w, *block = c->block;
-  double dsum = 0;
+  float dsum = 0;
   const uint32_t n = doc->n, nb = (n + 7) / 8;
   /* the document bucket, by groups of 8 whose sums are independent chains (padding
    * entries weigh 0) */
@@ -306,22 +306,22 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
   w[at_s] -= base; /* exactly 0 when its count was 1: that lane cannot be drawn */
   block[at_s / 8] -= base;
   dsum -= base;
-  const double total = dsum + word->mass + c->smooth->mass;
+  const float wmass = (float)word->mass, total = dsum + wmass + (float)c->smooth->mass;
   /* p(k) = (n_dk + alpha) base_k and q(k) = n_dk base_k + word(k) + smoothing(k) */
   float cnt = lda_doc_count(doc, at_s) - 1.0f;
   uint32_t here = at_s;
-  double ps = (cnt + alpha) * base;
-  double qs = cnt * base + wq[s] + ab * sinv[s];
+  float ps = (cnt + alpha) * base;
+  float qs = cnt * base + wq[s] + ab * sinv[s];
   for (int step = 0; step < c->mh; step++) {
-    double u = lda_rng_double(r) * total;
+    float u = lda_rng_float(r) * total;
     uint32_t k, i;
     if (u < dsum) {
       uint32_t b = 0;
       while (b + 1 < nb && u >= block[b]) u -= block[b++];
-      i = 8 * b + lda_lane_pick(&w[8 * b], (float)u, (8 * b + 8 < n ? 8 : n - 8 * b));
+      i = 8 * b + lda_lane_pick(&w[8 * b], u, (8 * b + 8 < n ? 8 : n - 8 * b));
       k = lda_doc_topic(doc, i);
     } else {
-      if (u - dsum < word->mass && word->n) {
+      if (u - dsum < wmass && word->n) {
         word->draws++;
         k = lda_alias_draw(word->bins, word->n, r);
       } else {
@@ -332,10 +332,10 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
     if (k == s) continue;
     cnt = i < n ? lda_doc_count(doc, i) : 0.0f; /* k is not s: no token to take out */
     base = f[k];
-    double pk = (cnt + alpha) * base;
-    double qk = cnt * base + wq[k] + ab * sinv[k];
+    float pk = (cnt + alpha) * base;
+    float qk = cnt * base + wq[k] + ab * sinv[k];
     /* accept with min(1, p(k) q(s) / (p(s) q(k))) */
-    if (lda_rng_double(r) * ps * qk < pk * qs) s = k, ps = pk, qs = qk, here = i;
+    if (lda_rng_float(r) * ps * qk < pk * qs) s = k, ps = pk, qs = qk, here = i;
   }
   *at = here;
   return s;
