@@ -292,12 +292,25 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
    * entries weigh 0) */
   for (uint32_t b = 0; b < nb; b++) {
     const lda_group_t *g = &doc->g[b];
+#ifdef __SSE2__
+    const uint16_t *t = g->topic;
+    __m128 x0 = _mm_mul_ps(_mm_loadu_ps(g->count), _mm_setr_ps(f[t[0]], f[t[1]], f[t[2]], f[t[3]]));
+    __m128 x1 =
+        _mm_mul_ps(_mm_loadu_ps(g->count + 4), _mm_setr_ps(f[t[4]], f[t[5]], f[t[6]], f[t[7]]));
+    _mm_storeu_ps(&w[8 * b], x0);
+    _mm_storeu_ps(&w[8 * b + 4], x1);
+    __m128 sum = _mm_add_ps(x0, x1);
+    sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
+    sum = _mm_add_ss(sum, _mm_shuffle_ps(sum, sum, 1));
+    const float sb = _mm_cvtss_f32(sum);
+#else
     float sb = 0;
     for (uint32_t l = 0; l < 8; l++) {
       float x = g->count[l] * f[g->topic[l]];
       w[8 * b + l] = x;
       sb += x;
     }
+#endif
     block[b] = sb;
     dsum += sb;
   }
