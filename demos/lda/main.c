@@ -60,6 +60,10 @@ static void usage(FILE *f)
              "  --vocab-size N    words (default 10000)\n"
              "  --doc-length N    mean tokens per document, uniform in [N/2, 3N/2] (default 100)\n"
              "  --planted-topics N  topics the documents are drawn from (default 20)\n"
+             "  --zipf S          words follow Zipf's law of exponent S, each spread over\n"
+             "                    the planted topics (default 0: sparse planted topics)\n"
+             "  --length-sigma X  log-normal lengths, X the deviation of their log\n"
+             "                    (default 0: uniform lengths)\n"
              "\n"
              "output:\n"
              "  --top-words N     words shown per topic at the end (default 10, 0 = none)\n"
@@ -154,6 +158,10 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1u << 24, &u))) a->gen.doc_length = (uint32_t)u;
     } else if (!strcmp(f, "--planted-topics")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, LDA_MAX_TOPICS, &u))) a->gen.topics = (uint32_t)u;
+    } else if (!strcmp(f, "--zipf")) {
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 10, &d))) a->gen.zipf = d;
+    } else if (!strcmp(f, "--length-sigma")) {
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 3, &d))) a->gen.length_sigma = d;
     } else if (!strcmp(f, "--top-words")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, 1000, &u))) a->top_words = (uint32_t)u;
     } else if (!strcmp(f, "--save")) {
