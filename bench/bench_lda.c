@@ -7,6 +7,7 @@
  * same number of iterations, and the seconds each needed to reach a fixed log-likelihood
  * (the dense sampler's after those iterations) and their ratio.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ static void usage(void)
       "usage: augur-bench-lda [--docs N] [--doc-length N] [--vocab-size N] [--planted-topics N]\n"
       "                       [--zipf S] [--length-sigma X] [--iterations N]\n"
       "                       [--topics K[,K...]] [--max-threads T] [--batch N] [--mh-steps N]\n"
+      "                       [--write-uci FILE]\n"
       "  Samples the same generated corpus (default 120000 documents of log-normal length,\n"
       "  mean 20 tokens and sigma 1.2, over 50000 words in Zipf's law of exponent 1, from\n"
       "  100 planted topics; --zipf 0 --length-sigma 0 for sparse planted topics and\n"
@@ -33,7 +35,9 @@ static void usage(void)
       "  dense sampler's log-likelihood (at most 3N iterations), for each K (default\n"
       "  100,1000); prints tokens/s of both over N iterations and their ratio, the\n"
       "  log-likelihood per token each reached, and the seconds each took to the dense\n"
-      "  sampler's log-likelihood and their ratio.\n");
+      "  sampler's log-likelihood and their ratio.\n"
+      "  --write-uci FILE writes the corpus as a UCI bag-of-words file instead (to run\n"
+      "  augur-lda or other tools on the same documents) and exits.\n");
 }
 
 /* ---- the baseline: what a careful programmer writes without a framework ---------------- */
@@ -129,6 +133,40 @@ static double dense_llh(dense_t *s, const lda_corpus_t *c)
   return neg ? NAN : sum / (double)c->ntokens;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The corpus as a UCI bag-of-words file: D, W, NNZ, then "doc word count" lines (1-based),
+ * a document's words ascending. 0, or -1 (errno says why). */
+static int write_uci(const lda_corpus_t *c, const char *path)
+{
+  FILE *f = fopen(path, "w");
+  uint32_t *cnt = calloc(c->nwords, sizeof(uint32_t)), *ws = malloc(c->ntokens * sizeof(uint32_t));
+  int rc = f && cnt && ws ? 0 : -1;
+  size_t nnz = 0;
+  for (int pass = 0; pass < 2 && rc == 0; pass++) {
+    if (pass) fprintf(f, "%u\n%u\n%zu\n", c->ndocs, c->nwords, nnz);
+    for (uint32_t d = 0; d < c->ndocs; d++) {
+      size_t n = 0;
+      for (size_t j = c->doc_start[d]; j < c->doc_start[d + 1]; j++)
+        if (cnt[c->words[j]]++ == 0) ws[n++] = c->words[j];
+      nnz += n;
+      if (pass) qsort(ws, n, sizeof(uint32_t), cmp_u32);
+      for (size_t i = 0; i < n; i++) {
+        if (pass) fprintf(f, "%u %u %u\n", d + 1, ws[i] + 1, cnt[ws[i]]);
+        cnt[ws[i]] = 0;
+      }
+    }
+  }
+  if (f && (ferror(f) | fclose(f))) rc = -1;
+  free(cnt);
+  free(ws);
+  return rc;
+}
+
 /* ---- one K ---------------------------------------------------------------------------- */
 
 typedef struct result {
@@ -208,6 +246,7 @@ int main(int argc, char **argv)
   g.docs = 120000, g.vocab = 50000, g.doc_length = 20, g.topics = 100;
   g.zipf = 1.0, g.length_sigma = 1.2, g.beta = 0.1;
   int iterations = 10, max_threads = 2, nks = 2;
+  const char *write_path = NULL;
   lda_opts_t o;
   lda_opts_default(&o);
   uint32_t ks[16] = {100, 1000};
@@ -236,6 +275,8 @@ int main(int argc, char **argv)
       o.batch = (uint32_t)strtoul(v, NULL, 10), i++;
     } else if (!strcmp(argv[i], "--max-threads") && v) {
       max_threads = atoi(v), i++;
+    } else if (!strcmp(argv[i], "--write-uci") && v) {
+      write_path = v, i++;
     } else if (!strcmp(argv[i], "--topics") && v) {
       char *p = (char *)v, *end;
       for (nks = 0; nks < 16 && *p; p = *end ? end + 1 : end) {
@@ -268,6 +309,12 @@ int main(int argc, char **argv)
   if (lda_generate(&g, &c, NULL) != 0) {
     fprintf(stderr, "augur-bench-lda: generating the corpus failed\n");
     return 1;
+  }
+  if (write_path) {
+    int rc = write_uci(&c, write_path);
+    if (rc != 0) fprintf(stderr, "augur-bench-lda: %s: %s\n", write_path, strerror(errno));
+    lda_corpus_free(&c);
+    return rc ? 1 : 0;
   }
   printf("docs=%u vocab=%u tokens=%zu planted_topics=%u zipf=%g length_sigma=%g iterations=%d "
          "alpha=%g beta=%g batch=%u mh_steps=%d\n",
