@@ -203,13 +203,12 @@ static int sample_words(au_worker_t *w, shard_t *s, uint32_t k0, uint32_t kn, co
       lda_doc_t *doc = doc_at(s, tok->doc);
       /* the token out of the word's and totals' counts (the sampler takes it out of its
        * document's), a new topic, the counts of the new topic */
-      const uint32_t at0 = lda_doc_find(doc, z0);
       wdelta[z0]--;
       const float f0 = f[z0];
       nt[z0]--;
       f[z0] = word_factor(row, wdelta, inv, beta, z0);
-      uint32_t at;
-      const uint32_t t = lda_sample(&ctx, f, doc, a, wq, z0, at0, &at, &s->rng);
+      uint32_t at0, at;
+      const uint32_t t = lda_sample(&ctx, f, doc, a, wq, z0, &at0, &at, &s->rng);
       if (t == z0) { /* nothing changed */
         wdelta[z0]++;
         nt[z0]++;

@@ -274,26 +274,35 @@ static inline uint32_t lda_lane_pick(const float *w8, float u, uint32_t valid)
 /* Redraws the topic of a token of a word in a document: f[k] = lda_base(n_wk, beta,
  * inv_k) for every topic with the word's and totals' counts without the token (the
  * caller keeps f current as counts change), and doc's counts with it: the token's topic
- * s is at entry at_s, and the sampler takes the token out of n_ds itself, so that a
+ * s is present in doc, and the sampler takes the token out of n_ds itself, so that a
  * token that keeps its topic costs no change to its document. word is the word's table
  * and wq its weights over all K topics (lda_word_build). Runs c->mh Metropolis-Hastings
- * steps from s with the proposal of the file comment; returns the topic and sets *at to
- * its entry in doc (doc->n if absent). */
+ * steps from s with the proposal of the file comment; returns the topic, sets *at_s to
+ * s's entry in doc and *at to the new topic's (doc->n if absent). */
 static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const lda_doc_t *doc,
-                                  lda_alias_t *word, const float *wq, uint32_t s, uint32_t at_s,
-                                  uint32_t *at, lda_rng_t *r)
+                                  lda_alias_t *word, const float *wq, uint32_t s,
+                                  uint32_t *at_s_out, uint32_t *at, lda_rng_t *r)
 {
   const float alpha = (float)c->p.alpha, ab = alpha * (float)c->p.beta;
   const float *sinv = c->smooth_inv;
   float *w = c->w, *block = c->block;
   float dsum = 0;
   const uint32_t n = doc->n, nb = (n + 7) / 8;
+  uint32_t at_s = UINT32_MAX;
   /* the document bucket, by groups of 8 whose sums are independent chains (padding
-   * entries weigh 0) */
+   * entries weigh 0), and s's entry found on the way */
+#ifdef __SSE2__
+  const __m128i key = _mm_set1_epi16((short)s);
+#endif
   for (uint32_t b = 0; b < nb; b++) {
     const lda_group_t *g = &doc->g[b];
 #ifdef __SSE2__
     const uint16_t *t = g->topic;
+    unsigned m = (unsigned)_mm_movemask_epi8(
+        _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)g->topic), key));
+    uint32_t here = 8 * b + (uint32_t)__builtin_ctz(m | 0x10000u) / 2;
+    here = m ? here : UINT32_MAX; /* the first match: padding (topic 0) only follows */
+    at_s = here < at_s ? here : at_s;
     __m128 x0 = _mm_mul_ps(_mm_loadu_ps(g->count), _mm_setr_ps(f[t[0]], f[t[1]], f[t[2]], f[t[3]]));
     __m128 x1 =
         _mm_mul_ps(_mm_loadu_ps(g->count + 4), _mm_setr_ps(f[t[4]], f[t[5]], f[t[6]], f[t[7]]));
@@ -309,11 +318,13 @@ static inline uint32_t lda_sample(const lda_draw_ctx_t *c, const float *f, const
       float x = g->count[l] * f[g->topic[l]];
       w[8 * b + l] = x;
       sb += x;
+      if (g->topic[l] == s && 8 * b + l < at_s) at_s = 8 * b + l;
     }
 #endif
     block[b] = sb;
     dsum += sb;
   }
+  *at_s_out = at_s;
   /* the token out of its own entry: one count less of s */
   float base = f[s];
   w[at_s] -= base; /* exactly 0 when its count was 1: that lane cannot be drawn */

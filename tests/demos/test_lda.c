@@ -92,14 +92,14 @@ static void problem_free(problem_t *pr)
 
 /* One draw for a token of topic s, as the training loop makes it: the token is counted
  * in its document while lda_sample runs (doc holds the counts without it, before and
- * after). Adds 1 to *bad_at if the entry lda_sample names is not the new topic's. */
+ * after). Adds 1 to *bad_at if an entry lda_sample names is not its topic's. */
 static uint32_t draw(const lda_draw_ctx_t *ctx, const float *f, lda_doc_t *doc, lda_alias_t *word,
                      const float *wq, uint32_t s, lda_rng_t *r, long *bad_at)
 {
   lda_doc_add(doc, s);
-  uint32_t at0 = lda_doc_find(doc, s), at;
-  uint32_t t = lda_sample(ctx, f, doc, word, wq, s, at0, &at, r);
-  *bad_at += at != lda_doc_find(doc, t);
+  uint32_t at0, at;
+  uint32_t t = lda_sample(ctx, f, doc, word, wq, s, &at0, &at, r);
+  *bad_at += at0 != lda_doc_find(doc, s) || at != lda_doc_find(doc, t);
   lda_doc_remove_at(doc, at0);
   return t;
 }
