@@ -470,9 +470,10 @@ static int deal(lda_t *m, const lda_corpus_t *c)
     free(doc_start);
     free(tw);
     if (rc != 0) break;
-    /* the workers start their sweeps at different words, so that they seldom update
-     * the same rows at once */
-    s->first = (uint32_t)((uint64_t)s->nsteps * sh / ns);
+    /* the workers of all nodes start their sweeps at different words, spread evenly,
+     * so that they seldom update the same rows at once and each sees the others'
+     * changes to a word from a fraction of a sweep before */
+    s->first = (uint32_t)((uint64_t)s->nsteps * (rank * ns + sh) / ((uint64_t)nodes * ns));
     s->nt = calloc(K, sizeof(int32_t));
     s->inv = calloc(K, sizeof(float));
     s->smooth_inv = calloc(K, sizeof(float));
