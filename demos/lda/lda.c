@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 
 /* On a cluster a step's rows from one node travel in one message: keep it well under the
@@ -388,21 +387,6 @@ static int make_words(shard_t *s, const uint32_t *tw, const uint32_t *doc_start,
   return 0;
 }
 
-/* Memory that the sampler reads at random, 64-byte aligned: in 2 MiB pages where the
- * kernel has them (transparent huge pages on request), because a TLB miss per token
- * costs as much as the cache miss. */
-static void *big_alloc(size_t bytes)
-{
-  const size_t huge = 2u << 20;
-  if (bytes < huge) return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-  bytes = (bytes + huge - 1) & ~(huge - 1);
-  void *p = aligned_alloc(huge, bytes);
-#ifdef MADV_HUGEPAGE
-  if (p) madvise(p, bytes, MADV_HUGEPAGE); /* a hint: without it, small pages */
-#endif
-  return p;
-}
-
 /* The shard's document blocks (doc_start: the documents' token offsets): one per
  * document, empty, in document order. */
 static int make_docs(shard_t *s, const uint32_t *doc_start, uint32_t K)
@@ -416,10 +400,9 @@ static int make_docs(shard_t *s, const uint32_t *doc_start, uint32_t K)
     s->doc_block[d] = (uint32_t)units;
     units += LDA_DOC_BYTES(LDA_DOC_ROOM(len, K)) / 64;
   }
-  size_t bytes = (units ? units : 1) * 64;
-  s->dmem = big_alloc(bytes);
+  s->dmem = aligned_alloc(64, (units ? units : 1) * 64);
   if (!s->dmem) return AU_ENOMEM;
-  memset(s->dmem, 0, bytes);
+  memset(s->dmem, 0, (units ? units : 1) * 64);
   for (uint32_t d = 0; d < s->ndocs; d++) {
     uint32_t len = doc_start[d + 1] - doc_start[d];
     lda_doc_init(doc_at(s, s->doc_block[d]), len, LDA_DOC_ROOM(len, K));
