@@ -64,6 +64,7 @@ typedef struct lda_check {
   uint64_t row_sums; /* words whose row does not sum to the word's token count */
   uint64_t totals;   /* topics whose total differs from the column sum of the rows */
   uint64_t recount;  /* word-topic counts that differ from a recount of the assignments */
+  uint64_t docs;     /* documents whose topic counts differ from a recount of theirs */
   uint64_t tokens;   /* sum of the totals row (should be the corpus's token count) */
 } lda_check_t;
 /* 0 (even when invariants fail: see out) or an error. */

@@ -354,10 +354,12 @@ int main(int argc, char **argv)
     } else {
       int ok = lda_check_ok(&ck, c.ntokens);
       if (talk)
-        printf("check=%s negative=%llu row_sums=%llu totals=%llu recount=%llu tokens=%llu\n",
+        printf("check=%s negative=%llu row_sums=%llu totals=%llu recount=%llu docs=%llu "
+               "tokens=%llu\n",
                ok ? "ok" : "FAILED", (unsigned long long)ck.negative,
                (unsigned long long)ck.row_sums, (unsigned long long)ck.totals,
-               (unsigned long long)ck.recount, (unsigned long long)ck.tokens);
+               (unsigned long long)ck.recount, (unsigned long long)ck.docs,
+               (unsigned long long)ck.tokens);
       if (!ok) status = 1;
     }
   }

@@ -14,8 +14,8 @@
  * With fresh snapshots q = p and every proposal is accepted; stale ones only lower the
  * acceptance rate, never the exactness: the MH test evaluates q exactly, looking the
  * snapshot up. A draw costs O(K_d): it does not grow with K once documents hold
- * fewer topics than K. Per word and step there are O(K) passes (the factors lda_bases,
- * the delta row), and a word's table costs O(K) to build and is reused for many draws.
+ * fewer topics than K. Per visit of a word there are O(K) passes (lda_word_build: the
+ * factors and the table in one; the delta row), reused for all of the word's draws.
  * Counts read from shared rows may be transiently stale or negative; they are clamped at
  * 0 here and never written.
  */
@@ -102,8 +102,10 @@ void lda_alias_free(lda_alias_t *a);
  * one load) and, when f is not NULL, the word's factors f[k] = lda_base(n_k, beta, inv[k]);
  * then builds a over the positive wq, with exactly those weights. The arithmetic is
  * vectorized with the widest instructions the CPU has (chosen at run time). 0 or -1 (out
- * of memory: a is left empty, mass 0). Other threads may be adding to row meanwhile
- * (see lda_bases). */
+ * of memory: a is left empty, mass 0). Other threads may be adding to row meanwhile:
+ * outside ThreadSanitizer builds the row is read with plain loads, so that the pass
+ * vectorizes (as augur's Hogwild kernel, api/augur.h; a value read is at worst a little
+ * stale), and with relaxed atomic loads under it. */
 int lda_word_build(lda_alias_t *a, float *f, float *wq, const int32_t *row, const int32_t *delta,
                    const float *inv, float alpha, float beta, uint32_t K, lda_build_scratch_t *s);
 /* The smoothing bucket: weights alpha beta inv[k] over all K topics. 0 or -1. */
@@ -231,20 +233,6 @@ static inline float lda_base(int32_t n, float beta, float inv_k)
 {
   const float c = (float)n; /* clamped as a float: a select the compiler vectorizes */
   return ((c > 0.0f ? c : 0.0f) + beta) * inv_k;
-}
-
-/* f[k] = lda_base(row[k], beta, inv[k]) for k < K. Other workers may be adding to row
- * meanwhile: outside ThreadSanitizer builds the row is read with plain loads, so that the
- * loop vectorizes (as augur's Hogwild kernel, api/augur.h; a value read is at worst a
- * little stale), and with relaxed atomic loads under it. */
-static inline void lda_bases(float *restrict f, const int32_t *restrict row,
-                             const float *restrict inv, float beta, uint32_t K)
-{
-#ifdef AU__TSAN
-  for (uint32_t k = 0; k < K; k++) f[k] = lda_base(lda_count(row, k), beta, inv[k]);
-#else
-  for (uint32_t k = 0; k < K; k++) f[k] = lda_base(row[k], beta, inv[k]);
-#endif
 }
 
 /* The lane of 8 weights w8 (the first valid of them positive) where the running sum

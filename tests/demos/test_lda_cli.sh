@@ -114,7 +114,7 @@ out=$("$lda" --docs 400 --vocab-size 300 --doc-length 30 --planted-topics 5 --to
   --iterations 8 --top-words 3 --check 2>&1); rc=$?
 [ $rc -eq 0 ] || echo "$out"
 check "generated run: exit 0" test $rc -eq 0
-check "generated run: check ok" grep -q '^check=ok negative=0 row_sums=0 totals=0 recount=0 ' <<<"$out"
+check "generated run: check ok" grep -q '^check=ok negative=0 row_sums=0 totals=0 recount=0 docs=0 ' <<<"$out"
 check "generated run: words shown as ids" grep -q '^topic=4 tokens=[0-9]* words=w[0-9]\+,w[0-9]\+,w' <<<"$out"
 first=$(grep -o '^init llh_per_token=[-0-9.]*' <<<"$out" | cut -d= -f2)
 last=$(grep '^iteration=8 ' <<<"$out" | grep -o 'llh_per_token=[-0-9.]*' | cut -d= -f2)
@@ -129,7 +129,7 @@ if [ -n "$augur" ]; then
   check "3 nodes: exit 0" test $rc -eq 0
   check "3 nodes: rank 0 prints" test "$(grep -c '^\[0\] iteration=' <<<"$out")" -eq 4
   check "3 nodes: others stay quiet" test "$(grep -c '^\[[12]\] iteration=' <<<"$out")" -eq 0
-  check "3 nodes: counts exact" grep -q '^\[0\] check=ok negative=0 row_sums=0 totals=0 recount=0 ' \
+  check "3 nodes: counts exact" grep -q '^\[0\] check=ok negative=0 row_sums=0 totals=0 recount=0 docs=0 ' \
     <<<"$out"
   check "3 nodes: rows fetched remotely" grep -q '^\[0\] iteration=4 .*local=0\.[0-9]' <<<"$out"
   check "3 nodes: one file per node" test -s "$tmp/three/word_topic.txt.0" -a \
@@ -153,7 +153,7 @@ if [ -n "$augur" ]; then
     rc=$?
     check "3 nodes, $mode: exit 0" test $rc -eq 0
     check "3 nodes, $mode: counts exact" \
-      grep -q '^\[0\] check=ok negative=0 row_sums=0 totals=0 recount=0 ' <<<"$out"
+      grep -q '^\[0\] check=ok negative=0 row_sums=0 totals=0 recount=0 docs=0 ' <<<"$out"
     saved=$(saved_counts "$tmp/m")
     check "3 nodes, $mode: saved counts add up ($saved of $tokens)" test -n "$tokens" -a "$saved" = "$tokens"
     rows=$(saved_rows "$tmp/m")
