@@ -80,7 +80,7 @@ static int apply_totals(au_worker_t *w, shard_t *s, const au_view_t *tv)
   return rc;
 }
 
-/* The step's words: keys[*k0 .. *k0 + *kn). */
+/* The words of the step-th step of a sweep: keys[k0 .. k0 + *kn), k0 returned. */
 static uint32_t step_words(const shard_t *s, uint32_t step, uint32_t *kn)
 {
   uint32_t j = (s->first + step) % s->nsteps;
@@ -184,9 +184,9 @@ static int sample_words(au_worker_t *w, shard_t *s, uint32_t k0, uint32_t kn, co
     const int32_t *row = au_view_row(wv, i);
     lda_tok_t *tok = &s->tok[s->tstart[k0 + i]], *end = &s->tok[s->tstart[k0 + i + 1]];
     /* The word's factor of every topic, kept current below as this worker's moves change
-     * the word's counts and the totals (wdelta is zero here), and its table, fresh: built
-     * now and again after K draws from it (LightLDA's rule: an O(K) build amortized over
-     * as many draws). */
+     * the word's counts (wdelta is zero here; inv stays as the word finds it, see after
+     * the tokens), and its table, fresh: built now and again after K draws from it
+     * (LightLDA's rule: an O(K) build amortized over as many draws). */
     if (lda_word_build(a, f, wq, row, NULL, inv, alpha, beta, K, &s->build) != 0) rc = AU_ENOMEM;
     uint32_t n = 0;
     for (; tok < end && rc == 0; tok++) {
