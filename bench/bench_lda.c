@@ -1,9 +1,13 @@
 /* bench_lda.c — augur-bench-lda: augur-lda's training loop (SparseLDA buckets with alias
  * tables, O(K_d) per token, on worker actors) against a plain serial dense collapsed
- * Gibbs sampler (O(K) per token), in one binary and one run, on the same generated corpus,
- * for K = 100 and K = 1000. Prints key=value lines: the tokens/s of each, their ratio, and
- * the log-likelihood per token each reached after the same number of iterations.
+ * Gibbs sampler (O(K) per token), in one binary and one run, on the same generated corpus
+ * (by default shaped like natural text: Zipf's law over 50,000 words, log-normal document
+ * lengths, 2.4 million tokens), for K = 100 and K = 1000. Prints key=value lines: the
+ * tokens/s of each and their ratio, the log-likelihood per token each reached after the
+ * same number of iterations, and the seconds each needed to reach a fixed log-likelihood
+ * (the dense sampler's after those iterations) and their ratio.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,13 +24,20 @@ static void usage(void)
 {
   printf(
       "usage: augur-bench-lda [--docs N] [--doc-length N] [--vocab-size N] [--planted-topics N]\n"
-      "                       [--iterations N] [--topics K[,K...]] [--max-threads T]\n"
-      "                       [--batch N] [--mh-steps N]\n"
-      "  Samples the same generated corpus (default 10000 documents of ~100 tokens over\n"
-      "  10000 words from 100 planted topics) for N iterations (default 20) with a serial\n"
-      "  dense Gibbs sampler and with augur-lda's loop on 1..T threads (default T=2), for\n"
-      "  each K (default 100,1000); prints tokens/s of both, their ratio and the\n"
-      "  log-likelihood per token each reached.\n");
+      "                       [--zipf S] [--length-sigma X] [--iterations N]\n"
+      "                       [--topics K[,K...]] [--max-threads T] [--batch N] [--mh-steps N]\n"
+      "                       [--write-uci FILE]\n"
+      "  Samples the same generated corpus (default 120000 documents of log-normal length,\n"
+      "  mean 20 tokens and sigma 1.2, over 50000 words in Zipf's law of exponent 1, from\n"
+      "  100 planted topics; --zipf 0 --length-sigma 0 for sparse planted topics and\n"
+      "  uniform lengths) for N iterations (default 10) with a serial dense Gibbs sampler,\n"
+      "  then with augur-lda's loop on 1..T threads (default T=2) until it reaches the\n"
+      "  dense sampler's log-likelihood (at most 3N iterations), for each K (default\n"
+      "  100,1000); prints tokens/s of both over N iterations and their ratio, the\n"
+      "  log-likelihood per token each reached, and the seconds each took to the dense\n"
+      "  sampler's log-likelihood and their ratio.\n"
+      "  --write-uci FILE writes the corpus as a UCI bag-of-words file instead (to run\n"
+      "  augur-lda or other tools on the same documents) and exits.\n");
 }
 
 /* ---- the baseline: what a careful programmer writes without a framework ---------------- */
@@ -122,10 +133,46 @@ static double dense_llh(dense_t *s, const lda_corpus_t *c)
   return neg ? NAN : sum / (double)c->ntokens;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The corpus as a UCI bag-of-words file: D, W, NNZ, then "doc word count" lines (1-based),
+ * a document's words ascending. 0, or -1 (errno says why). */
+static int write_uci(const lda_corpus_t *c, const char *path)
+{
+  FILE *f = fopen(path, "w");
+  uint32_t *cnt = calloc(c->nwords, sizeof(uint32_t)), *ws = malloc(c->ntokens * sizeof(uint32_t));
+  int rc = f && cnt && ws ? 0 : -1;
+  size_t nnz = 0;
+  for (int pass = 0; pass < 2 && rc == 0; pass++) {
+    if (pass) fprintf(f, "%u\n%u\n%zu\n", c->ndocs, c->nwords, nnz);
+    for (uint32_t d = 0; d < c->ndocs; d++) {
+      size_t n = 0;
+      for (size_t j = c->doc_start[d]; j < c->doc_start[d + 1]; j++)
+        if (cnt[c->words[j]]++ == 0) ws[n++] = c->words[j];
+      nnz += n;
+      if (pass) qsort(ws, n, sizeof(uint32_t), cmp_u32);
+      for (size_t i = 0; i < n; i++) {
+        if (pass) fprintf(f, "%u %u %u\n", d + 1, ws[i] + 1, cnt[ws[i]]);
+        cnt[ws[i]] = 0;
+      }
+    }
+  }
+  if (f && (ferror(f) | fclose(f))) rc = -1;
+  free(cnt);
+  free(ws);
+  return rc;
+}
+
 /* ---- one K ---------------------------------------------------------------------------- */
 
 typedef struct result {
-  double tokens_per_s, llh, seconds;
+  double tokens_per_s, llh, seconds; /* over the first `iterations` sweeps */
+  double to_target;                  /* sweep seconds until the log-likelihood reached it */
+  int sweeps_to_target;              /* 0: not within 3 x iterations */
 } result_t;
 
 /* The baseline with the same priors (lda_opts_default's alpha 0.1, beta 0.01). */
@@ -142,16 +189,19 @@ static int run_dense(const lda_corpus_t *c, uint32_t K, int iterations, result_t
     dense_sweep(&s, c);
     seconds += (double)(au_now_ns() - t0) / 1e9;
   }
-  r->seconds = seconds;
+  r->seconds = r->to_target = seconds;
+  r->sweeps_to_target = iterations;
   r->tokens_per_s = (double)c->ntokens * iterations / seconds;
   r->llh = dense_llh(&s, c);
   dense_free(&s);
   return 0;
 }
 
-/* augur-lda's training loop as augur-lda runs it, timed per sweep (no evaluation). */
+/* augur-lda's training loop as augur-lda runs it, timed per sweep (not the evaluations
+ * between sweeps): tokens/s and the log-likelihood after `iterations` sweeps, and the
+ * sweep seconds until the log-likelihood reaches target (at most 3 x iterations). */
 static int run_augur(const lda_corpus_t *c, const lda_opts_t *opts, uint32_t K, int iterations,
-                     int threads, result_t *r)
+                     int threads, double target, result_t *r)
 {
   au_node_t *node;
   lda_t *m;
@@ -164,18 +214,28 @@ static int run_augur(const lda_corpus_t *c, const lda_opts_t *opts, uint32_t K, 
     au_node_stop(node);
     return -1;
   }
-  double seconds = 0;
+  double seconds = 0, llh = -INFINITY;
   int rc = 0;
-  for (int it = 0; it < iterations && rc == 0; it++) {
+  r->sweeps_to_target = 0;
+  r->to_target = INFINITY;
+  for (int it = 1; it <= 3 * iterations && rc == 0; it++) {
     lda_iter_t st;
     rc = lda_iterate(m, &st);
     seconds += st.seconds;
+    if (rc == 0 && (it <= iterations || !r->sweeps_to_target)) rc = lda_llh(m, &llh);
+    if (rc == 0 && it == iterations) {
+      r->seconds = seconds;
+      r->llh = llh;
+    }
+    if (rc == 0 && !r->sweeps_to_target && llh >= target) {
+      r->sweeps_to_target = it;
+      r->to_target = seconds;
+    }
+    if (it >= iterations && r->sweeps_to_target) break;
   }
-  if (rc == 0) rc = lda_llh(m, &r->llh);
   au_node_stop(node);
   lda_free(m);
-  r->seconds = seconds;
-  r->tokens_per_s = (double)c->ntokens * iterations / seconds;
+  r->tokens_per_s = (double)c->ntokens * iterations / r->seconds;
   return rc;
 }
 
@@ -183,8 +243,10 @@ int main(int argc, char **argv)
 {
   lda_gen_opts_t g;
   lda_gen_opts_default(&g);
-  g.topics = 100;
-  int iterations = 20, max_threads = 2, nks = 2;
+  g.docs = 120000, g.vocab = 50000, g.doc_length = 20, g.topics = 100;
+  g.zipf = 1.0, g.length_sigma = 1.2, g.beta = 0.1;
+  int iterations = 10, max_threads = 2, nks = 2;
+  const char *write_path = NULL;
   lda_opts_t o;
   lda_opts_default(&o);
   uint32_t ks[16] = {100, 1000};
@@ -201,6 +263,10 @@ int main(int argc, char **argv)
       g.vocab = (uint32_t)strtoul(v, NULL, 10), i++;
     } else if (!strcmp(argv[i], "--planted-topics") && v) {
       g.topics = (uint32_t)strtoul(v, NULL, 10), i++;
+    } else if (!strcmp(argv[i], "--zipf") && v) {
+      g.zipf = strtod(v, NULL), i++;
+    } else if (!strcmp(argv[i], "--length-sigma") && v) {
+      g.length_sigma = strtod(v, NULL), i++;
     } else if (!strcmp(argv[i], "--iterations") && v) {
       iterations = atoi(v), i++;
     } else if (!strcmp(argv[i], "--mh-steps") && v) {
@@ -209,6 +275,8 @@ int main(int argc, char **argv)
       o.batch = (uint32_t)strtoul(v, NULL, 10), i++;
     } else if (!strcmp(argv[i], "--max-threads") && v) {
       max_threads = atoi(v), i++;
+    } else if (!strcmp(argv[i], "--write-uci") && v) {
+      write_path = v, i++;
     } else if (!strcmp(argv[i], "--topics") && v) {
       char *p = (char *)v, *end;
       for (nks = 0; nks < 16 && *p; p = *end ? end + 1 : end) {
@@ -242,9 +310,16 @@ int main(int argc, char **argv)
     fprintf(stderr, "augur-bench-lda: generating the corpus failed\n");
     return 1;
   }
-  printf("docs=%u vocab=%u tokens=%zu planted_topics=%u iterations=%d alpha=%g beta=%g batch=%u "
-         "mh_steps=%d\n",
-         c.ndocs, c.nwords, c.ntokens, g.topics, iterations, o.alpha, o.beta, o.batch, o.mh_steps);
+  if (write_path) {
+    int rc = write_uci(&c, write_path);
+    if (rc != 0) fprintf(stderr, "augur-bench-lda: %s: %s\n", write_path, strerror(errno));
+    lda_corpus_free(&c);
+    return rc ? 1 : 0;
+  }
+  printf("docs=%u vocab=%u tokens=%zu planted_topics=%u zipf=%g length_sigma=%g iterations=%d "
+         "alpha=%g beta=%g batch=%u mh_steps=%d\n",
+         c.ndocs, c.nwords, c.ntokens, g.topics, g.zipf, g.length_sigma, iterations, o.alpha,
+         o.beta, o.batch, o.mh_steps);
   fflush(stdout);
   int status = 0;
   for (int i = 0; i < nks && status == 0; i++) {
@@ -256,16 +331,18 @@ int main(int argc, char **argv)
     }
     for (int t = 1; t <= max_threads; t++) {
       result_t a;
-      if (run_augur(&c, &o, ks[i], iterations, t, &a) != 0) {
+      if (run_augur(&c, &o, ks[i], iterations, t, d.llh, &a) != 0) {
         fprintf(stderr, "augur-bench-lda: augur-lda failed at K=%u on %d threads\n", ks[i], t);
         status = 1;
         break;
       }
       printf("topics=%u threads=%d augur_tokens_per_s=%.4g dense_tokens_per_s=%.4g ratio=%.2f "
              "augur_llh_per_token=%.4f dense_llh_per_token=%.4f llh_gap=%+.4f augur_seconds=%.2f "
-             "dense_seconds=%.2f\n",
+             "dense_seconds=%.2f target_llh=%.4f augur_seconds_to_target=%.2f "
+             "augur_sweeps_to_target=%d dense_seconds_to_target=%.2f time_ratio=%.2f\n",
              ks[i], t, a.tokens_per_s, d.tokens_per_s, a.tokens_per_s / d.tokens_per_s, a.llh,
-             d.llh, (a.llh - d.llh) / fabs(d.llh), a.seconds, d.seconds);
+             d.llh, (a.llh - d.llh) / fabs(d.llh), a.seconds, d.seconds, d.llh, a.to_target,
+             a.sweeps_to_target, d.to_target, d.to_target / a.to_target);
       fflush(stdout);
       /* both must have learned: a loop that skips work would look fast */
       if (!(a.llh > d.llh - 0.1 * fabs(d.llh)) || !(d.llh > -20)) status = 1;

@@ -85,14 +85,25 @@ const char *lda_stop_word_at(size_t i);
 /* Documents from the LDA generative process: planted topics phi_k ~ Dirichlet(beta) over
  * the vocabulary, then per document theta_d ~ Dirichlet(alpha), a length uniform in
  * [ceil(L/2), L + L/2] (L = doc_length), and each token's topic z ~ theta_d, word w ~
- * phi_z. A small beta makes the planted topics sparse and well separated. */
+ * phi_z. A small beta makes the planted topics sparse and well separated.
+ *
+ * With zipf = s > 0 the words follow Zipf's law instead, as in natural text: word w
+ * (0-based) has weight (w + 1)^-s, spread over the planted topics by shares ~
+ * Dirichlet(beta) drawn per word, and phi_k(w) is proportional to its weight times its
+ * share of topic k (so the words' overall frequencies fall as a power of their rank).
+ * With length_sigma = x > 0 a document's length is log-normal with mean L and x the
+ * standard deviation of its log (at least 1 token, at most 64 L): a few long documents
+ * hold much of the text, as in a dictionary or the web. */
 typedef struct lda_gen_opts {
   uint32_t docs, vocab, doc_length, topics;
-  double alpha, beta; /* Dirichlet parameters of theta_d and phi_k */
+  double alpha, beta;  /* Dirichlet parameters of theta_d and phi_k (or of word shares) */
+  double zipf;         /* 0: topics drawn as above; s > 0: Zipf's law of exponent s */
+  double length_sigma; /* 0: uniform lengths; x > 0: log-normal */
   uint64_t seed;
 } lda_gen_opts_t;
 
-/* docs 10000, vocab 10000, doc_length 100, topics 20, alpha 0.1, beta 0.01, seed 1. */
+/* docs 10000, vocab 10000, doc_length 100, topics 20, alpha 0.1, beta 0.01, zipf 0,
+ * length_sigma 0, seed 1. */
 void lda_gen_opts_default(lda_gen_opts_t *o);
 /* 0, or LDA_EINVAL with a message in err saying which option is wrong. */
 int lda_gen_opts_check(const lda_gen_opts_t *o, char *err, size_t errlen);

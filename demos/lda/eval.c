@@ -51,8 +51,8 @@ int lda_llh(lda_t *m, double *per_token)
   for (int i = 0; i < m->nshards && rc == 0; i++) {
     const shard_t *s = &m->shards[i];
     for (uint32_t d = 0; d < s->ndocs; d++)
-      docs += lda_llh_doc(&s->z[s->doc_start[d]], s->doc_start[d + 1] - s->doc_start[d],
-                          m->p.kalpha, &m->lga, scratch);
+      docs += lda_llh_doc_entries((const lda_doc_t *)(s->dmem + (size_t)s->doc_block[d] * 64),
+                                  m->p.kalpha, &m->lga);
   }
   free(scratch);
   if (rc < 0) return rc;
@@ -88,6 +88,42 @@ static int check_row(void *arg, au_key_t key, const int32_t *row)
   return 0;
 }
 
+/* Documents of shard s whose counts differ from a recount of their tokens' topics: the
+ * tokens are added up again into a copy of the blocks (emptied), which is then compared
+ * entry by entry. -1 if out of memory. */
+static int64_t check_docs(const shard_t *s, uint32_t K)
+{
+  if (s->ndocs == 0) return 0;
+  const uint32_t last = s->doc_block[s->ndocs - 1];
+  const lda_doc_t *ld = (const lda_doc_t *)(s->dmem + (size_t)last * 64);
+  size_t bytes = (size_t)last * 64 + LDA_DOC_BYTES(ld->room);
+  uint8_t *copy = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+  if (!copy) return -1;
+  memset(copy, 0, bytes);
+  for (uint32_t d = 0; d < s->ndocs; d++) {
+    const lda_doc_t *doc = (const lda_doc_t *)(s->dmem + (size_t)s->doc_block[d] * 64);
+    lda_doc_init((lda_doc_t *)(copy + (size_t)s->doc_block[d] * 64), doc->len, doc->room);
+  }
+  int64_t bad = 0;
+  for (uint32_t j = 0; j < s->tstart[s->nw]; j++) {
+    lda_doc_t *doc = (lda_doc_t *)(copy + (size_t)s->tok[j].doc * 64);
+    if (s->tok[j].z >= K || doc->n >= doc->room) return free(copy), (int64_t)s->ndocs;
+    lda_doc_add(doc, s->tok[j].z);
+  }
+  for (uint32_t d = 0; d < s->ndocs; d++) {
+    const lda_doc_t *a = (const lda_doc_t *)(s->dmem + (size_t)s->doc_block[d] * 64);
+    const lda_doc_t *b = (const lda_doc_t *)(copy + (size_t)s->doc_block[d] * 64);
+    int differs = a->n != b->n;
+    for (uint32_t i = 0; i < b->n && !differs; i++) {
+      uint32_t at = lda_doc_find(a, lda_doc_topic(b, i));
+      differs = at == a->n || lda_doc_count(a, at) != lda_doc_count(b, i);
+    }
+    bad += differs;
+  }
+  free(copy);
+  return bad;
+}
+
 int lda_check(lda_t *m, lda_check_t *out)
 {
   const uint32_t K = m->p.K, chunk = REDUCE_MAX / K;
@@ -103,15 +139,24 @@ int lda_check(lda_t *m, lda_check_t *out)
     memset(cnt, 0, (size_t)n * K * sizeof(double));
     for (int i = 0; i < m->nshards; i++) {
       const shard_t *s = &m->shards[i];
-      uint32_t ntok = s->doc_start[s->ndocs];
-      for (uint32_t j = 0; j < ntok; j++) {
-        uint64_t g = s->lw_key[s->lw[j]];
-        if (g >= first && g < first + n) cnt[(g - first) * K + s->z[j]] += 1;
+      for (uint32_t w = 0; w < s->nw; w++) {
+        uint64_t g = s->keys[w];
+        if (g < first || g >= first + n) continue;
+        for (uint32_t j = s->tstart[w]; j < s->tstart[w + 1]; j++)
+          cnt[(g - first) * K + s->tok[j].z] += 1;
       }
     }
     if ((rc = au_allreduce_sum(rt_of(m), cnt, (int)(n * K))) != 0) break;
     check_acc_t acc = {m, first, cnt, colsum, out};
     rc = lda__each_row(m, first, first + n, check_row, &acc);
+  }
+  /* every document's counts against its tokens */
+  for (int i = 0; i < m->nshards && rc == 0; i++) {
+    int64_t bad = check_docs(&m->shards[i], K);
+    if (bad < 0)
+      rc = AU_ENOMEM;
+    else
+      out->docs += (uint64_t)bad;
   }
   /* the totals row against the column sums of all rows */
   if (rc == 0) rc = au_allreduce_sum(rt_of(m), colsum, (int)K);
@@ -127,18 +172,22 @@ int lda_check(lda_t *m, lda_check_t *out)
   free(colsum);
   free(totals);
   if (rc < 0) return rc;
-  double v[5] = {(double)out->negative, (double)out->row_sums, (double)out->totals,
-                 (double)out->recount, (double)out->tokens};
-  if ((rc = au_allreduce_sum(rt_of(m), v, 5)) != 0) return rc;
-  *out =
-      (lda_check_t){(uint64_t)v[0], (uint64_t)v[1], (uint64_t)v[2], (uint64_t)v[3], (uint64_t)v[4]};
+  double v[6] = {(double)out->negative, (double)out->row_sums, (double)out->totals,
+                 (double)out->recount,  (double)out->docs,     (double)out->tokens};
+  if ((rc = au_allreduce_sum(rt_of(m), v, 6)) != 0) return rc;
+  *out = (lda_check_t){.negative = (uint64_t)v[0],
+                       .row_sums = (uint64_t)v[1],
+                       .totals = (uint64_t)v[2],
+                       .recount = (uint64_t)v[3],
+                       .docs = (uint64_t)v[4],
+                       .tokens = (uint64_t)v[5]};
   return 0;
 }
 
 int lda_check_ok(const lda_check_t *c, uint64_t tokens)
 {
   return c->negative == 0 && c->row_sums == 0 && c->totals == 0 && c->recount == 0 &&
-         c->tokens == tokens;
+         c->docs == 0 && c->tokens == tokens;
 }
 
 /* ---- top words -------------------------------------------------------------------------- */

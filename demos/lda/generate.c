@@ -24,12 +24,21 @@ void lda_gen_opts_default(lda_gen_opts_t *o)
                         .topics = 20,
                         .alpha = 0.1,
                         .beta = 0.01,
+                        .zipf = 0,
+                        .length_sigma = 0,
                         .seed = 1};
+}
+
+/* The longest document the options allow. */
+static uint64_t longest_doc(const lda_gen_opts_t *o)
+{
+  return o->length_sigma > 0 ? 64 * (uint64_t)o->doc_length
+                             : (uint64_t)o->doc_length + o->doc_length / 2;
 }
 
 int lda_gen_opts_check(const lda_gen_opts_t *o, char *err, size_t errlen)
 {
-  uint64_t longest = (uint64_t)o->doc_length + o->doc_length / 2;
+  uint64_t longest = longest_doc(o);
   if (o->docs < 1 || o->docs > 0xfffffffeu)
     lda__set_err(err, errlen, "--docs must be in [1, 4294967294], got %u", o->docs);
   else if (o->vocab < 1 || o->vocab > LDA_MAX_WORDS)
@@ -50,6 +59,10 @@ int lda_gen_opts_check(const lda_gen_opts_t *o, char *err, size_t errlen)
   else if (!(o->alpha > 0) || !isfinite(o->alpha) || !(o->beta > 0) || !isfinite(o->beta))
     lda__set_err(err, errlen, "the Dirichlet parameters must be positive, got alpha %g beta %g",
                  o->alpha, o->beta);
+  else if (!(o->zipf >= 0 && o->zipf <= 10))
+    lda__set_err(err, errlen, "--zipf must be in [0, 10], got %g", o->zipf);
+  else if (!(o->length_sigma >= 0 && o->length_sigma <= 3))
+    lda__set_err(err, errlen, "--length-sigma must be in [0, 3], got %g", o->length_sigma);
   else
     return 0;
   return LDA_EINVAL;
@@ -140,11 +153,27 @@ int lda_generate(const lda_gen_opts_t *o, lda_corpus_t *out, float **phi_out)
   if (!prob || !alias || !work || !p || !cum || !len || !out->doc_start || (phi_out && !phi))
     goto done;
 
-  /* planted topics: stream 0 */
+  /* planted topics: stream 0 (Zipf: stream 3) */
   lda_rng_t r;
-  lda_rng_seed(&r, o->seed, 0);
+  if (o->zipf > 0) {
+    /* each word's weight spread over the topics, unnormalized phi in prob */
+    lda_rng_seed(&r, o->seed, 3);
+    for (uint32_t v = 0; v < V; v++) {
+      dirichlet(&r, o->beta, p, K);
+      double weight = pow((double)v + 1, -o->zipf);
+      for (uint32_t k = 0; k < K; k++) prob[(size_t)k * V + v] = (float)(weight * p[k]);
+    }
+  } else {
+    lda_rng_seed(&r, o->seed, 0);
+  }
   for (uint32_t k = 0; k < K; k++) {
-    dirichlet(&r, o->beta, p, V);
+    if (o->zipf > 0) {
+      double sum = 0;
+      for (uint32_t v = 0; v < V; v++) sum += prob[(size_t)k * V + v];
+      for (uint32_t v = 0; v < V; v++) p[v] = sum > 0 ? prob[(size_t)k * V + v] / sum : 1.0 / V;
+    } else {
+      dirichlet(&r, o->beta, p, V);
+    }
     if (phi)
       for (uint32_t v = 0; v < V; v++) phi[(size_t)k * V + v] = (float)p[v];
     alias_build(p, V, &prob[(size_t)k * V], &alias[(size_t)k * V], work);
@@ -152,8 +181,15 @@ int lda_generate(const lda_gen_opts_t *o, lda_corpus_t *out, float **phi_out)
   /* document lengths: stream 1 */
   lda_rng_seed(&r, o->seed, 1);
   out->doc_start[0] = 0;
+  const double sigma = o->length_sigma, mu = log((double)o->doc_length) - sigma * sigma / 2;
+  const double longest = (double)longest_doc(o);
   for (uint32_t d = 0; d < D; d++) {
-    len[d] = lo + lda_rng_below(&r, hi - lo + 1);
+    if (sigma > 0) {
+      double l = floor(exp(mu + sigma * normal(&r)) + 0.5);
+      len[d] = (uint32_t)(l < 1 ? 1 : l > longest ? longest : l);
+    } else {
+      len[d] = lo + lda_rng_below(&r, hi - lo + 1);
+    }
     out->doc_start[d + 1] = out->doc_start[d] + len[d];
   }
   out->ntokens = out->doc_start[D];

@@ -12,13 +12,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* On a cluster a step's rows from one node travel in one message: keep it well under the
  * transport's 64 MiB frame limit. */
 #define STEP_ROW_BYTES (16u << 20)
 
-/* Rows are prefetched this many words ahead of the word being sampled. */
-#define PREFETCH_WORDS 4
+/* Rows are prefetched this many words ahead of the word being sampled, documents this
+ * many tokens ahead (at most PREFETCH_DOC_LINES cache lines of each). */
+#define PREFETCH_WORDS     4
+#define PREFETCH_TOKENS    8
+#define PREFETCH_DOC_LINES 4
 
 void lda_opts_default(lda_opts_t *o)
 {
@@ -26,7 +30,7 @@ void lda_opts_default(lda_opts_t *o)
                     .alpha = 0.1,
                     .beta = 0.01,
                     .workers = 0,
-                    .batch = 262144,
+                    .batch = 65536,
                     .lookahead = 2,
                     .mh_steps = 1,
                     .seed = 1,
@@ -34,6 +38,11 @@ void lda_opts_default(lda_opts_t *o)
 }
 
 /* ---- steps ------------------------------------------------------------------------------ */
+
+static inline lda_doc_t *doc_at(const shard_t *s, uint32_t block)
+{
+  return (lda_doc_t *)(s->dmem + (size_t)block * 64);
+}
 
 /* Applies a word's pending change (wdelta at the topics of its n moves) through its view
  * row, or by au_push without a view; leaves wdelta zero. */
@@ -53,7 +62,7 @@ static int apply_word(au_worker_t *w, shard_t *s, const au_view_t *wv, uint32_t 
   return rc;
 }
 
-/* Applies the step's change of the totals; leaves tdelta zero. */
+/* Applies the step's change of the totals not yet applied; leaves tdelta zero. */
 static int apply_totals(au_worker_t *w, shard_t *s, const au_view_t *tv)
 {
   const uint32_t K = s->m->p.K;
@@ -71,53 +80,36 @@ static int apply_totals(au_worker_t *w, shard_t *s, const au_view_t *tv)
   return rc;
 }
 
+/* The words of the step-th step of a sweep: keys[k0 .. k0 + *kn), k0 returned. */
+static uint32_t step_words(const shard_t *s, uint32_t step, uint32_t *kn)
+{
+  uint32_t j = (s->first + step) % s->nsteps;
+  *kn = s->step_kstart[j + 1] - s->step_kstart[j];
+  return s->step_kstart[j];
+}
+
 /* The first run: uniformly random topics, their counts pushed to the tables. */
 static int init_step(au_worker_t *w, shard_t *s)
 {
-  const uint32_t b = s->pos, K = s->m->p.K, k0 = s->batch_kstart[b];
+  const uint32_t K = s->m->p.K;
+  uint32_t kn, k0 = step_words(s, s->pos, &kn);
   int rc = 0;
-  for (uint32_t i = k0; i < s->batch_kstart[b + 1] && rc == 0; i++) {
+  for (uint32_t i = k0; i < k0 + kn && rc == 0; i++) {
     uint32_t n = 0;
     for (uint32_t o = s->tstart[i]; o < s->tstart[i + 1]; o++) {
       uint32_t t = lda_rng_below(&s->rng, K);
-      s->z[s->ord[o].tok] = (uint16_t)t;
+      s->tok[o].z = (uint16_t)t;
+      lda_doc_add(doc_at(s, s->tok[o].doc), t);
       s->wdelta[t]++;
       s->tdelta[t]++;
       s->mv[n++] = (lda_move_t){(uint16_t)t, (uint16_t)t};
     }
-    rc = apply_word(w, s, NULL, i - k0, s->batch_keys[i], n);
+    rc = apply_word(w, s, NULL, i - k0, s->keys[i], n);
   }
   if (rc == 0) rc = apply_totals(w, s, NULL);
   if (rc != 0) return rc;
   s->pos++;
   return AU_CONTINUE;
-}
-
-/* The batch's documents as topic entries (the sparse n_dk), from the assignments. */
-static void doc_entries(shard_t *s, uint32_t b)
-{
-  const uint32_t K = s->m->p.K, first = s->batch_doc[b];
-  uint32_t off = 0;
-  for (uint32_t d = first; d < s->batch_doc[b + 1]; d++) {
-    uint32_t len = s->doc_start[d + 1] - s->doc_start[d], room = LDA_DOC_ROOM(len, K), n = 0;
-    lda_doc_t *e = &s->docs[d - first];
-    e->topic = &s->dtop[off];
-    e->count = &s->dcnt[off];
-    for (uint32_t j = s->doc_start[d]; j < s->doc_start[d + 1]; j++) {
-      uint32_t k = s->z[j];
-      if (s->at[k]) {
-        e->count[s->at[k] - 1]++;
-      } else {
-        e->topic[n] = (uint16_t)k;
-        e->count[n] = 1;
-        s->at[k] = ++n;
-      }
-    }
-    for (uint32_t i = 0; i < n; i++) s->at[e->topic[i]] = 0;
-    for (uint32_t i = n; i < room; i++) e->topic[i] = 0, e->count[i] = 0; /* padding */
-    e->n = n;
-    off += room;
-  }
 }
 
 /* The word's factor of topic k now: its row plus this worker's pending change. */
@@ -129,26 +121,18 @@ static inline float word_factor(const int32_t *row, const int32_t *wdelta, const
 
 #ifdef LDA_CHECK_FACTORS
 /* A testing aid (test_lda_checked): after every token, the word's factors f and its
- * spread table weights wq against values computed afresh. Meaningful with one worker,
+ * table's dense weights wq against values computed afresh. Meaningful with one worker,
  * whose row nobody else changes while it samples. */
 atomic_ulong lda_factor_checks, lda_factor_mismatches; /* every worker adds to them */
 
-static void check_factors(const shard_t *s, const int32_t *row, const lda_alias_t *a, float beta)
+static void check_factors(const shard_t *s, const int32_t *row, float beta)
 {
   unsigned long bad = 0;
   for (uint32_t k = 0; k < s->m->p.K; k++) {
     float fresh = word_factor(row, s->wdelta, s->inv, beta, k);
     bad += fabsf(s->f[k] - fresh) > 1e-6f * fabsf(fresh);
-    bad += s->wq[k] != (float)lda_alias_weight(a, k);
+    bad += s->wq[k] != (float)lda_alias_weight(&s->word, k);
   }
-  atomic_fetch_add_explicit(&lda_factor_mismatches, bad, memory_order_relaxed);
-  atomic_fetch_add_explicit(&lda_factor_checks, 1, memory_order_relaxed);
-}
-
-static void check_cleared(const shard_t *s)
-{
-  unsigned long bad = 0;
-  for (uint32_t k = 0; k < s->m->p.K; k++) bad += s->wq[k] != 0.0f;
   atomic_fetch_add_explicit(&lda_factor_mismatches, bad, memory_order_relaxed);
   atomic_fetch_add_explicit(&lda_factor_checks, 1, memory_order_relaxed);
 }
@@ -156,23 +140,39 @@ static void check_cleared(const shard_t *s)
 
 static inline void set_inv(shard_t *s, uint32_t k)
 {
-  s->inv[k] = (float)(1.0 / ((s->nt[k] > 0 ? (double)s->nt[k] : 0.0) + s->m->p.vbeta));
+  s->inv[k] = 1.0f / ((float)(s->nt[k] > 0 ? s->nt[k] : 0) + s->vbeta);
 }
 
-/* Samples the tokens of batch b word by word; applies each word's change when its tokens
- * are done. 0 or AU_ENOMEM (a table could not be built: the counts are still exact). */
-static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t *wv)
+/* The totals as of now (everything applied to the view's row so far), and the smoothing
+ * bucket from them. 0 or AU_ENOMEM. */
+static int read_totals(shard_t *s, const au_view_t *tv)
+{
+  const lda_t *m = s->m;
+  const int32_t *nt = au_view_row(tv, 0);
+  for (uint32_t k = 0; k < m->p.K; k++) {
+    s->nt[k] = lda_count(nt, k);
+    set_inv(s, k);
+    s->smooth_inv[k] = s->inv[k];
+  }
+  return lda_alias_build_smooth(&s->smooth, s->inv, m->p.alpha, m->p.beta, m->p.K, &s->build) == 0
+             ? 0
+             : AU_ENOMEM;
+}
+
+/* Samples the tokens of the words keys[k0 .. k0 + kn) word by word (wv: their rows);
+ * applies each word's change when its tokens are done. 0 or AU_ENOMEM (a table could not
+ * be built: the counts are still exact). */
+static int sample_words(au_worker_t *w, shard_t *s, uint32_t k0, uint32_t kn, const au_view_t *wv)
 {
   lda_t *m = s->m;
-  const uint32_t K = m->p.K, k0 = s->batch_kstart[b], kn = s->batch_kstart[b + 1] - k0;
+  const uint32_t K = m->p.K;
   const lda_draw_ctx_t ctx = {m->p, &s->smooth, s->smooth_inv, s->w, s->block, m->o.mh_steps};
-  const float beta = (float)m->p.beta;
+  const float alpha = (float)m->p.alpha, beta = (float)m->p.beta;
   int32_t *wdelta = s->wdelta, *nt = s->nt;
   float *inv = s->inv, *f = s->f, *wq = s->wq;
-  uint16_t *z = s->z;
+  lda_alias_t *a = &s->word;
   uint64_t moved = 0;
   int rc = 0;
-  doc_entries(s, b);
   for (uint32_t i = 0; i < kn && rc == 0; i++) {
     if (i + PREFETCH_WORDS < kn) {
       /* a coming word's row: its tokens will read it all over (the document bucket visits
@@ -182,67 +182,66 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
         __builtin_prefetch(next + at, 0, 2);
     }
     const int32_t *row = au_view_row(wv, i);
-    /* the word's factor of every topic, kept current below as this worker's moves change
-     * the word's counts and the totals (wdelta is zero here) */
-    lda_bases(f, row, inv, beta, K);
-    lda_alias_t *a = &s->alias[s->batch_lw[k0 + i]];
-    const lda_ref_t *ref = &s->ord[s->tstart[k0 + i]], *end = &s->ord[s->tstart[k0 + i + 1]];
+    lda_tok_t *tok = &s->tok[s->tstart[k0 + i]], *end = &s->tok[s->tstart[k0 + i + 1]];
+    /* The word's factor of every topic, kept current below as this worker's moves change
+     * the word's counts (wdelta is zero here; inv stays as the word finds it, see after
+     * the tokens), and its table, fresh: built now and again after K draws from it
+     * (LightLDA's rule: an O(K) build amortized over as many draws). */
+    if (lda_word_build(a, f, wq, row, NULL, inv, alpha, beta, K, &s->build) != 0) rc = AU_ENOMEM;
     uint32_t n = 0;
-    lda_alias_spread(a, wq, 0);
-    for (; ref < end && rc == 0; ref++) {
-      if (ref + 1 < end) { /* the next token's document and topic */
-        const lda_doc_t *next = &s->docs[ref[1].doc];
-        __builtin_prefetch(next->topic);
-        __builtin_prefetch(next->count);
-        __builtin_prefetch(&z[ref[1].tok]);
+    for (; tok < end && rc == 0; tok++) {
+      if (tok + PREFETCH_TOKENS < end) { /* a coming token's document */
+        const char *next = (const char *)doc_at(s, tok[PREFETCH_TOKENS].doc);
+        for (uint32_t l = 0; l < tok[PREFETCH_TOKENS].lines && l < PREFETCH_DOC_LINES; l++)
+          __builtin_prefetch(next + 64 * l);
       }
-      /* The word's table is a snapshot, rebuilt once per sweep and after K draws from it
-       * (LightLDA's rule: an O(K) build amortized over as many draws). */
-      if (a->stamp != s->sweep || a->draws >= K) {
-        lda_alias_spread(a, wq, 1);
-        if (lda_alias_build_word(a, row, wdelta, inv, m->p.alpha, K, &s->build) != 0)
-          rc = AU_ENOMEM;
-        a->stamp = s->sweep;
-        lda_alias_spread(a, wq, 0);
-      }
-      const uint32_t j = ref->tok, z0 = z[j];
-      lda_doc_t *doc = &s->docs[ref->doc];
-      /* the token out of every count, a new topic, the token back in */
-      lda_doc_remove_at(doc, lda_doc_find(doc, z0));
+      if (a->draws >= K &&
+          lda_word_build(a, NULL, wq, row, wdelta, inv, alpha, beta, K, &s->build) != 0)
+        rc = AU_ENOMEM;
+      const uint32_t z0 = tok->z;
+      lda_doc_t *doc = doc_at(s, tok->doc);
+      /* the token out of the word's and totals' counts (the sampler takes it out of its
+       * document's), a new topic, the counts of the new topic */
       wdelta[z0]--;
-      const float inv0 = inv[z0], f0 = f[z0];
+      const float f0 = f[z0];
       nt[z0]--;
-      set_inv(s, z0);
       f[z0] = word_factor(row, wdelta, inv, beta, z0);
-      uint32_t t = lda_sample(&ctx, f, doc, a, wq, z0, &s->rng);
-      lda_doc_add(doc, t);
-      wdelta[t]++;
-      nt[t]++;
-      if (t == z0) {
-        inv[z0] = inv0;
+      uint32_t at0, at;
+      const uint32_t t = lda_sample(&ctx, f, doc, a, wq, z0, &at0, &at, &s->rng);
+      if (t == z0) { /* nothing changed */
+        wdelta[z0]++;
+        nt[z0]++;
         f[z0] = f0;
 #ifdef LDA_CHECK_FACTORS
-        check_factors(s, row, a, beta);
+        check_factors(s, row, beta);
 #endif
         continue;
       }
-      set_inv(s, t);
+      /* z0's entry one less (the last entry fills it if it empties), t's one more */
+      const uint32_t last = doc->n - 1;
+      const int gone = lda_doc_count(doc, at0) == 1.0f;
+      lda_doc_remove_at(doc, at0);
+      at = at == last + 1 ? doc->n : gone && at == last ? at0 : at;
+      lda_doc_add_at(doc, t, at);
+      wdelta[t]++;
+      nt[t]++;
       f[t] = word_factor(row, wdelta, inv, beta, t);
-      z[j] = (uint16_t)t;
+      tok->z = (uint16_t)t;
       s->tdelta[z0]--;
       s->tdelta[t]++;
       s->mv[n++] = (lda_move_t){(uint16_t)z0, (uint16_t)t};
 #ifdef LDA_CHECK_FACTORS
-      check_factors(s, row, a, beta);
+      check_factors(s, row, beta);
 #endif
     }
-    lda_alias_spread(a, wq, 1);
-#ifdef LDA_CHECK_FACTORS
-    check_cleared(s);
-#endif
     moved += n;
-    int r2 = apply_word(w, s, wv, i, s->batch_keys[k0 + i], n);
+    int r2 = apply_word(w, s, wv, i, s->keys[k0 + i], n);
     if (rc == 0) rc = r2;
+    /* The totals' factors of the topics the word's tokens left or joined, for the next
+     * words: within a word they stay as the word found them (the worker's own moves
+     * change n_k by a few in thousands, less than the other workers' moves it sees only
+     * at its next step), which keeps two divisions per token off the sampler's path. */
+    for (uint32_t j = 0; j < n; j++) set_inv(s, s->mv[j].from), set_inv(s, s->mv[j].to);
   }
   s->moved += moved;
   return rc;
@@ -251,18 +250,17 @@ static int sample_batch(au_worker_t *w, shard_t *s, uint32_t b, const au_view_t 
 static int sample_step(au_worker_t *w, shard_t *s)
 {
   lda_t *m = s->m;
-  const uint32_t b = s->pos, k0 = s->batch_kstart[b], kn = s->batch_kstart[b + 1] - k0;
-  const uint32_t K = m->p.K;
-  const au_key_t *keys = &s->batch_keys[k0], zero = 0;
+  uint32_t kn, k0 = step_words(s, s->pos, &kn);
+  const au_key_t *keys = &s->keys[k0], zero = 0;
   au_clock_t now = au_clock(w);
 
-  /* Announce the words of the batch `lookahead` steps ahead (wrapping into the next
+  /* Announce the words of the step `lookahead` steps ahead (wrapping into the next
    * sweep), and the totals. A re-run after AU_WAIT repeats this; intents are idempotent. */
   if (m->o.lookahead > 0) {
-    uint32_t a = (uint32_t)((b + (uint64_t)m->o.lookahead) % s->nbatches);
-    uint32_t a0 = s->batch_kstart[a];
+    uint32_t an,
+        a0 = step_words(s, (uint32_t)((s->pos + (uint64_t)m->o.lookahead) % s->nsteps), &an);
     au_clock_t at = now + m->o.lookahead;
-    int rc = au_intent(w, m->words, &s->batch_keys[a0], s->batch_kstart[a + 1] - a0, at, at + 1);
+    int rc = au_intent(w, m->words, &s->keys[a0], an, at, at + 1);
     if (rc == 0) rc = au_intent(w, m->totals, &zero, 1, at, at + 1);
     if (rc != 0) return rc;
   }
@@ -280,21 +278,15 @@ static int sample_step(au_worker_t *w, shard_t *s)
   }
 
   /* From here on the step completes: the totals as of now, the smoothing bucket, then
-   * the batch, then the totals' change. */
-  const int32_t *nt = au_view_row(&tv, 0);
-  for (uint32_t k = 0; k < K; k++) {
-    s->nt[k] = lda_count(nt, k);
-    set_inv(s, k);
-    s->smooth_inv[k] = s->inv[k];
-  }
-  int rc = lda_alias_build_smooth(&s->smooth, s->inv, m->p.alpha, m->p.beta, K, &s->build);
-  rc = rc == 0 ? sample_batch(w, s, b, &wv) : AU_ENOMEM;
+   * the words, then the totals' change. */
+  int rc = read_totals(s, &tv);
+  if (rc == 0) rc = sample_words(w, s, k0, kn, &wv);
   int r2 = apply_totals(w, s, &tv);
   au_release(w, &wv);
   au_release(w, &tv);
   if (rc == 0) rc = r2;
   if (rc != 0) return rc;
-  s->tokens += s->doc_start[s->batch_doc[b + 1]] - s->doc_start[s->batch_doc[b]];
+  s->tokens += s->tstart[k0 + kn] - s->tstart[k0];
   s->pos++;
   au_clock_advance(w);
   return AU_CONTINUE;
@@ -303,9 +295,8 @@ static int sample_step(au_worker_t *w, shard_t *s)
 static int step(au_worker_t *w, void *arg)
 {
   shard_t *s = arg;
-  if (s->pos >= s->nbatches) {
+  if (s->pos >= s->nsteps) {
     s->pos = 0;
-    if (!s->init) s->sweep++;
     return AU_PAUSE; /* end of the sweep; the next au_node_run starts the next */
   }
   return s->init ? init_step(w, s) : sample_step(w, s);
@@ -315,19 +306,12 @@ static int step(au_worker_t *w, void *arg)
 
 static void shard_free(shard_t *s)
 {
-  free(s->doc_start);
-  free(s->lw);
-  free(s->z);
-  free(s->lw_key);
-  if (s->alias)
-    for (uint32_t i = 0; i < s->nlw; i++) lda_alias_free(&s->alias[i]);
-  free(s->alias);
-  free(s->batch_doc);
-  free(s->batch_kstart);
-  free(s->batch_keys);
-  free(s->batch_lw);
+  free(s->dmem);
+  free(s->doc_block);
+  free(s->keys);
   free(s->tstart);
-  free(s->ord);
+  free(s->step_kstart);
+  free(s->tok);
   free(s->nt);
   free(s->inv);
   free(s->smooth_inv);
@@ -337,98 +321,91 @@ static void shard_free(shard_t *s)
   free(s->wq);
   free(s->tdelta);
   free(s->wdelta);
-  free(s->at);
+  lda_alias_free(&s->word);
   lda_alias_free(&s->smooth);
-  free(s->docs);
-  free(s->dtop);
-  free(s->dcnt);
   free(s->mv);
   lda_build_scratch_free(&s->build);
 }
 
-/* Cuts the shard's documents into batches of about `batch` tokens (whole documents) and
- * at most max_words distinct words (unless one document alone has more), lists each
- * batch's distinct words, and groups each batch's tokens by word. mark: nlw entries of
+/* The shard's distinct words in key order, its tokens (tw: their words; doc_start: the
+ * documents' token offsets) grouped by word, and the steps: runs of whole words of about
+ * `batch` tokens and at most max_words words (at least one word). mark: V entries of
  * scratch. */
-static int make_batches(shard_t *s, uint32_t K, uint32_t batch, uint32_t max_words, uint32_t *mark)
+static int make_words(shard_t *s, const uint32_t *tw, const uint32_t *doc_start, uint32_t V,
+                      uint32_t batch, uint32_t max_words, uint32_t *mark)
 {
-  /* boundaries, using a document's length as the bound on the new words it brings */
-  uint32_t nb = 0;
+  const uint32_t ntok = doc_start[s->ndocs];
+  uint32_t nw = 0;
+  for (uint32_t g = 0; g < V; g++) mark[g] = 0;
+  for (uint32_t j = 0; j < ntok; j++) nw += !mark[tw[j]]++;
+  s->nw = nw;
+  s->keys = malloc(((size_t)nw + 1) * sizeof(au_key_t));
+  s->tstart = malloc(((size_t)nw + 1) * sizeof(uint32_t));
+  s->tok = malloc(((size_t)ntok + 1) * sizeof(lda_tok_t));
+  if (!s->keys || !s->tstart || !s->tok) return AU_ENOMEM;
+  /* words ascending (a pass over the vocabulary sorts them), each word's first token */
+  uint32_t i = 0, at = 0;
+  s->max_tokens = 0;
+  for (uint32_t g = 0; g < V; g++) {
+    if (!mark[g]) continue;
+    uint32_t count = mark[g];
+    if (count > s->max_tokens) s->max_tokens = count;
+    s->keys[i] = g;
+    s->tstart[i++] = at;
+    mark[g] = at; /* where the word's next token goes */
+    at += count;
+  }
+  s->tstart[nw] = ntok;
+  for (uint32_t d = 0; d < s->ndocs; d++) {
+    const lda_doc_t *doc = doc_at(s, s->doc_block[d]);
+    size_t bytes = LDA_DOC_BYTES(doc->room);
+    uint16_t lines = (uint16_t)(bytes / 64 < 65535 ? bytes / 64 : 65535);
+    for (uint32_t j = doc_start[d]; j < doc_start[d + 1]; j++)
+      s->tok[mark[tw[j]]++] = (lda_tok_t){s->doc_block[d], 0, lines};
+  }
+  /* the steps (first pass: count them) */
   for (int fill = 0; fill < 2; fill++) {
-    uint32_t tokens = 0, words = 0;
-    nb = 0;
-    for (uint32_t d = 0; d < s->ndocs; d++) {
-      uint32_t len = s->doc_start[d + 1] - s->doc_start[d];
-      if (tokens > 0 && (tokens >= batch || (uint64_t)words + len > max_words)) {
-        nb++;
-        if (fill) s->batch_doc[nb] = d;
+    uint32_t n = 0, tokens = 0, words = 0;
+    for (uint32_t w = 0; w < nw; w++) {
+      uint32_t len = s->tstart[w + 1] - s->tstart[w];
+      if (words > 0 && ((uint64_t)tokens + len > batch || words >= max_words)) {
+        n++;
         tokens = words = 0;
       }
-      tokens += len ? len : 1; /* an empty document still moves the batch on */
-      words += len;
+      if (fill && words == 0) s->step_kstart[n] = w;
+      tokens += len;
+      words++;
     }
-    if (s->ndocs) nb++;
+    n += words > 0;
     if (!fill) {
-      s->batch_doc = malloc(((size_t)nb + 1) * sizeof(uint32_t));
-      s->batch_kstart = malloc(((size_t)nb + 1) * sizeof(uint32_t));
-      if (!s->batch_doc || !s->batch_kstart) return AU_ENOMEM;
-      s->batch_doc[0] = 0;
+      s->nsteps = n ? n : 1;
+      s->step_kstart = calloc((size_t)s->nsteps + 1, sizeof(uint32_t));
+      if (!s->step_kstart) return AU_ENOMEM;
     }
   }
-  s->nbatches = nb;
-  s->batch_doc[nb] = s->ndocs;
-  /* each batch's distinct words (first pass: count them) */
-  size_t total = 0;
-  s->max_tokens = s->max_docs = 0;
-  for (int fill = 0; fill < 2; fill++) {
-    for (uint32_t l = 0; l < s->nlw; l++) mark[l] = LDA_NONE;
-    total = 0;
-    for (uint32_t b = 0; b < nb; b++) {
-      uint32_t first = s->doc_start[s->batch_doc[b]], end = s->doc_start[s->batch_doc[b + 1]];
-      if (fill) s->batch_kstart[b] = (uint32_t)total;
-      for (uint32_t j = first; j < end; j++) {
-        uint32_t l = s->lw[j];
-        if (mark[l] == b) continue;
-        mark[l] = b;
-        if (fill) s->batch_lw[total] = l, s->batch_keys[total] = s->lw_key[l];
-        total++;
-      }
-      if (end - first > s->max_tokens) s->max_tokens = end - first;
-      if (s->batch_doc[b + 1] - s->batch_doc[b] > s->max_docs)
-        s->max_docs = s->batch_doc[b + 1] - s->batch_doc[b];
-    }
-    if (!fill) {
-      s->batch_lw = malloc((total + 1) * sizeof(uint32_t));
-      s->batch_keys = malloc((total + 1) * sizeof(au_key_t));
-      s->tstart = calloc(total + 1, sizeof(uint32_t));
-      if (!s->batch_lw || !s->batch_keys || !s->tstart) return AU_ENOMEM;
-    }
+  s->step_kstart[s->nsteps] = nw;
+  return 0;
+}
+
+/* The shard's document blocks (doc_start: the documents' token offsets): one per
+ * document, empty, in document order. */
+static int make_docs(shard_t *s, const uint32_t *doc_start, uint32_t K)
+{
+  size_t units = 0;
+  s->doc_block = malloc(((size_t)s->ndocs + 1) * sizeof(uint32_t));
+  if (!s->doc_block) return AU_ENOMEM;
+  for (uint32_t d = 0; d < s->ndocs; d++) {
+    uint32_t len = doc_start[d + 1] - doc_start[d];
+    if (units > UINT32_MAX) return AU_ENOMEM; /* beyond what a block number holds */
+    s->doc_block[d] = (uint32_t)units;
+    units += LDA_DOC_BYTES(LDA_DOC_ROOM(len, K)) / 64;
   }
-  s->batch_kstart[nb] = (uint32_t)total;
-  /* each batch's tokens grouped by word: a counting sort on the word's place in the
-   * batch (mark[l] = that place while the batch is handled) */
-  uint32_t ntok = s->doc_start[s->ndocs];
-  s->ord = malloc(((size_t)ntok + 1) * sizeof(lda_ref_t));
-  if (!s->ord) return AU_ENOMEM;
-  s->max_room = 0;
-  for (uint32_t b = 0; b < nb; b++) {
-    uint32_t k0 = s->batch_kstart[b], k1 = s->batch_kstart[b + 1], room = 0;
-    uint32_t d0 = s->batch_doc[b], d1 = s->batch_doc[b + 1];
-    uint32_t first = s->doc_start[d0], end = s->doc_start[d1];
-    for (uint32_t i = k0; i < k1; i++) mark[s->batch_lw[i]] = i;
-    for (uint32_t j = first; j < end; j++) s->tstart[mark[s->lw[j]] + 1]++;
-    s->tstart[k0] = first;
-    for (uint32_t i = k0; i < k1; i++) s->tstart[i + 1] += s->tstart[i];
-    for (uint32_t d = d0; d < d1; d++) {
-      uint32_t len = s->doc_start[d + 1] - s->doc_start[d];
-      room += LDA_DOC_ROOM(len, K);
-      for (uint32_t j = s->doc_start[d]; j < s->doc_start[d + 1]; j++)
-        s->ord[s->tstart[mark[s->lw[j]]]++] = (lda_ref_t){j, d - d0};
-    }
-    /* the fill moved each start to the next word's: shift back */
-    for (uint32_t i = k1; i > k0; i--) s->tstart[i] = s->tstart[i - 1];
-    s->tstart[k0] = first;
-    if (room > s->max_room) s->max_room = room;
+  s->dmem = aligned_alloc(64, (units ? units : 1) * 64);
+  if (!s->dmem) return AU_ENOMEM;
+  memset(s->dmem, 0, (units ? units : 1) * 64);
+  for (uint32_t d = 0; d < s->ndocs; d++) {
+    uint32_t len = doc_start[d + 1] - doc_start[d];
+    lda_doc_init(doc_at(s, s->doc_block[d]), len, LDA_DOC_ROOM(len, K));
   }
   return 0;
 }
@@ -439,8 +416,8 @@ static int deal(lda_t *m, const lda_corpus_t *c)
 {
   const uint32_t nodes = (uint32_t)m->nodes, rank = (uint32_t)m->rank, ns = (uint32_t)m->nshards;
   const uint32_t K = m->p.K;
-  uint32_t *g2l = malloc(((size_t)c->nwords + 1) * sizeof(uint32_t));
-  if (!g2l) return AU_ENOMEM;
+  uint32_t *mark = malloc(((size_t)c->nwords + 1) * sizeof(uint32_t));
+  if (!mark) return AU_ENOMEM;
   uint32_t max_words = UINT32_MAX;
   if (m->nodes > 1) {
     size_t row = (size_t)K * sizeof(int32_t);
@@ -457,34 +434,29 @@ static int deal(lda_t *m, const lda_corpus_t *c)
       nd++;
     }
     s->ndocs = nd;
-    s->doc_start = malloc(((size_t)nd + 1) * sizeof(uint32_t));
-    s->lw = malloc((ntok + 1) * sizeof(uint32_t));
-    s->z = malloc((ntok + 1) * sizeof(uint16_t));
-    size_t maxlw = ntok < c->nwords ? (size_t)ntok : c->nwords;
-    s->lw_key = malloc((maxlw + 1) * sizeof(au_key_t));
-    if (!s->doc_start || !s->lw || !s->z || !s->lw_key) {
+    uint32_t *doc_start = malloc(((size_t)nd + 1) * sizeof(uint32_t));
+    uint32_t *tw = malloc((ntok + 1) * sizeof(uint32_t)); /* token -> word */
+    if (!doc_start || !tw) {
+      free(doc_start);
+      free(tw);
       rc = AU_ENOMEM;
       break;
     }
-    for (uint32_t g = 0; g < c->nwords; g++) g2l[g] = LDA_NONE;
     uint32_t t = 0, i = 0;
-    s->doc_start[0] = 0;
+    doc_start[0] = 0;
     for (uint64_t d = rank + (uint64_t)nodes * sh; d < c->ndocs; d += (uint64_t)nodes * ns) {
-      for (size_t j = c->doc_start[d]; j < c->doc_start[d + 1]; j++) {
-        uint32_t g = c->words[j];
-        if (g2l[g] == LDA_NONE) {
-          g2l[g] = s->nlw;
-          s->lw_key[s->nlw++] = g;
-        }
-        s->lw[t++] = g2l[g];
-      }
-      s->doc_start[++i] = t;
+      for (size_t j = c->doc_start[d]; j < c->doc_start[d + 1]; j++) tw[t++] = c->words[j];
+      doc_start[++i] = t;
     }
-    s->alias = calloc((size_t)s->nlw + 1, sizeof(lda_alias_t));
-    if (!s->alias || make_batches(s, K, m->o.batch, max_words, g2l) != 0) {
-      rc = AU_ENOMEM;
-      break;
-    }
+    rc = make_docs(s, doc_start, K);
+    if (rc == 0) rc = make_words(s, tw, doc_start, c->nwords, m->o.batch, max_words, mark);
+    free(doc_start);
+    free(tw);
+    if (rc != 0) break;
+    /* the workers of all nodes start their sweeps at different words, spread evenly,
+     * so that they seldom update the same rows at once and each sees the others'
+     * changes to a word from a fraction of a sweep before */
+    s->first = (uint32_t)((uint64_t)s->nsteps * (rank * ns + sh) / ((uint64_t)nodes * ns));
     s->nt = calloc(K, sizeof(int32_t));
     s->inv = calloc(K, sizeof(float));
     s->smooth_inv = calloc(K, sizeof(float));
@@ -494,21 +466,16 @@ static int deal(lda_t *m, const lda_corpus_t *c)
     s->wq = calloc(K, sizeof(float));
     s->tdelta = calloc(K, sizeof(int32_t));
     s->wdelta = calloc(K, sizeof(int32_t));
-    s->at = calloc(K, sizeof(uint32_t));
-    s->docs = malloc(((size_t)s->max_docs + 1) * sizeof(lda_doc_t));
-    s->dtop = malloc(((size_t)s->max_room + 8) * sizeof(uint16_t));
-    s->dcnt = malloc(((size_t)s->max_room + 8) * sizeof(float));
     s->mv = malloc(((size_t)s->max_tokens + 1) * sizeof(lda_move_t));
     if (!s->nt || !s->inv || !s->smooth_inv || !s->w || !s->block || !s->f || !s->wq ||
-        !s->tdelta || !s->wdelta || !s->at || !s->docs || !s->dtop || !s->dcnt || !s->mv ||
-        lda_build_scratch_init(&s->build, K) != 0) {
+        !s->tdelta || !s->wdelta || !s->mv || lda_build_scratch_init(&s->build, K) != 0) {
       rc = AU_ENOMEM;
       break;
     }
+    s->vbeta = (float)m->p.vbeta;
     lda_rng_seed(&s->rng, m->o.seed, 0x100000u + ((uint64_t)rank << 16) + sh);
-    s->sweep = 1;
   }
-  free(g2l);
+  free(mark);
   return rc;
 }
 
@@ -610,29 +577,44 @@ nomem:
   return AU_ENOMEM;
 }
 
+/* User and system time of this process so far. */
+static double cpu_seconds(void)
+{
+  struct rusage u;
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 int lda_iterate(lda_t *m, lda_iter_t *out)
 {
   for (int i = 0; i < m->nshards; i++) m->shards[i].tokens = m->shards[i].moved = 0;
   au_node_stats_t before, after;
   au_node_stats(m->node, &before);
+  double cpu0 = cpu_seconds();
   uint64_t t0 = au_now_ns();
   int rc = au_node_run(m->node);
   out->seconds = (double)(au_now_ns() - t0) / 1e9;
+  double cpu = cpu_seconds() - cpu0;
   if (rc != 0) return rc;
   au_node_stats(m->node, &after);
-  double v[5] = {0, 0, (double)(after.rows_local - before.rows_local),
+  double v[6] = {0,
+                 0,
+                 (double)(after.rows_local - before.rows_local),
                  (double)(after.rows_remote - before.rows_remote),
-                 (double)(after.intents - before.intents)};
+                 (double)(after.intents - before.intents),
+                 cpu};
   for (int i = 0; i < m->nshards; i++) {
     v[0] += (double)m->shards[i].tokens;
     v[1] += (double)m->shards[i].moved;
   }
-  if ((rc = au_allreduce_sum(au_node_runtime(m->node), v, 5)) != 0) return rc;
+  if ((rc = au_allreduce_sum(au_node_runtime(m->node), v, 6)) != 0) return rc;
   out->tokens = (uint64_t)v[0];
   out->tokens_per_s = out->seconds > 0 ? v[0] / out->seconds : 0;
   out->moved = v[0] > 0 ? v[1] / v[0] : 0;
   out->local = v[2] + v[3] > 0 ? v[2] / (v[2] + v[3]) : 1.0;
   out->intents = (uint64_t)v[4];
+  out->cpu_seconds = v[5];
   return 0;
 }
 

@@ -4,10 +4,10 @@
  * Word-topic counts are an augur table (keys = vocabulary, dim = K, int32, exact adds);
  * the topic totals are a second table of one hot key. Documents are dealt to nodes (doc
  * % nodes) and to the workers of a node; their topic assignments and document-topic
- * counts stay in the worker. A worker step samples a batch of documents (sampler.h:
- * AliasLDA) against a view of the batch's word rows and the totals, applies its count
- * changes through the table's exact kernel, and announces the words of the batch
- * `lookahead` steps ahead as an intent.
+ * counts stay in the worker. A sweep of a worker visits its words in key order; a step
+ * samples every token of a run of them (sampler.h: AliasLDA) against a view of their rows
+ * and the totals, applies its count changes through the table's exact kernel, and
+ * announces the words of the step `lookahead` steps ahead as an intent.
  *
  * Every function taking an lda_t is collective on a cluster: every node calls it, in the
  * same order, with the same arguments.
@@ -23,14 +23,14 @@ typedef struct lda_opts {
   uint32_t topics;    /* K, at most 65535 */
   double alpha, beta; /* symmetric Dirichlet priors of theta_d and phi_k */
   int workers;        /* worker actors per node; 0 = one per scheduler thread */
-  uint32_t batch;     /* tokens per step (whole documents; at least one) */
-  int lookahead;      /* intents name the batch this many steps ahead */
+  uint32_t batch;     /* tokens per step (whole words; at least one word) */
+  int lookahead;      /* intents name the words this many steps ahead */
   int mh_steps;       /* Metropolis-Hastings steps per token */
   uint64_t seed;
   au_place_t place; /* both count tables across nodes (default AU_PLACE_ADAPTIVE) */
 } lda_opts_t;
 
-/* topics 20, alpha 0.1, beta 0.01, workers 0, batch 262144, lookahead 2, mh_steps 1,
+/* topics 20, alpha 0.1, beta 0.01, workers 0, batch 65536, lookahead 2, mh_steps 1,
  * seed 1, place adaptive. */
 void lda_opts_default(lda_opts_t *o);
 
@@ -39,6 +39,7 @@ typedef struct lda_iter {
   double tokens_per_s; /* tokens sampled on all nodes / seconds */
   double moved;        /* share of tokens whose topic changed */
   double local;        /* share of word rows that were on this node when acquired */
+  double cpu_seconds;  /* CPU time the nodes' processes used in the sweep, summed */
   uint64_t tokens, intents;
 } lda_iter_t;
 
@@ -63,6 +64,7 @@ typedef struct lda_check {
   uint64_t row_sums; /* words whose row does not sum to the word's token count */
   uint64_t totals;   /* topics whose total differs from the column sum of the rows */
   uint64_t recount;  /* word-topic counts that differ from a recount of the assignments */
+  uint64_t docs;     /* documents whose topic counts differ from a recount of theirs */
   uint64_t tokens;   /* sum of the totals row (should be the corpus's token count) */
 } lda_check_t;
 /* 0 (even when invariants fail: see out) or an error. */

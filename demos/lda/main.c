@@ -32,11 +32,13 @@ static void usage(FILE *f)
              "  --alpha X         Dirichlet prior of document-topic mixtures (default 0.1)\n"
              "  --beta X          Dirichlet prior of topic-word distributions (default 0.01)\n"
              "  --iterations N    sweeps over the corpus (default 50)\n"
+             "  --eval-every N    log-likelihood after every N-th sweep and the last (default 1;\n"
+             "                    its cost grows with words x topics)\n"
              "  --mh-steps N      Metropolis-Hastings steps per token (default 1)\n"
              "  --threads N       scheduler threads (default: online cores)\n"
              "  --workers N       worker actors (default: one per thread)\n"
-             "  --batch N         tokens per worker step, whole documents (default 262144)\n"
-             "  --lookahead N     intents announce the batch N steps ahead (default 2)\n"
+             "  --batch N         tokens per worker step, whole words (default 65536)\n"
+             "  --lookahead N     intents announce the words N steps ahead (default 2)\n"
              "  --seed N          seed for generation, initial topics and sampling (default 1)\n"
              "  --mode M          placement of the count tables across nodes, as augur-mf's\n"
              "                    (docs/cluster.md): adaptive (default), classic, replicate,\n"
@@ -58,6 +60,10 @@ static void usage(FILE *f)
              "  --vocab-size N    words (default 10000)\n"
              "  --doc-length N    mean tokens per document, uniform in [N/2, 3N/2] (default 100)\n"
              "  --planted-topics N  topics the documents are drawn from (default 20)\n"
+             "  --zipf S          words follow Zipf's law of exponent S, each spread over\n"
+             "                    the planted topics (default 0: sparse planted topics)\n"
+             "  --length-sigma X  log-normal lengths, X the deviation of their log\n"
+             "                    (default 0: uniform lengths)\n"
              "\n"
              "output:\n"
              "  --top-words N     words shown per topic at the end (default 10, 0 = none)\n"
@@ -73,7 +79,7 @@ enum { FMT_AUTO, FMT_UCI, FMT_TEXT };
 typedef struct args {
   lda_opts_t lda;
   lda_gen_opts_t gen;
-  int iterations, threads, sync_ms, format, check, have_min_count;
+  int iterations, eval_every, threads, sync_ms, format, check, have_min_count;
   uint32_t top_words, min_count;
   const char *file, *vocab, *save, *trace;
 } args_t;
@@ -86,6 +92,7 @@ static int parse_args(int argc, char **argv, args_t *a)
   lda_opts_default(&a->lda);
   lda_gen_opts_default(&a->gen);
   a->iterations = 50;
+  a->eval_every = 1;
   a->format = FMT_AUTO;
   a->top_words = 10;
   a->min_count = 2;
@@ -108,6 +115,8 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_double(f, VALUE(), 1e-6, 1e6, &d))) a->lda.beta = d;
     } else if (!strcmp(f, "--iterations")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, 1000000, &u))) a->iterations = (int)u;
+    } else if (!strcmp(f, "--eval-every")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1000000, &u))) a->eval_every = (int)u;
     } else if (!strcmp(f, "--mh-steps")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1000, &u))) a->lda.mh_steps = (int)u;
     } else if (!strcmp(f, "--threads")) {
@@ -149,6 +158,10 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1u << 24, &u))) a->gen.doc_length = (uint32_t)u;
     } else if (!strcmp(f, "--planted-topics")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, LDA_MAX_TOPICS, &u))) a->gen.topics = (uint32_t)u;
+    } else if (!strcmp(f, "--zipf")) {
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 10, &d))) a->gen.zipf = d;
+    } else if (!strcmp(f, "--length-sigma")) {
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 3, &d))) a->gen.length_sigma = d;
     } else if (!strcmp(f, "--top-words")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, 1000, &u))) a->top_words = (uint32_t)u;
     } else if (!strcmp(f, "--save")) {
@@ -316,16 +329,19 @@ int main(int argc, char **argv)
   }
   for (int it = 1; it <= a.iterations && status == 0; it++) {
     lda_iter_t st;
-    if ((rc = lda_iterate(m, &st)) != 0 || (rc = lda_llh(m, &llh)) != 0) {
+    int eval = it % a.eval_every == 0 || it == a.iterations;
+    if ((rc = lda_iterate(m, &st)) != 0 || (eval && (rc = lda_llh(m, &llh)) != 0)) {
       fprintf(stderr, PROG ": iteration %d: %s\n", it, au_strerror(rc));
       status = 1;
       break;
     }
     if (!talk) continue;
-    printf("iteration=%d llh_per_token=%.4f seconds=%.3f tokens_per_s=%.3g moved=%.3f local=%.3f "
-           "intents=%llu\n",
-           it, llh, st.seconds, st.tokens_per_s, st.moved, st.local,
-           (unsigned long long)st.intents);
+    char lbuf[48] = "";
+    if (eval) snprintf(lbuf, sizeof(lbuf), " llh_per_token=%.4f", llh);
+    printf("iteration=%d%s seconds=%.3f tokens_per_s=%.3g moved=%.3f local=%.3f intents=%llu "
+           "cpu_seconds=%.3f\n",
+           it, lbuf, st.seconds, st.tokens_per_s, st.moved, st.local,
+           (unsigned long long)st.intents, st.cpu_seconds);
     fflush(stdout);
   }
   if (status == 0 && a.top_words > 0 && print_topics(m, &c, a.lda.topics, a.top_words, talk) != 0)
@@ -338,10 +354,12 @@ int main(int argc, char **argv)
     } else {
       int ok = lda_check_ok(&ck, c.ntokens);
       if (talk)
-        printf("check=%s negative=%llu row_sums=%llu totals=%llu recount=%llu tokens=%llu\n",
+        printf("check=%s negative=%llu row_sums=%llu totals=%llu recount=%llu docs=%llu "
+               "tokens=%llu\n",
                ok ? "ok" : "FAILED", (unsigned long long)ck.negative,
                (unsigned long long)ck.row_sums, (unsigned long long)ck.totals,
-               (unsigned long long)ck.recount, (unsigned long long)ck.tokens);
+               (unsigned long long)ck.recount, (unsigned long long)ck.docs,
+               (unsigned long long)ck.tokens);
       if (!ok) status = 1;
     }
   }

@@ -18,52 +18,49 @@ typedef struct lda_move {
   uint16_t from, to;
 } lda_move_t;
 
-/* A token of a batch, as the word-by-word pass visits it: its index and its document's
- * place in the batch. */
-typedef struct lda_ref {
-  uint32_t tok, doc;
-} lda_ref_t;
+/* A token, where the word-by-word pass visits it: its topic and its document's block
+ * (lda_doc_t) in the shard's arena, in 64-byte units, and how many cache lines the block
+ * spans (so that it can be prefetched whole, ahead, without reading it). */
+typedef struct lda_tok {
+  uint32_t doc;
+  uint16_t z;
+  uint16_t lines;
+} lda_tok_t;
 
-/* One worker's documents and state. Tokens are stored as local word indices (0..nlw),
- * the worker's own dense numbering of the words it has. A step samples one batch of
- * documents word by word: the tokens of each of the batch's words in turn, so that the
- * word's row stays in cache and its pending change (wdelta) is exact while it is used. */
+/* One worker's documents and state. A sweep visits the worker's words in key order and
+ * samples each word's tokens in all of the worker's documents in turn, so that the
+ * word's row stays in cache and its pending change (wdelta) is exact while it is used;
+ * a step covers a run of consecutive words. The tokens (their topics) are stored in
+ * that order; the documents' topic counts in blocks that last from sweep to sweep. */
 typedef struct shard {
   struct lda *m;
   int init; /* this run assigns initial topics instead of sampling */
   uint32_t ndocs;
-  uint32_t *doc_start; /* ndocs + 1 */
-  uint32_t *lw;        /* token -> local word */
-  uint16_t *z;         /* token -> topic */
-  uint32_t nlw;
-  au_key_t *lw_key;       /* local word -> word id (table key) */
-  lda_alias_t *alias;     /* local word -> its word bucket */
-  uint32_t nbatches, pos; /* batches; the next one */
-  uint32_t *batch_doc;    /* nbatches + 1: first document of each batch */
-  uint32_t *batch_kstart; /* nbatches + 1: the batch's words in batch_keys, batch_lw */
-  au_key_t *batch_keys;   /* distinct words of each batch, as table keys */
-  uint32_t *batch_lw;     /* the same, as local words */
-  uint32_t *tstart;       /* per batch word (+ 1): its tokens in ord */
-  lda_ref_t *ord;         /* each batch's tokens grouped by word */
-  uint32_t max_tokens, max_docs, max_room; /* of a batch; room for its documents' topics */
+  uint8_t *dmem;         /* the documents' blocks, 64-byte aligned */
+  uint32_t *doc_block;   /* ndocs: each document's block in dmem, in 64-byte units */
+  uint32_t nw;           /* distinct words */
+  au_key_t *keys;        /* nw, ascending: the words as table keys */
+  uint32_t *tstart;      /* nw + 1: each word's tokens in tok */
+  lda_tok_t *tok;        /* the tokens grouped by word */
+  uint32_t max_tokens;   /* of one word */
+  uint32_t nsteps;       /* steps per sweep */
+  uint32_t *step_kstart; /* nsteps + 1: each step's words in keys */
+  uint32_t first, pos;   /* the sweep starts at step first; steps done in this sweep */
   /* scratch of a step */
   int32_t *nt;        /* K: the totals as this worker sees them (snapshot + own changes) */
   float *inv;         /* K: 1 / (nt + V beta) */
+  float vbeta;        /* V beta */
   float *smooth_inv;  /* K: inv when the smoothing table was built */
   float *w, *block;   /* K + 8, K / 8 + 2: the document bucket's weights */
   float *f;           /* K: (n_wk + beta) inv_k of the word being sampled */
-  float *wq;          /* K: its word table's weights, 0 elsewhere (lda_alias_spread) */
+  float *wq;          /* K: its word table's weights, 0 elsewhere (lda_word_build) */
   int32_t *tdelta;    /* K: the step's change of the totals */
   int32_t *wdelta;    /* K: the current word's change */
-  uint32_t *at;       /* K, zero: building document entries */
+  lda_alias_t word;   /* the word bucket of the word being sampled */
   lda_alias_t smooth; /* the smoothing bucket */
-  lda_doc_t *docs;    /* the batch's documents' topics (max_docs) */
-  uint16_t *dtop;     /* their storage (max_room) */
-  float *dcnt;
-  lda_move_t *mv; /* the current word's topic changes */
+  lda_move_t *mv;     /* the current word's topic changes */
   lda_build_scratch_t build;
   lda_rng_t rng;
-  uint32_t sweep; /* sweeps done (+ 1): word tables from an earlier sweep are rebuilt */
   /* this run */
   uint64_t tokens, moved;
 } shard_t;

@@ -45,6 +45,12 @@ static inline uint32_t lda_rng_below(lda_rng_t *r, uint32_t n)
   return (uint32_t)(((lda_rng_next(r) >> 32) * (uint64_t)n) >> 32);
 }
 
+/* Uniform in [0, 1) with 24 bits: every value a float can hold exactly. */
+static inline float lda_rng_float(lda_rng_t *r)
+{
+  return (float)(uint32_t)(lda_rng_next(r) >> 40) * (1.0f / 16777216.0f);
+}
+
 /* Uniform in [0, 1) with 53 bits. */
 static inline double lda_rng_double(lda_rng_t *r)
 {

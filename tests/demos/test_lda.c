@@ -39,9 +39,8 @@ typedef struct problem {
   lda_params_t p;
   int32_t nt[TK];
   float inv[TK], sinv[TK], f[TK], wq[TK], w[TK + 8], block[TK / 8 + 2];
-  uint16_t topic[TK + 8];
-  float count[TK + 8];
-  lda_doc_t doc;
+  _Alignas(64) unsigned char docmem[LDA_DOC_BYTES(TK)];
+  lda_doc_t *doc;
   lda_alias_t word, smooth;
   lda_build_scratch_t build;
   lda_draw_ctx_t ctx;
@@ -65,19 +64,18 @@ static void problem_init(problem_t *pr, int stale)
     pr->sinv[k] = stale ? (float)(1.0 / (1.5 * nt[k] + 3 + pr->p.vbeta)) : pr->inv[k];
   }
   assert_int_equal(lda_build_scratch_init(&pr->build, TK), 0);
-  assert_int_equal(
-      lda_alias_build_word(&pr->word, stale ? old_row : row, NULL, pr->sinv, alpha, TK, &pr->build),
-      0);
-  lda_alias_spread(&pr->word, pr->wq, 0);
+  float scratch_f[TK];
+  assert_int_equal(lda_word_build(&pr->word, scratch_f, pr->wq, stale ? old_row : row, NULL,
+                                  pr->sinv, (float)alpha, (float)beta, TK, &pr->build),
+                   0);
   assert_int_equal(lda_alias_build_smooth(&pr->smooth, pr->sinv, alpha, beta, TK, &pr->build), 0);
   /* the document's entries, in a scrambled order, padded */
-  pr->doc = (lda_doc_t){pr->topic, pr->count, 0};
+  pr->doc = (lda_doc_t *)pr->docmem;
+  lda_doc_init(pr->doc, 6, LDA_DOC_ROOM(6, TK));
   static const int order[] = {5, 2, 0};
-  for (int i = 0; i < 3; i++) {
-    pr->topic[i] = (uint16_t)order[i];
-    pr->count[i] = (float)ndk[order[i]];
-  }
-  pr->doc.n = 3;
+  for (int i = 0; i < 3; i++)
+    for (uint32_t c = 0; c < ndk[order[i]]; c++) lda_doc_add(pr->doc, (uint32_t)order[i]);
+  assert_int_equal(pr->doc->n, 3);
   pr->ctx = (lda_draw_ctx_t){pr->p, &pr->smooth, pr->sinv, pr->w, pr->block, 1};
   double sum = 0;
   for (int k = 0; k < TK; k++)
@@ -90,6 +88,20 @@ static void problem_free(problem_t *pr)
   lda_alias_free(&pr->word);
   lda_alias_free(&pr->smooth);
   lda_build_scratch_free(&pr->build);
+}
+
+/* One draw for a token of topic s, as the training loop makes it: the token is counted
+ * in its document while lda_sample runs (doc holds the counts without it, before and
+ * after). Adds 1 to *bad_at if an entry lda_sample names is not its topic's. */
+static uint32_t draw(const lda_draw_ctx_t *ctx, const float *f, lda_doc_t *doc, lda_alias_t *word,
+                     const float *wq, uint32_t s, lda_rng_t *r, long *bad_at)
+{
+  lda_doc_add(doc, s);
+  uint32_t at0, at;
+  uint32_t t = lda_sample(ctx, f, doc, word, wq, s, &at0, &at, r);
+  *bad_at += at0 != lda_doc_find(doc, s) || at != lda_doc_find(doc, t);
+  lda_doc_remove_at(doc, at0);
+  return t;
 }
 
 /* Pearson's chi-square of observed counts against the target, over TK categories. */
@@ -114,7 +126,7 @@ static double run_draws(problem_t *pr, int start, int mh, uint64_t seed)
 {
   lda_rng_t r;
   lda_rng_seed(&r, seed, 0);
-  long cnt[TK] = {0};
+  long cnt[TK] = {0}, bad_at = 0;
   pr->ctx.mh = mh;
   for (long i = 0; i < DRAWS; i++) {
     int s = start;
@@ -122,10 +134,11 @@ static double run_draws(problem_t *pr, int start, int mh, uint64_t seed)
       double u = lda_rng_double(&r);
       for (s = 0; s < TK - 1 && u >= pr->target[s]; s++) u -= pr->target[s];
     }
-    uint32_t t = lda_sample(&pr->ctx, pr->f, &pr->doc, &pr->word, pr->wq, (uint32_t)s, &r);
+    uint32_t t = draw(&pr->ctx, pr->f, pr->doc, &pr->word, pr->wq, (uint32_t)s, &r, &bad_at);
     assert_true(t < TK);
     cnt[t]++;
   }
+  assert_int_equal(bad_at, 0);
   return chi_square(cnt, pr->target, DRAWS);
 }
 
@@ -167,27 +180,104 @@ static void test_sampler_keeps_conditional_with_stale_tables(void **state)
   problem_free(&pr);
 }
 
+/* A document with more topics than one group holds (19 of K = 40: three groups, the
+ * last partly padding): the document bucket's sums by group and the pick of a lane inside
+ * a group draw each topic as often as the conditional says. One exact step from random
+ * starts with fresh tables; the same draws against a target with two topics' document
+ * counts swapped must fail, so the statistic sees a mistake in the document bucket. */
+static void test_sampler_exact_on_a_long_document(void **state)
+{
+  (void)state;
+  enum { K = 40, ND = 19 };
+  const double alpha = 0.2, beta = 0.05, V = 300;
+  int32_t row[K], nt[K];
+  float inv[K], f[K], wq[K], w[K + 8], block[K / 8 + 2], scratch_f[K];
+  double target[K], wrong[K], sum = 0, wsum = 0;
+  uint32_t ndk[K] = {0};
+  for (int k = 0; k < K; k++) {
+    row[k] = (k * 7) % 5 == 0 ? 0 : (k * 13) % 9; /* some zeros: the word bucket is sparse */
+    nt[k] = 20 + (k * 17) % 50;
+    inv[k] = (float)(1.0 / (nt[k] + beta * V));
+    f[k] = lda_base(row[k], (float)beta, inv[k]);
+  }
+  for (int i = 0; i < ND; i++) ndk[(i * 11 + 3) % K] = 1 + (uint32_t)(i % 4) * 3;
+  _Alignas(64) unsigned char mem[LDA_DOC_BYTES(LDA_DOC_ROOM(200, K))] = {0};
+  lda_doc_t *doc = (lda_doc_t *)mem;
+  lda_doc_init(doc, 200, LDA_DOC_ROOM(200, K));
+  for (int k = K - 1; k >= 0; k--) /* entries in an order unrelated to the topics */
+    for (uint32_t c = 0; c < ndk[k]; c++) lda_doc_add(doc, (uint32_t)k);
+  assert_int_equal(doc->n, ND);
+  lda_build_scratch_t b;
+  lda_alias_t word = {0}, smooth = {0};
+  assert_int_equal(lda_build_scratch_init(&b, K), 0);
+  assert_int_equal(
+      lda_word_build(&word, scratch_f, wq, row, NULL, inv, (float)alpha, (float)beta, K, &b), 0);
+  assert_int_equal(lda_alias_build_smooth(&smooth, inv, alpha, beta, K, &b), 0);
+  lda_draw_ctx_t ctx = {{K, alpha, beta, beta * V, alpha * K}, &smooth, inv, w, block, 1};
+  /* two entries of different counts whose topics trade places in the wrong target */
+  const int x = 3, y = (1 * 11 + 3) % K; /* counts 1 and 4 */
+  for (int k = 0; k < K; k++) {
+    uint32_t nk = k == x ? ndk[y] : k == y ? ndk[x] : ndk[k];
+    sum += target[k] = (ndk[k] + alpha) * (row[k] + beta) * inv[k];
+    wsum += wrong[k] = (nk + alpha) * (row[k] + beta) * inv[k];
+  }
+  lda_rng_t r;
+  lda_rng_seed(&r, 77, 1);
+  long cnt[K] = {0}, bad_at = 0;
+  for (long i = 0; i < DRAWS; i++) {
+    double u = lda_rng_double(&r) * sum;
+    int s = 0;
+    while (s < K - 1 && u >= target[s]) u -= target[s++];
+    uint32_t t = draw(&ctx, f, doc, &word, wq, (uint32_t)s, &r, &bad_at);
+    assert_true(t < K);
+    cnt[t]++;
+  }
+  double chi = 0, chi_wrong = 0;
+  for (int k = 0; k < K; k++) {
+    double e = DRAWS * target[k] / sum, ew = DRAWS * wrong[k] / wsum;
+    chi += (cnt[k] - e) * (cnt[k] - e) / e;
+    chi_wrong += (cnt[k] - ew) * (cnt[k] - ew) / ew;
+  }
+  /* 99.9% quantile of chi-square with 39 degrees of freedom */
+  print_message("long document: chi2 = %.2f (bound 72.1), against a wrong target %.0f\n", chi,
+                chi_wrong);
+  assert_int_equal(bad_at, 0);
+  assert_true(chi < 72.1);
+  assert_true(chi_wrong > 10 * 72.1);
+  lda_alias_free(&word);
+  lda_alias_free(&smooth);
+  lda_build_scratch_free(&b);
+}
+
 static void test_alias_tables(void **state)
 {
   (void)state;
   enum { K = 40 };
   int32_t row[K] = {0}, delta[K] = {0};
-  float inv[K];
+  float inv[K], f[K], wq[K];
   row[3] = 10, row[17] = 1, row[39] = 25, row[20] = -2; /* negative counts count as 0 */
   delta[17] = 2, delta[5] = 1;                          /* row + delta: 3 at 17, 1 at 5 */
   for (int k = 0; k < K; k++) inv[k] = 1.0f / (float)(k + 1);
   lda_build_scratch_t b;
   lda_alias_t a = {0};
   assert_int_equal(lda_build_scratch_init(&b, K), 0);
-  assert_int_equal(lda_alias_build_word(&a, row, delta, inv, 0.5, K, &b), 0);
+  assert_int_equal(lda_word_build(&a, f, wq, row, delta, inv, 0.5f, 0.25f, K, &b), 0);
   assert_int_equal(a.n, 4);
   double w[K] = {0}, mass = 0;
   const int present[] = {3, 5, 17, 39}, counts[] = {10, 1, 3, 25};
   for (int i = 0; i < 4; i++) {
-    w[present[i]] = (double)(float)(0.5 * counts[i] * inv[present[i]]);
+    w[present[i]] = (double)(0.5f * (float)counts[i] * inv[present[i]]);
     mass += w[present[i]];
     assert_true(fabs(lda_alias_weight(&a, (uint32_t)present[i]) - w[present[i]]) < 1e-9);
   }
+  /* the dense weights are the table's, and the factors are (n + beta) inv over all K */
+  int bad = 0;
+  for (int k = 0; k < K; k++) {
+    bad += wq[k] != (float)w[k] || wq[k] != (float)lda_alias_weight(&a, (uint32_t)k);
+    float n = k == 20 ? 0.0f : (float)(row[k] + delta[k]);
+    bad += fabsf(f[k] - (n + 0.25f) * inv[k]) > 1e-6f * f[k];
+  }
+  assert_int_equal(bad, 0);
   assert_true(lda_alias_weight(&a, 20) == 0 && lda_alias_weight(&a, 0) == 0);
   assert_true(fabs(a.mass - mass) < 1e-9);
   /* draws follow the weights */
@@ -205,11 +295,14 @@ static void test_alias_tables(void **state)
     chi += (cnt[k] - e) * (cnt[k] - e) / e;
   }
   assert_true(chi < 16.27); /* 99.9% quantile, 3 degrees of freedom */
-  /* an empty row: no table, no mass */
+  /* an empty row: no table, no mass, no weights; f left alone when not asked for */
   memset(row, 0, sizeof(row));
-  assert_int_equal(lda_alias_build_word(&a, row, NULL, inv, 0.5, K, &b), 0);
+  f[0] = -1;
+  assert_int_equal(lda_word_build(&a, NULL, wq, row, NULL, inv, 0.5f, 0.25f, K, &b), 0);
   assert_int_equal(a.n, 0);
   assert_true(a.mass == 0);
+  for (int k = 0; k < K; k++) assert_true(wq[k] == 0);
+  assert_true(f[0] == -1);
   lda_alias_free(&a);
   lda_build_scratch_free(&b);
 }
@@ -217,29 +310,47 @@ static void test_alias_tables(void **state)
 static void test_document_entries(void **state)
 {
   (void)state;
-  uint16_t topic[24] = {0};
-  float count[24] = {0};
-  lda_doc_t d = {topic, count, 0};
-  /* 17 distinct topics (three blocks of 8), topic 0 last so that padding cannot fake it */
-  for (uint32_t k = 1; k <= 16; k++) lda_doc_add(&d, k * 3);
-  assert_int_equal(lda_doc_find(&d, 0), d.n);
-  lda_doc_add(&d, 0);
-  assert_int_equal(d.n, 17);
-  assert_int_equal(lda_doc_find(&d, 0), 16);
-  lda_doc_add(&d, 48);
-  assert_true(count[lda_doc_find(&d, 48)] == 2);
-  assert_int_equal(lda_doc_find(&d, 47), d.n);
+  _Alignas(64) unsigned char mem[LDA_DOC_BYTES(24)] = {0};
+  lda_doc_t *d = (lda_doc_t *)mem;
+  lda_doc_init(d, 40, 24);
+  assert_int_equal(sizeof(lda_doc_t), 16);
+  assert_int_equal(LDA_DOC_BYTES(8), 64); /* up to 8 topics: one cache line */
+  /* 17 distinct topics (three groups of 8), topic 0 last so that padding cannot fake it */
+  for (uint32_t k = 1; k <= 16; k++) lda_doc_add(d, k * 3);
+  assert_int_equal(lda_doc_find(d, 0), d->n);
+  lda_doc_add(d, 0);
+  assert_int_equal(d->n, 17);
+  assert_int_equal(lda_doc_find(d, 0), 16);
+  assert_true(d->g[2].topic[0] == 0 && d->g[2].count[0] == 1); /* entry 16: group 2, lane 0 */
+  lda_doc_add(d, 48);
+  assert_true(lda_doc_count(d, lda_doc_find(d, 48)) == 2);
+  assert_int_equal(lda_doc_find(d, 47), d->n);
+  for (uint32_t k = 1; k <= 16; k++)
+    assert_int_equal(lda_doc_topic(d, lda_doc_find(d, k * 3)), k * 3);
   /* removing the last token of a topic moves the last entry into its place and leaves
    * padding behind */
-  lda_doc_remove_at(&d, lda_doc_find(&d, 3));
-  assert_int_equal(d.n, 16);
-  assert_int_equal(lda_doc_find(&d, 3), d.n);
-  assert_int_equal(lda_doc_find(&d, 0), 0);
-  assert_true(topic[16] == 0 && count[16] == 0);
-  lda_doc_remove_at(&d, lda_doc_find(&d, 0));
-  assert_int_equal(lda_doc_find(&d, 0), d.n); /* padding zeros are no match */
-  lda_doc_remove_at(&d, lda_doc_find(&d, 48));
-  assert_true(count[lda_doc_find(&d, 48)] == 1);
+  lda_doc_remove_at(d, lda_doc_find(d, 3));
+  assert_int_equal(d->n, 16);
+  assert_int_equal(lda_doc_find(d, 3), d->n);
+  assert_int_equal(lda_doc_find(d, 0), 0);
+  assert_true(d->g[2].topic[0] == 0 && d->g[2].count[0] == 0);
+  lda_doc_remove_at(d, lda_doc_find(d, 0));
+  assert_int_equal(lda_doc_find(d, 0), d->n); /* padding zeros are no match */
+  lda_doc_remove_at(d, lda_doc_find(d, 48));
+  assert_true(lda_doc_count(d, lda_doc_find(d, 48)) == 1);
+  /* the log-likelihood term from the entries is the one from the topics */
+  lda_lgamma_t lga;
+  assert_int_equal(lda_lgamma_init(&lga, 0.1, 64), 0);
+  uint16_t z[40];
+  int32_t scratch[64] = {0};
+  uint32_t len = 0;
+  for (uint32_t i = 0; i < d->n; i++)
+    for (uint32_t c = 0; c < (uint32_t)lda_doc_count(d, i); c++)
+      z[len++] = (uint16_t)lda_doc_topic(d, i);
+  d->len = len;
+  assert_true(fabs(lda_llh_doc_entries(d, 6.4, &lga) - lda_llh_doc(z, len, 6.4, &lga, scratch)) <
+              1e-9);
+  lda_lgamma_free(&lga);
 }
 
 /* ---- training on augur ------------------------------------------------------------------ */
@@ -508,9 +619,9 @@ static void test_create_rejects_bad_options(void **state)
 #ifdef LDA_CHECK_FACTORS
 extern atomic_ulong lda_factor_checks, lda_factor_mismatches;
 
-/* The word factors f and the spread word table wq that the draws read are kept current
- * token by token: with one worker (nobody else changes the row during a word) they equal
- * values computed afresh after every token, and wq is clear between words. K = 30 with
+/* The word factors f and the word table's dense weights wq that the draws read are kept
+ * current token by token: with one worker (nobody else changes the row during a word)
+ * they equal values computed afresh after every token. K = 30 with
  * words of up to hundreds of tokens: word tables are rebuilt in the middle of words. */
 static void test_word_factors_kept_current(void **state)
 {
@@ -546,6 +657,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sampler_exact_with_fresh_tables),
       cmocka_unit_test(test_sampler_keeps_conditional_with_stale_tables),
+      cmocka_unit_test(test_sampler_exact_on_a_long_document),
       cmocka_unit_test(test_alias_tables),
       cmocka_unit_test(test_document_entries),
       cmocka_unit_test(test_counts_exact_after_concurrent_run),

@@ -17,9 +17,9 @@ check() { # check NAME CONDITION...
 
 out=$("$lda" --help); rc=$?
 check "--help exits 0" test $rc -eq 0
-for flag in --topics --alpha --beta --iterations --mh-steps --threads --workers --batch \
+for flag in --topics --alpha --beta --iterations --eval-every --mh-steps --threads --workers --batch \
             --lookahead --seed --mode --format --vocab --min-count --docs --vocab-size \
-            --doc-length --planted-topics --top-words --save --trace --sync-ms; do
+            --doc-length --planted-topics --zipf --length-sigma --top-words --save --trace --sync-ms; do
   # the flag itself, at the start of a help line (not --vocab inside --vocab-size)
   check "--help documents $flag" grep -qE -- "^ +$flag( |\$)" <<<"$out"
 done
@@ -83,6 +83,7 @@ check "uci run: 20 iteration lines" test "$(grep -c '^iteration=' <<<"$out")" -e
 check "uci run: iteration keys" grep -q \
   '^iteration=20 llh_per_token=-[0-9.]* seconds=[0-9.]* tokens_per_s=[0-9.e+]* moved=[0-9.]* local=1.000' \
   <<<"$out"
+check "uci run: CPU seconds per iteration" grep -q '^iteration=20 .* cpu_seconds=[0-9.]*$' <<<"$out"
 check "uci run: topics in words" grep -q '^topic=1 tokens=[0-9]* words=[a-z]\+,[a-z]\+,' <<<"$out"
 # the two planted groups come out as the two topics
 fruit=$(grep -c '^topic=[01] .*words=\(apple\|banana\|cherry\|date\),\(apple\|banana\|cherry\|date\),\(apple\|banana\|cherry\|date\),\(apple\|banana\|cherry\|date\)$' <<<"$out")
@@ -101,11 +102,19 @@ check "text run: exit 0" test $rc -eq 0
 check "text run: stop words gone" grep -q '^data=.* docs=5 vocab=8 tokens=15 ' <<<"$out"
 check "text run: topic words" grep -q '^topic=0 tokens=[0-9]* words=[a-z]\+,[a-z]\+$' <<<"$out"
 
+# --eval-every 3 over 7 iterations: the log-likelihood after 3, 6 and the last, 7
+out=$("$lda" --docs 200 --vocab-size 100 --doc-length 20 --topics 4 --iterations 7 --eval-every 3 \
+  --top-words 0 2>&1)
+check "eval-every: llh on iterations 3 6 7" test "$(grep '^iteration=.* llh_per_token=' <<<"$out" |
+  cut -d' ' -f1 | tr '\n' ' ')" = "iteration=3 iteration=6 iteration=7 "
+check "eval-every: 7 iteration lines" test "$(grep -c '^iteration=' <<<"$out")" -eq 7
+expect_error "eval-every 0" "--eval-every: expected" --eval-every 0
+
 out=$("$lda" --docs 400 --vocab-size 300 --doc-length 30 --planted-topics 5 --topics 5 \
   --iterations 8 --top-words 3 --check 2>&1); rc=$?
 [ $rc -eq 0 ] || echo "$out"
 check "generated run: exit 0" test $rc -eq 0
-check "generated run: check ok" grep -q '^check=ok negative=0 row_sums=0 totals=0 recount=0 ' <<<"$out"
+check "generated run: check ok" grep -q '^check=ok negative=0 row_sums=0 totals=0 recount=0 docs=0 ' <<<"$out"
 check "generated run: words shown as ids" grep -q '^topic=4 tokens=[0-9]* words=w[0-9]\+,w[0-9]\+,w' <<<"$out"
 first=$(grep -o '^init llh_per_token=[-0-9.]*' <<<"$out" | cut -d= -f2)
 last=$(grep '^iteration=8 ' <<<"$out" | grep -o 'llh_per_token=[-0-9.]*' | cut -d= -f2)
@@ -120,7 +129,7 @@ if [ -n "$augur" ]; then
   check "3 nodes: exit 0" test $rc -eq 0
   check "3 nodes: rank 0 prints" test "$(grep -c '^\[0\] iteration=' <<<"$out")" -eq 4
   check "3 nodes: others stay quiet" test "$(grep -c '^\[[12]\] iteration=' <<<"$out")" -eq 0
-  check "3 nodes: counts exact" grep -q '^\[0\] check=ok negative=0 row_sums=0 totals=0 recount=0 ' \
+  check "3 nodes: counts exact" grep -q '^\[0\] check=ok negative=0 row_sums=0 totals=0 recount=0 docs=0 ' \
     <<<"$out"
   check "3 nodes: rows fetched remotely" grep -q '^\[0\] iteration=4 .*local=0\.[0-9]' <<<"$out"
   check "3 nodes: one file per node" test -s "$tmp/three/word_topic.txt.0" -a \
@@ -144,7 +153,7 @@ if [ -n "$augur" ]; then
     rc=$?
     check "3 nodes, $mode: exit 0" test $rc -eq 0
     check "3 nodes, $mode: counts exact" \
-      grep -q '^\[0\] check=ok negative=0 row_sums=0 totals=0 recount=0 ' <<<"$out"
+      grep -q '^\[0\] check=ok negative=0 row_sums=0 totals=0 recount=0 docs=0 ' <<<"$out"
     saved=$(saved_counts "$tmp/m")
     check "3 nodes, $mode: saved counts add up ($saved of $tokens)" test -n "$tokens" -a "$saved" = "$tokens"
     rows=$(saved_rows "$tmp/m")

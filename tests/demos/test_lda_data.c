@@ -361,6 +361,57 @@ static void test_generator_shapes_and_determinism(void **state)
   lda_corpus_free(&a);
 }
 
+/* Zipf's law and log-normal lengths: word frequencies fall with the word's rank (ten
+ * times from rank 100 to rank 1000 at exponent 1), documents average the asked length
+ * with a long tail, the planted topics are still distributions, and the corpus is still a
+ * pure function of the options. */
+static void test_generator_zipf(void **state)
+{
+  (void)state;
+  lda_gen_opts_t o;
+  lda_gen_opts_default(&o);
+  o.docs = 4000, o.vocab = 2000, o.doc_length = 20, o.topics = 10, o.seed = 3;
+  o.zipf = 1.0, o.length_sigma = 1.2, o.beta = 0.1;
+  lda_corpus_t a, b;
+  float *phi;
+  assert_int_equal(lda_generate(&o, &a, &phi), 0);
+  uint64_t *cnt = calloc(o.vocab, sizeof(uint64_t));
+  assert_non_null(cnt);
+  lda_corpus_word_counts(&a, cnt);
+  /* counts of ranks 1-10, 91-110 and 901-1100 (word ids 0.., about rank order) */
+  double head = 0, mid = 0, tail = 0;
+  for (int v = 0; v < 10; v++) head += (double)cnt[v] / 10;
+  for (int v = 90; v < 110; v++) mid += (double)cnt[v] / 20;
+  for (int v = 900; v < 1100; v++) tail += (double)cnt[v] / 200;
+  print_message("zipf: mean counts %.0f (ranks 1-10), %.1f (91-110), %.2f (901-1100)\n", head, mid,
+                tail);
+  assert_true(mid > 0 && tail > 0);
+  assert_true(head / mid > 15 && head / mid < 45); /* H_10 / 10 against 1 / 100: 29 */
+  assert_true(mid / tail > 5 && mid / tail < 20);  /* 10 at exponent 1 */
+  uint32_t longest = 0, shortest = UINT32_MAX;
+  for (uint32_t d = 0; d < a.ndocs; d++) {
+    uint32_t len = (uint32_t)(a.doc_start[d + 1] - a.doc_start[d]);
+    longest = len > longest ? len : longest;
+    shortest = len < shortest ? len : shortest;
+  }
+  double mean = (double)a.ntokens / a.ndocs;
+  print_message("lengths: mean %.1f, shortest %u, longest %u\n", mean, shortest, longest);
+  assert_true(mean > 17 && mean < 23);
+  assert_true(shortest >= 1 && longest > 100 && longest <= 64 * 20);
+  for (uint32_t k = 0; k < o.topics; k++) {
+    double sum = 0;
+    for (uint32_t v = 0; v < o.vocab; v++) sum += phi[(size_t)k * o.vocab + v];
+    assert_true(fabs(sum - 1) < 1e-4);
+  }
+  assert_int_equal(lda_generate(&o, &b, NULL), 0);
+  assert_int_equal(b.ntokens, a.ntokens);
+  assert_memory_equal(a.words, b.words, a.ntokens * sizeof(uint32_t));
+  lda_corpus_free(&b);
+  free(cnt);
+  free(phi);
+  lda_corpus_free(&a);
+}
+
 static void test_generator_options(void **state)
 {
   (void)state;
@@ -382,6 +433,14 @@ static void test_generator_options(void **state)
   assert_int_equal(lda_gen_opts_check(&o, err, sizeof(err)), LDA_EINVAL);
   assert_non_null(strstr(err, "tokens"));
   lda_gen_opts_default(&o);
+  o.zipf = -1;
+  assert_int_equal(lda_gen_opts_check(&o, err, sizeof(err)), LDA_EINVAL);
+  assert_non_null(strstr(err, "--zipf"));
+  lda_gen_opts_default(&o);
+  o.length_sigma = 5;
+  assert_int_equal(lda_gen_opts_check(&o, err, sizeof(err)), LDA_EINVAL);
+  assert_non_null(strstr(err, "--length-sigma"));
+  lda_gen_opts_default(&o);
   o.alpha = 0;
   assert_int_equal(lda_gen_opts_check(&o, err, sizeof(err)), LDA_EINVAL);
   lda_corpus_t c;
@@ -399,6 +458,7 @@ int main(void)
       cmocka_unit_test(test_text_reads_documents),
       cmocka_unit_test(test_text_malformed),
       cmocka_unit_test(test_generator_shapes_and_determinism),
+      cmocka_unit_test(test_generator_zipf),
       cmocka_unit_test(test_generator_options),
   };
   return cmocka_run_group_tests_name("lda_data", tests, make_dir, remove_dir);
