@@ -1,4 +1,4 @@
-/* barrier.c — au_barrier across the cluster: it returns 0 once every worker of every node
+/* barrier.c — au_worker_barrier across the cluster: it returns 0 once every worker of every node
  * that is not done has arrived, and once the updates they pushed to other nodes before
  * arriving have been applied there.
  *
@@ -78,7 +78,7 @@ static void maybe_open_locked(au_node_t *n)
   release_locked(n);
 }
 
-int au_barrier(au_worker_t *w)
+int au_worker_barrier(au_worker_t *w)
 {
   au_node_t *n = w->node;
   int rc = AU_EAGAIN;
@@ -207,7 +207,7 @@ int barrier_start(au_node_t *n)
   if (!b) return AU_ENOMEM;
   b->node = n;
   b->expect = -1;
-  int rc = au_actor_spawn(n->rt, &b->actor, barrier_behaviour, sizeof(b));
+  int rc = au_actor_spawn(n->rt, barrier_behaviour, sizeof(b), &b->actor);
   if (rc == 0) rc = au_port_register(n->rt, PS_BARRIER_PORT, b->actor);
   if (rc != 0) {
     free(b);

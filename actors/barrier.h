@@ -1,4 +1,4 @@
-/* barrier.h — au_barrier across the cluster (barrier.c). worker.c and barrier.c are one
+/* barrier.h — au_worker_barrier across the cluster (barrier.c). worker.c and barrier.c are one
  * unit, the one pair of mutual callers in actors/: a barrier kicks the workers it
  * releases, and workers arrive, leave and fence.
  */

@@ -1,6 +1,6 @@
 /* claims.c — placement driven by intents (AU_PLACE_HOT and AU_PLACE_ADAPTIVE; placer.h).
  *
- * A worker's au_intent(keys, start, end) arrives here as times: the worker's clock rate
+ * A worker's au_worker_intent(keys, start, end) arrives here as times: the worker's clock rate
  * says in how many nanoseconds its clock reaches start and end (worker.c sends PS_INTENT).
  * The placer keeps, per actor, the end of the claim its owner has heard of; an intent
  * that ends later is a new claim, sent once its start is closer than the measured action

@@ -27,7 +27,7 @@ static const au__trace_kind_t trace_kinds[TRACE_PS_END - TRACE_INTENT] = {
     [TRACE_FORWARD - TRACE_INTENT] = {"forward", {"table", "actor", "to", "hops"}, NULL, 0},
 };
 
-int au_node_start(au_node_t **out, const au_node_opts_t *opts)
+int au_node_create(const au_node_opts_t *opts, au_node_t **out)
 {
   if (!out) return AU_EINVAL;
   au_cluster_opts_t cluster;
@@ -46,7 +46,7 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
   }
   n->sync_ms = o.sync_ms ? o.sync_ms : 2;
   rc = au_runtime_create(
-      &n->rt, &(au_runtime_opts_t){.threads = o.threads, .keep_denormals = o.keep_denormals});
+      &(au_runtime_opts_t){.threads = o.threads, .keep_denormals = o.keep_denormals}, &n->rt);
   if (rc != 0) {
     free(n);
     return rc;
@@ -64,19 +64,19 @@ int au_node_start(au_node_t **out, const au_node_opts_t *opts)
   /* servers first: once this node has joined, requests may come at any time */
   if ((rc = remote_start_servers(n)) != 0 || (rc = placer_start(n)) != 0 ||
       (rc = barrier_start(n)) != 0) {
-    au_node_stop(n);
+    au_node_destroy(n);
     return rc;
   }
   if (cluster.nodes > 1) {
     if ((rc = au_runtime_join(n->rt, &cluster, err, sizeof(err))) != 0) {
       au__log(AU_LOG_ERROR, cluster.rank, "%s", err);
-      au_node_stop(n);
+      au_node_destroy(n);
       return rc;
     }
     n->rank = au_runtime_rank(n->rt);
     n->nodes = au_runtime_nodes(n->rt);
     if ((rc = barrier_join(n)) != 0) {
-      au_node_stop(n);
+      au_node_destroy(n);
       return rc;
     }
   }
@@ -134,7 +134,7 @@ int au_node_run(au_node_t *n)
   return 0;
 }
 
-void au_node_stop(au_node_t *n)
+void au_node_destroy(au_node_t *n)
 {
   if (!n) return;
   for (int i = 0; i < n->nworkers; i++) worker_release_memory(n->workers[i]);

@@ -201,7 +201,7 @@ int placer_start(au_node_t *n)
   p->node = n;
   grace_register(n, &p->ck);
   action_latency_init(&p->claims.lat, 1000 * 1000); /* a first guess: 1 ms, until measured */
-  int rc = au_actor_spawn(n->rt, &p->actor, placer_behaviour, sizeof(p));
+  int rc = au_actor_spawn(n->rt, placer_behaviour, sizeof(p), &p->actor);
   if (rc == 0) rc = au_port_register(n->rt, PS_PLACER_PORT, p->actor);
   if (rc != 0) {
     u64map_destroy(&p->recs);

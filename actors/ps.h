@@ -23,7 +23,7 @@
 #include "runtime/ext.h"
 
 /* The parameter server's trace events (docs/tracing.md), registered with the runtime by
- * au_node_start (node.c). What a, b, c, d mean, as the JSON "args" name them ("-": not
+ * au_node_create (node.c). What a, b, c, d mean, as the JSON "args" name them ("-": not
  * written): `table` is the table's id (creation order, the same on every node), `actor`
  * the parameter actor's index in its table, nodes are ranks. A relocation's flow id is
  * au__trace_flow(table, actor, move count), which both owners know. */

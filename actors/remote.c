@@ -419,7 +419,7 @@ int remote_start_servers(au_node_t *n)
     s->node = n;
     grace_register(n, &s->ck);
     au_actor_t *a;
-    int rc = au_actor_spawn(n->rt, &a, server_behaviour, sizeof(server_t *));
+    int rc = au_actor_spawn(n->rt, server_behaviour, sizeof(server_t *), &a);
     if (rc == 0) rc = au_port_register(n->rt, PS_SERVER_PORT(i), a);
     if (rc != 0) return rc;
     *(server_t **)au_actor_state(a) = s;

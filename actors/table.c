@@ -97,7 +97,7 @@ static uint32_t default_group(const au_table_opts_t *o, size_t row_bytes)
   return g;
 }
 
-int au_table_create(au_node_t *node, au_table_t **out, const au_table_opts_t *opts)
+int au_table_create(au_node_t *node, const au_table_opts_t *opts, au_table_t **out)
 {
   if (!node || !out) return AU_EINVAL;
   int rc = check_opts(opts);

@@ -123,8 +123,9 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     au__long_turn(); /* user code ran: let queued network messages in next */
     rows_reset(w);
     if (w->views != 0) {
-      au__log(AU_LOG_ERROR, -1, "worker %d: step returned holding %d view(s) without au_release",
-              w->id, w->views);
+      au__log(AU_LOG_ERROR, -1,
+              "worker %d: step returned holding %d view(s) without au_view_release", w->id,
+              w->views);
       w->views = 0;
       rc = AU_EINVAL;
     }
@@ -160,8 +161,12 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     leave_run(w);
     break;
   default:
-    if (rc > 0) {
-      au__log(AU_LOG_ERROR, -1, "worker %d: step returned %d, not a step result", w->id, rc);
+    /* step results are 1..4: 0 is a call's success passed on by mistake, not a result */
+    if (rc >= 0) {
+      au__log(AU_LOG_ERROR, -1,
+              "worker %d: step returned %d, not a step result (AU_CONTINUE, AU_WAIT, AU_PAUSE, "
+              "AU_DONE) nor an error",
+              w->id, rc);
       rc = AU_EINVAL;
     }
     finish(w, rc);
@@ -170,7 +175,7 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
   }
 }
 
-int au_worker_spawn(au_node_t *n, au_worker_t **out, const au_worker_opts_t *opts)
+int au_worker_spawn(au_node_t *n, const au_worker_opts_t *opts, au_worker_t **out)
 {
   if (!n || !opts || !opts->step) return AU_EINVAL;
   if (n->nworkers == n->cap_workers) {
@@ -182,7 +187,7 @@ int au_worker_spawn(au_node_t *n, au_worker_t **out, const au_worker_opts_t *opt
   }
   if (n->nworkers >= PS_MAX_WORKERS) return AU_EINVAL;
   au_actor_t *a;
-  int rc = au_actor_spawn(n->rt, &a, worker_behaviour, sizeof(au_worker_t));
+  int rc = au_actor_spawn(n->rt, worker_behaviour, sizeof(au_worker_t), &a);
   if (rc == 0) rc = au_port_register(n->rt, PS_WORKER_PORT(n->nworkers), a);
   if (rc != 0) return rc;
   au_worker_t *w = au_actor_state(a);
@@ -210,12 +215,12 @@ au_node_t *au_worker_node(const au_worker_t *w)
   return w->node;
 }
 
-au_clock_t au_clock(const au_worker_t *w)
+au_clock_t au_worker_clock(const au_worker_t *w)
 {
   return w->clock;
 }
 
-void au_clock_advance(au_worker_t *w)
+void au_worker_advance(au_worker_t *w)
 {
   w->clock++;
   if (w->node->nodes == 1) return;
@@ -273,8 +278,8 @@ static int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size
   return au_send_to(node->rt, (uint32_t)node->rank, PS_PLACER_PORT, PS_INTENT, b->p, b->len);
 }
 
-int au_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_clock_t start,
-              au_clock_t end)
+int au_worker_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n,
+                     au_clock_t start, au_clock_t end)
 {
   if (!w || !t || start >= end) return AU_EINVAL;
   int rc = check_keys(t, keys, n);
@@ -386,7 +391,7 @@ static int lacking(au_worker_t *w, wants_t *ws, wants_t *hs, size_t missing)
   return fetch_missing(w);
 }
 
-int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_view_t *v)
+int au_view_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_view_t *v)
 {
   if (!w || !t || !v || (n && !keys)) return AU_EINVAL;
   void **rows = rows_alloc(w, n ? n : 1);
@@ -446,7 +451,7 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
                    .au__remote = remote,
                    .au__keys = keys,
                    .au__worker = w,
-                   .table = t};
+                   .au__table = t};
   w->views++;
   counter_add(&w->rows_local, n - nremote);
   if (nremote) counter_add(&w->rows_remote, nremote);
@@ -455,7 +460,7 @@ int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au
 
 void au__view_update_remote(const au_view_t *v, size_t i, const void *update)
 {
-  au_table_t *t = v->table;
+  au_table_t *t = v->au__table;
   /* the step's copy sees its own updates (through its copy of the optimizer's state);
    * the owner gets the update after the step and applies it to its own */
   table_apply(t, v->rows[i], update);
@@ -466,12 +471,12 @@ void au__view_update_remote(const au_view_t *v, size_t i, const void *update)
 
 void au__view_update_optim(const au_view_t *v, size_t i, const void *update)
 {
-  table_apply(v->table, v->rows[i], update);
+  table_apply(v->au__table, v->rows[i], update);
 }
 
-void au_release(au_worker_t *w, au_view_t *v)
+void au_view_release(au_worker_t *w, au_view_t *v)
 {
-  au_table_t *t = v->table;
+  au_table_t *t = v->au__table;
   if (t) {
     w->views--;
     /* the view's local rows may have been written: mark them for the replica tick (after
@@ -486,10 +491,10 @@ void au_release(au_worker_t *w, au_view_t *v)
       }
     }
   }
-  v->table = NULL;
+  v->au__table = NULL;
 }
 
-int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void *out)
+int au_worker_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void *out)
 {
   if (!w || !t || (n && !out)) return AU_EINVAL;
   int rc = check_keys(t, keys, n);
@@ -517,7 +522,8 @@ int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void 
   return 0;
 }
 
-int au_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, const void *deltas)
+int au_worker_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n,
+                   const void *deltas)
 {
   if (!w || !t || (n && !deltas)) return AU_EINVAL;
   int rc = check_keys(t, keys, n);

@@ -5,6 +5,11 @@
  * I/O thread; actors are spawned into it, receive messages one at a time (never two
  * threads in one actor), send messages, arm timers and stop. Functions that can fail
  * return 0 or a negative AU_E* code; au_strerror() names it.
+ *
+ * Conventions: names are au_<noun>_<verb>; create/destroy allocate and free, start/stop
+ * begin and end activity (an actor's stop also frees it); a created object comes back
+ * through the last parameter; step results (AU_CONTINUE..AU_DONE) are positive, apart
+ * from the error codes; fields named au__* are internal.
  */
 #ifndef AUGUR_H
 #define AUGUR_H
@@ -103,7 +108,7 @@ typedef struct au_sched_stats {
 } au_sched_stats_t;
 
 /* Creates a runtime and starts its I/O thread. opts may be NULL. */
-int au_runtime_create(au_runtime_t **rt, const au_runtime_opts_t *opts);
+int au_runtime_create(const au_runtime_opts_t *opts, au_runtime_t **rt);
 
 /* Runs the scheduler threads until the runtime is quiescent (no actor has a message,
  * no timer is armed) or au_runtime_stop() is called. May be called again afterwards.
@@ -124,11 +129,11 @@ int au_runtime_threads(const au_runtime_t *rt);
 
 /* Copies per-thread counters into out[0..n-1] (n = au_runtime_threads()). Exact after
  * au_runtime_run() returns; approximate while it runs. */
-void au_runtime_stats(const au_runtime_t *rt, au_sched_stats_t *out, int n);
+void au_runtime_stats(const au_runtime_t *rt, int n, au_sched_stats_t *out);
 
 /* Spawns an actor with a zeroed state block of state_size bytes. Safe from any thread,
  * including behaviours. The actor runs when it first receives a message. */
-int au_actor_spawn(au_runtime_t *rt, au_actor_t **out, au_behaviour_t fn, size_t state_size);
+int au_actor_spawn(au_runtime_t *rt, au_behaviour_t fn, size_t state_size, au_actor_t **out);
 
 void *au_actor_state(au_actor_t *a);
 au_runtime_t *au_actor_runtime(au_actor_t *a);
@@ -205,11 +210,11 @@ int au_send_to(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, c
 /* Zero-copy au_send_to: returns len bytes (16-byte aligned) to fill, then
  * au_send_to_finish sends them. NULL with ob->rc set on error. */
 typedef struct au_outbuf {
-  au_msg_t *msg; /* internal */
-  au_runtime_t *rt;
-  au_actor_t *to;
-  uint32_t node;
-  int rc;
+  int rc;            /* the error, when au_send_to_start returned NULL */
+  au_msg_t *au__msg; /* internal, as the rest */
+  au_runtime_t *au__rt;
+  au_actor_t *au__to;
+  uint32_t au__node;
 } au_outbuf_t;
 void *au_send_to_start(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t type, size_t len,
                        au_outbuf_t *ob);
@@ -271,15 +276,15 @@ typedef struct au_node_opts {
 /* Starts a node (its runtime and I/O thread). opts may be NULL. When the environment
  * describes a cluster (au_cluster_opts_from_env: AU_RANK/AU_NODES/AU_COORD, mpirun,
  * srun), joins it first: then every node must create the same tables in the same order,
- * and au_node_run, au_allreduce_sum and au_node_stop are collective. A bad environment
+ * and au_node_run, au_allreduce_sum and au_node_destroy are collective. A bad environment
  * or a failure to join prints why and returns the error. */
-int au_node_start(au_node_t **node, const au_node_opts_t *opts);
+int au_node_create(const au_node_opts_t *opts, au_node_t **node);
 /* Runs every worker that is ready or paused until each is done or paused (see the step
  * results below). Returns 0, the first negative result a step returned, or AU_EDEADLK
  * if workers still wait (AU_WAIT) when nothing else can run. */
 int au_node_run(au_node_t *node);
 /* Frees the node with its tables and workers. Not while au_node_run runs. */
-void au_node_stop(au_node_t *node);
+void au_node_destroy(au_node_t *node);
 au_runtime_t *au_node_runtime(au_node_t *node);
 int au_node_rank(const au_node_t *node);  /* 0..nodes-1 */
 int au_node_nodes(const au_node_t *node); /* nodes in the cluster, 1 alone */
@@ -313,7 +318,7 @@ typedef enum au_place {
   AU_PLACE_CLASSIC = 0,   /* each stays on its home node; others fetch and push rows */
   AU_PLACE_REPLICATE = 1, /* every node that needs rows keeps a replica for the run */
   AU_PLACE_RELOCATE = 2,  /* ownership moves to the node that needs the rows */
-  /* The next two act on intents (au_intent) and fetch rows like classic otherwise. */
+  /* The next two act on intents (au_worker_intent) and fetch rows like classic otherwise. */
   AU_PLACE_HOT = 3,      /* the `hot` most intended parameter actors replicated on every node
                             that intends them, the others moved to the node that intends them */
   AU_PLACE_ADAPTIVE = 4, /* per actor: intended by one node -> moved there; by several at
@@ -325,7 +330,7 @@ typedef enum au_place {
 int au_place_parse(const char *name, au_place_t *out);
 const char *au_place_name(au_place_t place);
 
-/* What au_view_update and au_push take for a table, and how it reaches the row
+/* What au_view_update and au_worker_push take for a table, and how it reaches the row
  * (docs/tables.md, "Optimizers"). With an optimizer the row carries the optimizer's
  * state ("slots", float32 each) right after its dim values, as part of the row's bytes:
  * relocation and replication carry it like the values. Float32 tables only. */
@@ -366,7 +371,7 @@ typedef struct au_table_opts {
                          padding); e.g. 64 for rows read with 512-bit vectors */
 } au_table_opts_t;
 
-int au_table_create(au_node_t *node, au_table_t **table, const au_table_opts_t *opts);
+int au_table_create(au_node_t *node, const au_table_opts_t *opts, au_table_t **table);
 uint64_t au_table_keys(const au_table_t *t);
 uint32_t au_table_dim(const au_table_t *t);
 uint32_t au_table_group(const au_table_t *t);
@@ -393,16 +398,18 @@ int au_table_owns(const au_table_t *t, au_key_t key);
 
 /* --- workers -------------------------------------------------------------------------- */
 
-/* What a step returns. */
+/* What a step returns: positive, so that a step result is never mistaken for a call's
+ * 0 or negative AU_E* code. */
 enum {
-  AU_CONTINUE = 0, /* run the next step (after other actors had their turn) */
-  AU_WAIT = 1,     /* re-run this step when what it waits for arrives (after AU_EAGAIN) */
-  AU_PAUSE = 2,    /* stop until the next au_node_run */
-  AU_DONE = 3,     /* finished for good */
+  AU_CONTINUE = 1, /* run the next step (after other actors had their turn) */
+  AU_WAIT = 2,     /* re-run this step when what it waits for arrives (after AU_EAGAIN) */
+  AU_PAUSE = 3,    /* stop until the next au_node_run */
+  AU_DONE = 4,     /* finished for good */
 };
 /* A step must not block. A step that returns AU_WAIT is re-run from its start, so what
  * it does before the call that said AU_EAGAIN must be safe to repeat. A negative value
- * is an error: the worker stops and au_node_run returns it. */
+ * is an error: the worker stops and au_node_run returns it; 0 (or any other value) is a
+ * mistake, reported as AU_EINVAL. */
 typedef int (*au_step_fn)(au_worker_t *w, void *arg);
 
 typedef struct au_worker_opts {
@@ -411,21 +418,21 @@ typedef struct au_worker_opts {
 } au_worker_opts_t;
 
 /* Spawns a worker; it first runs in the next au_node_run. Not while running. */
-int au_worker_spawn(au_node_t *node, au_worker_t **w, const au_worker_opts_t *opts);
+int au_worker_spawn(au_node_t *node, const au_worker_opts_t *opts, au_worker_t **w);
 int au_worker_id(const au_worker_t *w); /* 0.. in spawn order on this node */
 au_node_t *au_worker_node(const au_worker_t *w);
 
 /* The worker's logical clock: starts at 0; the worker advances it, usually once per step
  * or batch. Intents name windows of this clock. */
-au_clock_t au_clock(const au_worker_t *w);
-void au_clock_advance(au_worker_t *w);
+au_clock_t au_worker_clock(const au_worker_t *w);
+void au_worker_advance(au_worker_t *w);
 
 /* "This worker will access these keys in clocks [start, end)." Idempotent for the same
  * (keys, window). AU_EINVAL for an empty or inverted window, AU_ERANGE for a bad key. */
-int au_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_clock_t start,
-              au_clock_t end);
+int au_worker_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n,
+                     au_clock_t start, au_clock_t end);
 
-/* Zero-copy access: between au_acquire and au_release, within one step, row i of the
+/* Zero-copy access: between au_view_acquire and au_view_release, within one step, row i of the
  * view points at the values of keys[i] in place. The fields are read-only to users;
  * au_view_row and au_view_update are inline because they sit in the innermost loops. */
 typedef struct au_view {
@@ -440,7 +447,7 @@ typedef struct au_view {
   const uint8_t *au__remote; /* internal: row i was fetched from another node, or NULL */
   const au_key_t *au__keys;
   au_worker_t *au__worker;
-  au_table_t *table;
+  au_table_t *au__table;
 } au_view_t;
 
 /* Internal: applies an update to a row fetched from another node (kept for the step)
@@ -451,8 +458,8 @@ void au__view_update_optim(const au_view_t *v, size_t i, const void *update);
 
 /* 0, AU_EAGAIN (not all rows local yet: return AU_WAIT; the step is re-run when they
  * are), AU_ERANGE or AU_ENOMEM. */
-int au_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_view_t *v);
-void au_release(au_worker_t *w, au_view_t *v);
+int au_view_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_view_t *v);
+void au_view_release(au_worker_t *w, au_view_t *v);
 
 static inline void *au_view_row(const au_view_t *v, size_t i)
 {
@@ -536,18 +543,19 @@ static inline void au_view_update(const au_view_t *v, size_t i, const void *upda
 }
 
 /* Copy-out read: n rows into out (n * dim values). 0, AU_EAGAIN or AU_ERANGE. */
-int au_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void *out);
+int au_worker_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, void *out);
 /* Applies updates (n * dim values: deltas, or gradients for a table with an optimizer)
  * through the table's kernel and optimizer. 0 or AU_ERANGE; never AU_EAGAIN: updates to
  * rows held elsewhere are sent there (the owner applies them). */
-int au_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, const void *deltas);
+int au_worker_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n,
+                   const void *deltas);
 
 /* Counters of a node's workers, summed. Exact between au_node_run calls. */
 typedef struct au_node_stats {
   uint64_t steps;       /* step calls */
   uint64_t rows_local;  /* rows acquired, pulled or pushed that were on this node */
   uint64_t rows_remote; /* rows that had to come from, or go to, another node */
-  uint64_t intents;     /* au_intent calls */
+  uint64_t intents;     /* au_worker_intent calls */
   uint64_t intent_keys; /* keys named in them */
   uint64_t moves_in;    /* parameter actors that moved to this node */
   uint64_t moves_out;   /* parameter actors that moved away */
@@ -563,7 +571,7 @@ void au_node_stats(const au_node_t *node, au_node_stats_t *out);
 
 /* Barrier over all workers of the node that are not done: 0 once every one has arrived,
  * AU_EAGAIN before (return AU_WAIT; the step is re-run when the last one arrives). */
-int au_barrier(au_worker_t *w);
+int au_worker_barrier(au_worker_t *w);
 
 #ifdef __cplusplus
 }

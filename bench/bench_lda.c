@@ -208,10 +208,10 @@ static int run_augur(const lda_corpus_t *c, const lda_opts_t *opts, uint32_t K, 
   lda_opts_t o = *opts;
   char err[256];
   o.topics = K;
-  if (au_node_start(&node, &(au_node_opts_t){.threads = threads}) != 0) return -1;
+  if (au_node_create(&(au_node_opts_t){.threads = threads}, &node) != 0) return -1;
   if (lda_create(node, &o, c, &m, err, sizeof(err)) != 0) {
     fprintf(stderr, "augur-bench-lda: %s\n", err);
-    au_node_stop(node);
+    au_node_destroy(node);
     return -1;
   }
   double seconds = 0, llh = -INFINITY;
@@ -233,7 +233,7 @@ static int run_augur(const lda_corpus_t *c, const lda_opts_t *opts, uint32_t K, 
     }
     if (it >= iterations && r->sweeps_to_target) break;
   }
-  au_node_stop(node);
+  au_node_destroy(node);
   lda_free(m);
   r->tokens_per_s = (double)c->ntokens * iterations / r->seconds;
   return rc;

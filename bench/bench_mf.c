@@ -118,7 +118,8 @@ static int speed(const shape_t *sh, const mf_ratings_t *data, uint32_t rank, int
   mf_t *m;
   char err[256];
   mf_ratings_t train;
-  if (copy_ratings(data, &train) != 0 || au_node_start(&node, &(au_node_opts_t){.threads = t}) != 0)
+  if (copy_ratings(data, &train) != 0 ||
+      au_node_create(&(au_node_opts_t){.threads = t}, &node) != 0)
     return -1;
   if (mf_create(node, &o, sh->gen.rows, sh->gen.cols, &train, NULL, &m, err, sizeof(err)) != 0) {
     fprintf(stderr, "augur-bench-mf: %s\n", err);
@@ -140,7 +141,7 @@ static int speed(const shape_t *sh, const mf_ratings_t *data, uint32_t rank, int
     aug[e] = st.updates_per_s;
     armse = st.train_rmse;
   }
-  au_node_stop(node);
+  au_node_destroy(node);
   mf_free(m);
   free(P);
   free(Q);
@@ -167,10 +168,10 @@ static int quality(const shape_t *sh, const mf_ratings_t *data, uint32_t rank, i
   au_node_t *node;
   mf_t *m;
   char err[256];
-  if (au_node_start(&node, &(au_node_opts_t){.threads = t}) != 0) return -1;
+  if (au_node_create(&(au_node_opts_t){.threads = t}, &node) != 0) return -1;
   if (mf_create(node, &o, sh->gen.rows, sh->gen.cols, &all, &test, &m, err, sizeof(err)) != 0) {
     fprintf(stderr, "augur-bench-mf: %s\n", err);
-    au_node_stop(node);
+    au_node_destroy(node);
     return -1;
   }
   mf_epoch_t st = {0};
@@ -179,7 +180,7 @@ static int quality(const shape_t *sh, const mf_ratings_t *data, uint32_t rank, i
     if (mf_epoch(m, e, &st) != 0) return -1;
     seconds += st.seconds;
   }
-  au_node_stop(node);
+  au_node_destroy(node);
   mf_free(m);
   printf("shape=%s threads=%d optimizer=%s epochs=%d lr=%g reg=%g test_rmse=%.4f "
          "train_seconds=%.2f\n",

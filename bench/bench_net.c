@@ -295,14 +295,14 @@ int main(int argc, char **argv)
   char err[256];
   au_runtime_t *rt;
   au_cluster_opts_from_env(&o, err, sizeof(err));
-  au_runtime_create(&rt, &(au_runtime_opts_t){.threads = 1});
+  au_runtime_create(&(au_runtime_opts_t){.threads = 1}, &rt);
   if (au_runtime_join(rt, &o, err, sizeof(err)) != 0) {
     fprintf(stderr, "augur-bench-net: rank %d: %s\n", rank, err);
     return 1;
   }
   au_actor_t *rx, *tx;
-  au_actor_spawn(rt, &rx, rx_behaviour, sizeof(rx_t));
-  au_actor_spawn(rt, &tx, tx_behaviour, sizeof(tx_t));
+  au_actor_spawn(rt, rx_behaviour, sizeof(rx_t), &rx);
+  au_actor_spawn(rt, tx_behaviour, sizeof(tx_t), &tx);
   au_port_register(rt, PORT_RX, rx);
   au_port_register(rt, PORT_DONE, tx);
   ((tx_t *)au_actor_state(tx))->buf = calloc(1, 65536);

@@ -46,7 +46,7 @@ static void must_send(au_actor_t *to, uint32_t type, const void *data, size_t le
 static au_actor_t *must_spawn(au_runtime_t *rt, au_behaviour_t fn, size_t state_size)
 {
   au_actor_t *a;
-  int rc = au_actor_spawn(rt, &a, fn, state_size);
+  int rc = au_actor_spawn(rt, fn, state_size, &a);
   if (rc != 0) {
     fprintf(stderr, PROG ": au_actor_spawn failed: %s\n", au_strerror(rc));
     exit(1);
@@ -58,7 +58,7 @@ static au_runtime_t *must_create(int threads)
 {
   au_runtime_t *rt;
   au_runtime_opts_t opts = {.threads = threads};
-  int rc = au_runtime_create(&rt, &opts);
+  int rc = au_runtime_create(&opts, &rt);
   if (rc != 0) {
     fprintf(stderr, PROG ": au_runtime_create(threads=%d) failed: %s\n", threads, au_strerror(rc));
     exit(1);
@@ -227,7 +227,7 @@ static fan_result_t bench_fanout(int threads)
     if (!fan_check(r, s->count, s->sum)) res.ok = 0;
   }
   res.msgs_per_s = FAN_MSGS / seconds_between(t0, t1);
-  au_runtime_stats(rt, stats, nsend);
+  au_runtime_stats(rt, nsend, stats);
   uint64_t runs = 0, msgs = 0;
   for (int i = 0; i < nsend; i++) {
     res.steals += stats[i].steals;

@@ -34,7 +34,7 @@ static void list_remove(au_runtime_t *rt, au_actor_t *a)
   pthread_mutex_unlock(&l->mu);
 }
 
-int au_actor_spawn(au_runtime_t *rt, au_actor_t **out, au_behaviour_t fn, size_t state_size)
+int au_actor_spawn(au_runtime_t *rt, au_behaviour_t fn, size_t state_size, au_actor_t **out)
 {
   if (!rt || !out || !fn || state_size > ((size_t)1 << 40)) return AU_EINVAL;
   size_t size = (sizeof(au_actor_t) + state_size + 63) & ~(size_t)63;

@@ -3,7 +3,7 @@
  * when the message names no node).
  *
  * The sink is process-wide, the one piece of global state outside a node: messages can
- * come before any runtime exists (a bad environment in au_node_start) and from threads
+ * come before any runtime exists (a bad environment in au_node_create) and from threads
  * that belong to none. One mutex serializes the calls, so the function needs no locking
  * of its own and lines from different threads never mix; au_log_set takes the same mutex,
  * so once it returns the previous function is never called again.

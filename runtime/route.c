@@ -33,35 +33,35 @@ void *au_send_to_start(au_runtime_t *rt, uint32_t node, au_port_t port, uint32_t
     if (ob) ob->rc = AU_EINVAL;
     return NULL;
   }
-  ob->rt = rt;
-  ob->node = node;
-  ob->to = NULL;
+  ob->au__rt = rt;
+  ob->au__node = node;
+  ob->au__to = NULL;
   ob->rc = 0;
   if ((int)node != rt->rank) {
     rt_ctx_t *c = rt_ctx(rt);
     au_port_t from = c && c->current ? c->current->port : AU_NO_PORT;
-    ob->msg = data_send_start(rt, node, port, type, from, len, &ob->rc);
-    return ob->msg ? data_payload(ob->msg) : NULL;
+    ob->au__msg = data_send_start(rt, node, port, type, from, len, &ob->rc);
+    return ob->au__msg ? data_payload(ob->au__msg) : NULL;
   }
-  if (!(ob->to = rt_port_actor(rt, port))) {
+  if (!(ob->au__to = rt_port_actor(rt, port))) {
     ob->rc = AU_ENOENT;
     return NULL;
   }
-  if (!(ob->msg = au_msg_alloc(rt, type, len))) {
+  if (!(ob->au__msg = au_msg_alloc(rt, type, len))) {
     ob->rc = AU_ENOMEM;
     return NULL;
   }
-  return ob->msg->data;
+  return ob->au__msg->data;
 }
 
 int au_send_to_finish(au_outbuf_t *ob)
 {
-  if (!ob->msg) return ob->rc ? ob->rc : AU_EINVAL;
-  if (ob->to)
-    au_msg_send(ob->to, ob->msg);
+  if (!ob->au__msg) return ob->rc ? ob->rc : AU_EINVAL;
+  if (ob->au__to)
+    au_msg_send(ob->au__to, ob->au__msg);
   else
-    data_send_finish(ob->rt, ob->msg);
-  ob->msg = NULL;
+    data_send_finish(ob->au__rt, ob->au__msg);
+  ob->au__msg = NULL;
   return 0;
 }
 

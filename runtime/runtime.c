@@ -12,7 +12,7 @@
 
 #define DEFAULT_BATCH 64
 
-int au_runtime_create(au_runtime_t **out, const au_runtime_opts_t *opts)
+int au_runtime_create(const au_runtime_opts_t *opts, au_runtime_t **out)
 {
   au_runtime_opts_t o = opts ? *opts : (au_runtime_opts_t){0};
   if (!out || o.threads < 0 || o.threads > 1024 || o.batch < 0) return AU_EINVAL;

@@ -339,7 +339,7 @@ void au_runtime_stop(au_runtime_t *rt)
   pthread_mutex_unlock(&rt->idle_mu);
 }
 
-void au_runtime_stats(const au_runtime_t *rt, au_sched_stats_t *out, int n)
+void au_runtime_stats(const au_runtime_t *rt, int n, au_sched_stats_t *out)
 {
   for (int i = 0; i < n && i < rt->nthreads; i++) {
     sched_thread_t *t = &rt->threads[i];

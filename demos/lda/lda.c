@@ -45,7 +45,7 @@ static inline lda_doc_t *doc_at(const shard_t *s, uint32_t block)
 }
 
 /* Applies a word's pending change (wdelta at the topics of its n moves) through its view
- * row, or by au_push without a view; leaves wdelta zero. */
+ * row, or by au_worker_push without a view; leaves wdelta zero. */
 static int apply_word(au_worker_t *w, shard_t *s, const au_view_t *wv, uint32_t i, au_key_t key,
                       uint32_t n)
 {
@@ -56,7 +56,7 @@ static int apply_word(au_worker_t *w, shard_t *s, const au_view_t *wv, uint32_t 
     if (wv)
       au_view_update(wv, i, d);
     else
-      rc = au_push(w, s->m->words, &key, 1, d);
+      rc = au_worker_push(w, s->m->words, &key, 1, d);
   }
   for (uint32_t j = 0; j < n; j++) d[s->mv[j].from] = d[s->mv[j].to] = 0;
   return rc;
@@ -74,7 +74,7 @@ static int apply_totals(au_worker_t *w, shard_t *s, const au_view_t *tv)
     if (tv)
       au_view_update(tv, 0, s->tdelta);
     else
-      rc = au_push(w, s->m->totals, &zero, 1, s->tdelta);
+      rc = au_worker_push(w, s->m->totals, &zero, 1, s->tdelta);
   }
   memset(s->tdelta, 0, K * sizeof(int32_t));
   return rc;
@@ -252,7 +252,7 @@ static int sample_step(au_worker_t *w, shard_t *s)
   lda_t *m = s->m;
   uint32_t kn, k0 = step_words(s, s->pos, &kn);
   const au_key_t *keys = &s->keys[k0], zero = 0;
-  au_clock_t now = au_clock(w);
+  au_clock_t now = au_worker_clock(w);
 
   /* Announce the words of the step `lookahead` steps ahead (wrapping into the next
    * sweep), and the totals. A re-run after AU_WAIT repeats this; intents are idempotent. */
@@ -260,19 +260,19 @@ static int sample_step(au_worker_t *w, shard_t *s)
     uint32_t an,
         a0 = step_words(s, (uint32_t)((s->pos + (uint64_t)m->o.lookahead) % s->nsteps), &an);
     au_clock_t at = now + m->o.lookahead;
-    int rc = au_intent(w, m->words, &s->keys[a0], an, at, at + 1);
-    if (rc == 0) rc = au_intent(w, m->totals, &zero, 1, at, at + 1);
+    int rc = au_worker_intent(w, m->words, &s->keys[a0], an, at, at + 1);
+    if (rc == 0) rc = au_worker_intent(w, m->totals, &zero, 1, at, at + 1);
     if (rc != 0) return rc;
   }
 
   /* Both acquires even when the first must wait, so that on a cluster their requests
    * travel in one round trip. */
   au_view_t wv, tv;
-  int rw = au_acquire(w, m->words, keys, kn, &wv);
-  int rt = au_acquire(w, m->totals, &zero, 1, &tv);
+  int rw = au_view_acquire(w, m->words, keys, kn, &wv);
+  int rt = au_view_acquire(w, m->totals, &zero, 1, &tv);
   if (rw != 0 || rt != 0) {
-    if (rw == 0) au_release(w, &wv);
-    if (rt == 0) au_release(w, &tv);
+    if (rw == 0) au_view_release(w, &wv);
+    if (rt == 0) au_view_release(w, &tv);
     if ((rw == 0 || rw == AU_EAGAIN) && (rt == 0 || rt == AU_EAGAIN)) return AU_WAIT;
     return rw < 0 && rw != AU_EAGAIN ? rw : rt;
   }
@@ -282,13 +282,13 @@ static int sample_step(au_worker_t *w, shard_t *s)
   int rc = read_totals(s, &tv);
   if (rc == 0) rc = sample_words(w, s, k0, kn, &wv);
   int r2 = apply_totals(w, s, &tv);
-  au_release(w, &wv);
-  au_release(w, &tv);
+  au_view_release(w, &wv);
+  au_view_release(w, &tv);
   if (rc == 0) rc = r2;
   if (rc != 0) return rc;
   s->tokens += s->tstart[k0 + kn] - s->tstart[k0];
   s->pos++;
-  au_clock_advance(w);
+  au_worker_advance(w);
   return AU_CONTINUE;
 }
 
@@ -520,23 +520,25 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
     goto nomem;
 
   /* the same tables in the same order on every node */
-  rc = au_table_create(node, &m->words,
+  rc = au_table_create(node,
                        &(au_table_opts_t){.keys = c->nwords,
                                           .dim = o->topics,
                                           .type = AU_I32,
                                           .init = AU_INIT_ZERO,
                                           .kernel = AU_KERNEL_ADD,
                                           .place = o->place,
-                                          .name = "word_topic"});
+                                          .name = "word_topic"},
+                       &m->words);
   if (rc == 0)
-    rc = au_table_create(node, &m->totals,
+    rc = au_table_create(node,
                          &(au_table_opts_t){.keys = 1,
                                             .dim = o->topics,
                                             .type = AU_I32,
                                             .init = AU_INIT_ZERO,
                                             .kernel = AU_KERNEL_ADD,
                                             .place = o->place,
-                                            .name = "topic_totals"});
+                                            .name = "topic_totals"},
+                         &m->totals);
   if (rc != 0) {
     snprintf(err, errlen, "creating the count tables (%u x %u int32): %s", c->nwords, o->topics,
              au_strerror(rc));
@@ -552,7 +554,7 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
   m->shards = calloc((size_t)ns, sizeof(shard_t));
   if (!m->shards || deal(m, c) != 0) goto nomem;
   for (int i = 0; i < ns; i++) {
-    rc = au_worker_spawn(node, NULL, &(au_worker_opts_t){step, &m->shards[i]});
+    rc = au_worker_spawn(node, &(au_worker_opts_t){step, &m->shards[i]}, NULL);
     if (rc != 0) {
       snprintf(err, errlen, "spawning worker %d: %s", i, au_strerror(rc));
       lda_free(m);

@@ -286,7 +286,7 @@ int main(int argc, char **argv)
   double load_s = (double)(au_now_ns() - t0) / 1e9;
 
   au_node_t *node;
-  if ((rc = au_node_start(&node, &(au_node_opts_t){.threads = a.threads, .sync_ms = a.sync_ms})) !=
+  if ((rc = au_node_create(&(au_node_opts_t){.threads = a.threads, .sync_ms = a.sync_ms}, &node)) !=
       0) {
     fprintf(stderr, PROG ": starting the node: %s\n", au_strerror(rc));
     lda_corpus_free(&c);
@@ -296,7 +296,7 @@ int main(int argc, char **argv)
   int talk = au_node_rank(node) == 0, nodes = au_node_nodes(node);
   if (a.trace && (rc = au_trace_start(au_node_runtime(node), a.trace)) != 0) {
     fprintf(stderr, PROG ": --trace %s: %s\n", a.trace, au_strerror(rc));
-    au_node_stop(node);
+    au_node_destroy(node);
     lda_corpus_free(&c);
     return 1;
   }
@@ -310,7 +310,7 @@ int main(int argc, char **argv)
   t0 = au_now_ns();
   if ((rc = lda_create(node, &a.lda, &c, &m, err, sizeof(err))) != 0) {
     fprintf(stderr, PROG ": %s\n", err);
-    au_node_stop(node);
+    au_node_destroy(node);
     lda_corpus_free(&c);
     return 1;
   }
@@ -378,7 +378,7 @@ int main(int argc, char **argv)
     printf("trace=%s%s\n", a.trace, nodes > 1 ? ".<rank>" : "");
   }
   fflush(stdout);
-  au_node_stop(node);
+  au_node_destroy(node);
   lda_free(m);
   lda_corpus_free(&c);
   return status;

@@ -289,7 +289,7 @@ int main(int argc, char **argv)
   double load_s = (double)(au_now_ns() - t0) / 1e9;
 
   au_node_t *node;
-  if ((rc = au_node_start(&node, &(au_node_opts_t){.threads = a.threads, .sync_ms = a.sync_ms})) !=
+  if ((rc = au_node_create(&(au_node_opts_t){.threads = a.threads, .sync_ms = a.sync_ms}, &node)) !=
       0) {
     fprintf(stderr, PROG ": starting the node: %s\n", au_strerror(rc));
     dataset_free(&d);
@@ -297,7 +297,7 @@ int main(int argc, char **argv)
   }
   if (a.trace && (rc = au_trace_start(au_node_runtime(node), a.trace)) != 0) {
     fprintf(stderr, PROG ": --trace %s: %s\n", a.trace, au_strerror(rc));
-    au_node_stop(node);
+    au_node_destroy(node);
     dataset_free(&d);
     return 2;
   }
@@ -315,7 +315,7 @@ int main(int argc, char **argv)
   rc = mf_create(node, &a.mf, d.nrows, d.ncols, &d.train, &d.test, &m, err, sizeof(err));
   if (rc != 0) {
     fprintf(stderr, PROG ": %s\n", err);
-    au_node_stop(node);
+    au_node_destroy(node);
     dataset_free(&d);
     return 1;
   }
@@ -372,7 +372,7 @@ int main(int argc, char **argv)
   } else if (a.trace && talk) {
     printf("trace=%s%s\n", a.trace, nodes > 1 ? ".<rank>" : "");
   }
-  au_node_stop(node);
+  au_node_destroy(node);
   mf_free(m);
   dataset_free(&d);
   return status;

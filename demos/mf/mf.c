@@ -161,8 +161,8 @@ static int announce(au_worker_t *aw, worker_t *w, uint32_t i, uint32_t n, au_clo
         const au_clock_t s0 = at + (end - at) * p / INTENT_PARTS;
         const au_clock_t s1 = at + (end - at) * (p + 1) / INTENT_PARTS;
         if (s1 <= s0) continue;
-        int rc =
-            au_intent(aw, m->cols, &m->ckeys[m->ckoff[c]], m->ckoff[c + 1] - m->ckoff[c], s0, s1);
+        int rc = au_worker_intent(aw, m->cols, &m->ckeys[m->ckoff[c]],
+                                  m->ckoff[c + 1] - m->ckoff[c], s0, s1);
         if (rc != 0) return rc;
       }
     }
@@ -187,14 +187,14 @@ static int announce_ahead(au_worker_t *aw, worker_t *w)
   if (w->ahead_said || 2 * w->cb_ticks < m->cticks[cb]) return 0;
   w->ahead_said = 1;
   const size_t left = m->cticks[cb] > w->cb_ticks ? m->cticks[cb] - w->cb_ticks : 0;
-  return announce(aw, w, i + 1, (uint32_t)m->o.lookahead, au_clock(aw) + (au_clock_t)left);
+  return announce(aw, w, i + 1, (uint32_t)m->o.lookahead, au_worker_clock(aw) + (au_clock_t)left);
 }
 
 /* How a step updates its view's column rows. Through au_view_update (the table's
  * optimizer) in general; but when every row of the view is on this node (owned or a
  * replica: au_view_local) and the table is Hogwild, the loop applies the same optimizer
  * to the rows in place, accumulator at [dim], in the pass that computes the gradient:
- * what au_view_update would do, without a second pass over the row. au_release still
+ * what au_view_update would do, without a second pass over the row. au_view_release still
  * marks the rows for the replicas. */
 static mf_qmode_t qmode_of(const mf_t *m, const au_view_t *v)
 {
@@ -233,13 +233,13 @@ static int eval_step(au_worker_t *aw, worker_t *w)
   const size_t b = (size_t)w->ecur, end = g->start[b + 1];
   const size_t n = end - w->eat < m->o.batch ? end - w->eat : m->o.batch;
   au_view_t v;
-  int rc = au_acquire(aw, m->cols, (const au_key_t *)&g->keys[g->koff[b]],
-                      g->koff[b + 1] - g->koff[b], &v);
+  int rc = au_view_acquire(aw, m->cols, (const au_key_t *)&g->keys[g->koff[b]],
+                           g->koff[b + 1] - g->koff[b], &v);
   if (rc == AU_EAGAIN) return AU_WAIT;
   if (rc != 0) return rc;
   const mf_kargs_t a = kargs(m, g, b, &v, 0);
   w->sse += mf_kernel_eval(m->isa, &a, g->cells + w->eat, n);
-  au_release(aw, &v);
+  au_view_release(aw, &v);
   w->done += n;
   if ((w->eat += n) == end) w->ecur = -1;
   return AU_CONTINUE;
@@ -267,15 +267,15 @@ static int step(au_worker_t *aw, void *arg)
       w->cb_ticks = 0;
       w->ahead_said = 0;
       const uint32_t i = w->walk.back ? g->ncb - 1 - w->cpos[cb] : w->cpos[cb];
-      if ((rc = announce(aw, w, i, 1, au_clock(aw))) != 0) return rc;
+      if ((rc = announce(aw, w, i, 1, au_worker_clock(aw))) != 0) return rc;
     }
   }
   if ((rc = announce_ahead(aw, w)) != 0) return rc;
 
   const size_t b = (size_t)w->cur, end = g->start[b + 1];
   au_view_t v;
-  rc = au_acquire(aw, m->cols, (const au_key_t *)&g->keys[g->koff[b]], g->koff[b + 1] - g->koff[b],
-                  &v);
+  rc = au_view_acquire(aw, m->cols, (const au_key_t *)&g->keys[g->koff[b]],
+                       g->koff[b + 1] - g->koff[b], &v);
   if (rc == AU_EAGAIN) return AU_WAIT;
   if (rc != 0) return rc;
   const mf_kargs_t a = kargs(m, g, b, &v, w->lr);
@@ -284,7 +284,7 @@ static int step(au_worker_t *aw, void *arg)
   const size_t most = !au_view_local(&v) && m->o.batch > REMOTE_BATCH ? REMOTE_BATCH : m->o.batch;
   const size_t n = end - w->at < most ? end - w->at : most;
   w->sse += mf_kernel_run(m->isa, &a, g->cells + w->at, n);
-  au_release(aw, &v);
+  au_view_release(aw, &v);
   w->done += n;
   w->cb_ticks += ticks(n);
   if ((w->at += n) == end) {
@@ -293,7 +293,7 @@ static int step(au_worker_t *aw, void *arg)
   }
   /* the clock counts work, not steps: blocks differ in size, and the placement turns
    * intent windows into time by the clock's rate */
-  for (size_t t = ticks(n); t > 0; t--) au_clock_advance(aw);
+  for (size_t t = ticks(n); t > 0; t--) au_worker_advance(aw);
   return AU_CONTINUE;
 }
 
@@ -490,7 +490,7 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
   m->mean = sums[1] > 0 ? (float)(sums[0] / sums[1]) : 0.0f;
 
   rc = au_table_create(
-      node, &m->cols,
+      node,
       &(au_table_opts_t){.keys = ncols,
                          .dim = m->dim,
                          .type = AU_F32,
@@ -504,7 +504,8 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
                          .optim = o->optim == MF_ADAGRAD ? AU_OPTIM_ADAGRAD_ROW : AU_OPTIM_SGD,
                          .lr = o->lr,
                          .row_align = align,
-                         .name = "columns"});
+                         .name = "columns"},
+      &m->cols);
   if (rc != 0) {
     snprintf(err, errlen, "creating the column table: %s", au_strerror(rc));
     free(m);
@@ -545,7 +546,7 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
     w->m = m;
     w->id = i;
     w->cur = w->ecur = -1;
-    rc = au_worker_spawn(node, NULL, &(au_worker_opts_t){step, w});
+    rc = au_worker_spawn(node, &(au_worker_opts_t){step, w}, NULL);
     if (rc != 0) {
       snprintf(err, errlen, "spawning worker %d: %s", i, au_strerror(rc));
       mf_free(m);

@@ -144,7 +144,7 @@ int main(int argc, char **argv)
 
   au_runtime_t *rt;
   au_runtime_opts_t ro = {.threads = (int)o.threads};
-  int rc = au_runtime_create(&rt, &ro);
+  int rc = au_runtime_create(&ro, &rt);
   if (rc != 0) {
     fprintf(stderr, PROG ": cannot create a runtime with %lld threads: %s\n", o.threads,
             au_strerror(rc));
@@ -160,7 +160,7 @@ int main(int argc, char **argv)
   ring_t ring = {.hops = (uint64_t)o.hops};
   ring.every = ring.hops >= 10 ? ring.hops / 10 : 1;
   for (size_t i = 0; i < n; i++) {
-    if ((rc = au_actor_spawn(rt, &actors[i], node_fn, sizeof(node_t))) != 0) {
+    if ((rc = au_actor_spawn(rt, node_fn, sizeof(node_t), &actors[i])) != 0) {
       fprintf(stderr, PROG ": spawning actor %zu of %zu failed: %s\n", i, n, au_strerror(rc));
       au_runtime_destroy(rt);
       free(actors);

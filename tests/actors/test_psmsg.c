@@ -25,25 +25,26 @@ static int never(au_worker_t *w, void *arg)
 static int setup(void **state)
 {
   (void)state;
-  if (au_node_start(&node, &(au_node_opts_t){.threads = 1}) != 0) return -1;
-  if (au_table_create(node, &ti,
-                      &(au_table_opts_t){.keys = 40, .dim = 5, .type = AU_I32, .group = 4}) != 0)
+  if (au_node_create(&(au_node_opts_t){.threads = 1}, &node) != 0) return -1;
+  if (au_table_create(node, &(au_table_opts_t){.keys = 40, .dim = 5, .type = AU_I32, .group = 4},
+                      &ti) != 0)
     return -1;
-  if (au_table_create(node, &tf,
+  if (au_table_create(node,
                       &(au_table_opts_t){.keys = 10,
                                          .dim = 3,
                                          .type = AU_F32,
                                          .group = 2,
                                          .optim = AU_OPTIM_ADAGRAD,
-                                         .lr = 0.1f}) != 0)
+                                         .lr = 0.1f},
+                      &tf) != 0)
     return -1;
-  return au_worker_spawn(node, NULL, &(au_worker_opts_t){never, NULL});
+  return au_worker_spawn(node, &(au_worker_opts_t){never, NULL}, NULL);
 }
 
 static int teardown(void **state)
 {
   (void)state;
-  au_node_stop(node);
+  au_node_destroy(node);
   return 0;
 }
 

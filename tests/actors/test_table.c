@@ -22,13 +22,13 @@ static au_node_t *node;
 static int setup(void **state)
 {
   (void)state;
-  return au_node_start(&node, &(au_node_opts_t){.threads = 2});
+  return au_node_create(&(au_node_opts_t){.threads = 2}, &node);
 }
 
 static int teardown(void **state)
 {
   (void)state;
-  au_node_stop(node);
+  au_node_destroy(node);
   return 0;
 }
 
@@ -37,7 +37,7 @@ static void test_bad_options(void **state)
   (void)state;
   au_table_t *t;
   au_table_opts_t o = {.keys = 10, .dim = 4, .type = AU_F32};
-  assert_int_equal(au_table_create(node, &t, &o), 0);
+  assert_int_equal(au_table_create(node, &o, &t), 0);
   au_table_opts_t bad[] = {
       {.keys = 0, .dim = 4, .type = AU_F32},
       {.keys = 10, .dim = 0, .type = AU_F32},
@@ -65,7 +65,7 @@ static void test_bad_options(void **state)
        .optim_init = -1},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-    assert_int_equal(au_table_create(node, &t, &bad[i]), AU_EINVAL);
+    assert_int_equal(au_table_create(node, &bad[i], &t), AU_EINVAL);
   au_key_t k = 10;
   float out[4];
   assert_int_equal(au_table_read(t, &k, 1, out), AU_ERANGE);
@@ -94,11 +94,11 @@ static void test_init_deterministic_per_seed(void **state)
                        .init_a = 1.0,
                        .init_b = 2.0,
                        .seed = 42};
-  assert_int_equal(au_table_create(node, &ta, &o), 0);
+  assert_int_equal(au_table_create(node, &o, &ta), 0);
   o.group = 1; /* a different grouping must not change the values */
-  assert_int_equal(au_table_create(node, &tb, &o), 0);
+  assert_int_equal(au_table_create(node, &o, &tb), 0);
   o.seed = 43;
-  assert_int_equal(au_table_create(node, &tc, &o), 0);
+  assert_int_equal(au_table_create(node, &o, &tc), 0);
   read_all(ta, a);
   read_all(tb, b);
   read_all(tc, c);
@@ -117,13 +117,13 @@ static void test_init_deterministic_per_seed(void **state)
                        .init_a = -0.5,
                        .init_b = 0.25,
                        .seed = 1};
-  assert_int_equal(au_table_create(node, &ta, &u), 0);
+  assert_int_equal(au_table_create(node, &u, &ta), 0);
   read_all(ta, a);
   for (int i = 0; i < K * D; i++) assert_true(a[i] >= -0.5f && a[i] < 0.25f);
 
   int32_t *ia = (int32_t *)a;
   au_table_opts_t ci = {.keys = K, .dim = D, .type = AU_I32, .init = AU_INIT_CONST, .init_a = 7};
-  assert_int_equal(au_table_create(node, &ta, &ci), 0);
+  assert_int_equal(au_table_create(node, &ci, &ta), 0);
   read_all(ta, ia);
   for (int i = 0; i < K * D; i++) assert_int_equal(ia[i], 7);
   free(a);
@@ -177,9 +177,9 @@ static void test_exact_add_conserves_sums(void **state)
   (void)state;
   au_table_t *ti, *tf;
   assert_int_equal(
-      au_table_create(node, &ti, &(au_table_opts_t){.keys = KEYS, .dim = DIM, .type = AU_I32}), 0);
+      au_table_create(node, &(au_table_opts_t){.keys = KEYS, .dim = DIM, .type = AU_I32}, &ti), 0);
   assert_int_equal(
-      au_table_create(node, &tf, &(au_table_opts_t){.keys = KEYS, .dim = DIM, .type = AU_F32}), 0);
+      au_table_create(node, &(au_table_opts_t){.keys = KEYS, .dim = DIM, .type = AU_F32}, &tf), 0);
   run_adders(ti);
   run_adders(tf);
   int32_t vi[KEYS * DIM];
@@ -216,13 +216,14 @@ static void test_hogwild_and_custom_kernels(void **state)
 {
   (void)state;
   au_table_t *th, *tc;
-  assert_int_equal(au_table_create(node, &th,
+  assert_int_equal(au_table_create(node,
                                    &(au_table_opts_t){.keys = 4,
                                                       .dim = 5,
                                                       .type = AU_F32,
                                                       .kernel = AU_KERNEL_HOGWILD,
                                                       .init = AU_INIT_CONST,
-                                                      .init_a = 1}),
+                                                      .init_a = 1},
+                                   &th),
                    0);
   float d[5] = {1, 2, 3, 4, 5};
   th->kernel(table_row(th, 2), d, 5, th->kernel_arg);
@@ -232,7 +233,7 @@ static void test_hogwild_and_custom_kernels(void **state)
   for (int j = 0; j < 5; j++) assert_true(v[j] == 2.0f + (float)j);
 
   int32_t extra = 100;
-  assert_int_equal(au_table_create(node, &tc,
+  assert_int_equal(au_table_create(node,
                                    &(au_table_opts_t){.keys = 4,
                                                       .dim = 3,
                                                       .type = AU_I32,
@@ -240,7 +241,8 @@ static void test_hogwild_and_custom_kernels(void **state)
                                                       .init_a = 5,
                                                       .kernel = AU_KERNEL_CUSTOM,
                                                       .kernel_fn = times_two_plus,
-                                                      .kernel_arg = &extra}),
+                                                      .kernel_arg = &extra},
+                                   &tc),
                    0);
   int32_t di[3] = {1, 2, 3}, vi[3];
   tc->kernel(table_row(tc, 1), di, 3, tc->kernel_arg);
@@ -256,7 +258,7 @@ static void test_memory_overhead_small(void **state)
    * pages lazily and the test stays cheap; au_table_memory counts them all. */
   au_table_t *t;
   assert_int_equal(
-      au_table_create(node, &t, &(au_table_opts_t){.keys = 10000000, .dim = 16, .type = AU_F32}),
+      au_table_create(node, &(au_table_opts_t){.keys = 10000000, .dim = 16, .type = AU_F32}, &t),
       0);
   size_t raw = (size_t)10000000 * 16 * sizeof(float);
   size_t used = au_table_memory(t);
@@ -324,7 +326,7 @@ static void check_formula(au_table_t *t, au_optim_t o, double lr, double g0, flo
 static au_table_t *optim_table(au_optim_t o, au_kernel_t kernel, uint32_t align)
 {
   au_table_t *t;
-  assert_int_equal(au_table_create(node, &t,
+  assert_int_equal(au_table_create(node,
                                    &(au_table_opts_t){.keys = OK,
                                                       .dim = OD,
                                                       .type = AU_F32,
@@ -334,7 +336,8 @@ static au_table_t *optim_table(au_optim_t o, au_kernel_t kernel, uint32_t align)
                                                       .optim = o,
                                                       .lr = 0.25f,
                                                       .optim_init = o ? 2.0f : 0,
-                                                      .row_align = align}),
+                                                      .row_align = align},
+                                   &t),
                    0);
   return t;
 }
@@ -404,12 +407,12 @@ static int update_step(au_worker_t *w, void *arg)
     for (uint32_t j = 0; j < OD; j++) g[k * OD + j] = grad(s->u, k, j);
   }
   if (s->push) {
-    CHECK((au_push(w, s->t, keys, OK, g)) == (0));
+    CHECK((au_worker_push(w, s->t, keys, OK, g)) == (0));
   } else {
     au_view_t v;
-    CHECK((au_acquire(w, s->t, keys, OK, &v)) == (0));
+    CHECK((au_view_acquire(w, s->t, keys, OK, &v)) == (0));
     for (size_t i = 0; i < OK; i++) au_view_update(&v, i, &g[i * OD]);
-    au_release(w, &v);
+    au_view_release(w, &v);
   }
   s->u++;
   return AU_CONTINUE;
@@ -419,7 +422,7 @@ static void test_optim_views_and_pushes(void **state)
 {
   (void)state;
   au_node_t *nd;
-  assert_int_equal(au_node_start(&nd, &(au_node_opts_t){.threads = 1}), 0);
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 1}, &nd), 0);
   au_node_t *saved = node;
   node = nd; /* optim_table() creates in `node` */
   const au_optim_t optims[] = {AU_OPTIM_NONE, AU_OPTIM_SGD, AU_OPTIM_ADAGRAD, AU_OPTIM_ADAGRAD_ROW};
@@ -431,7 +434,7 @@ static void test_optim_views_and_pushes(void **state)
             optim_table(optims[oi], hog ? AU_KERNEL_HOGWILD : AU_KERNEL_ADD, hog ? 64 : 0), push, 0,
             25};
         assert_int_equal(
-            au_worker_spawn(nd, NULL, &(au_worker_opts_t){update_step, &up[oi][hog][push]}), 0);
+            au_worker_spawn(nd, &(au_worker_opts_t){update_step, &up[oi][hog][push]}, NULL), 0);
       }
   assert_int_equal(au_node_run(nd), 0);
   assert_checks(); /* what the steps checked, now that the run is over */
@@ -456,7 +459,7 @@ static void test_optim_views_and_pushes(void **state)
           }
       }
   node = saved;
-  au_node_stop(nd);
+  au_node_destroy(nd);
 }
 
 /* Exact optimizers from several threads: no accumulator increment is lost. */

@@ -39,12 +39,12 @@ static int shard_step(au_worker_t *w, void *arg)
     /* after the barrier every worker's phase-0 pushes are visible */
     au_key_t k = 0;
     int32_t row[D];
-    CHECK((au_pull(w, s->ti, &k, 1, row)) == (0));
+    CHECK((au_worker_pull(w, s->ti, &k, 1, row)) == (0));
     s->seen_after_barrier = row[0];
     return AU_DONE;
   }
   if (s->pos == NUPD) {
-    int rc = au_barrier(w);
+    int rc = au_worker_barrier(w);
     if (rc == AU_EAGAIN) return AU_WAIT;
     CHECK((rc) == (0));
     s->phase = 1;
@@ -55,19 +55,20 @@ static int shard_step(au_worker_t *w, void *arg)
   /* announce the next batch's keys one clock ahead, as a real worker would */
   if (s->pos + n < NUPD) {
     size_t m = NUPD - s->pos - n < BATCH ? NUPD - s->pos - n : BATCH;
-    CHECK((au_intent(w, s->ti, keys + n, m, au_clock(w) + 1, au_clock(w) + 2)) == (0));
+    CHECK((au_worker_intent(w, s->ti, keys + n, m, au_worker_clock(w) + 1,
+                            au_worker_clock(w) + 2)) == (0));
     s->intents++;
   }
   au_view_t v;
-  CHECK((au_acquire(w, s->ti, keys, n, &v)) == (0));
+  CHECK((au_view_acquire(w, s->ti, keys, n, &v)) == (0));
   for (size_t i = 0; i < n; i++) {
     CHECK((au_view_row(&v, i)) != NULL);
     au_view_update(&v, i, s->di[s->pos + i]);
   }
-  au_release(w, &v);
-  CHECK((au_push(w, s->tf, keys, n, s->df[s->pos])) == (0));
+  au_view_release(w, &v);
+  CHECK((au_worker_push(w, s->tf, keys, n, s->df[s->pos])) == (0));
   s->pos += n;
-  au_clock_advance(w);
+  au_worker_advance(w);
   return AU_CONTINUE;
 }
 
@@ -75,15 +76,15 @@ static void test_workers_match_serial_reference(void **state)
 {
   (void)state;
   au_node_t *node;
-  assert_int_equal(au_node_start(&node, &(au_node_opts_t){.threads = 2}), 0);
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 2}, &node), 0);
   au_table_t *ti, *tf;
   assert_int_equal(
-      au_table_create(node, &ti,
-                      &(au_table_opts_t){.keys = K, .dim = D, .type = AU_I32, .group = 8}),
+      au_table_create(node, &(au_table_opts_t){.keys = K, .dim = D, .type = AU_I32, .group = 8},
+                      &ti),
       0);
   assert_int_equal(
-      au_table_create(node, &tf,
-                      &(au_table_opts_t){.keys = K, .dim = D, .type = AU_F32, .group = 8}),
+      au_table_create(node, &(au_table_opts_t){.keys = K, .dim = D, .type = AU_F32, .group = 8},
+                      &tf),
       0);
   static shard_t shards[W];
   static int64_t ref_i[K][D];
@@ -108,7 +109,7 @@ static void test_workers_match_serial_reference(void **state)
       }
     }
     /* key 0, column 0 also counts the pushes of phase 0, to check the barrier */
-    assert_int_equal(au_worker_spawn(node, NULL, &(au_worker_opts_t){shard_step, s}), 0);
+    assert_int_equal(au_worker_spawn(node, &(au_worker_opts_t){shard_step, s}, NULL), 0);
   }
   assert_int_equal(au_node_run(node), 0);
   assert_checks(); /* what the steps checked, now that the run is over */
@@ -140,7 +141,7 @@ static void test_workers_match_serial_reference(void **state)
     assert_int_equal(shards[w].seen_after_barrier, ref_i[0][0]);
     assert_true(shards[w].intents > 0);
   }
-  au_node_stop(node);
+  au_node_destroy(node);
 }
 
 /* --- pause and resume ---------------------------------------------------------------- */
@@ -153,7 +154,7 @@ static int pause_step(au_worker_t *w, void *arg)
 {
   pauser_t *p = arg;
   p->steps++;
-  au_clock_advance(w);
+  au_worker_advance(w);
   if (p->steps % 10 == 0) return p->steps == 30 ? AU_DONE : AU_PAUSE;
   return AU_CONTINUE;
 }
@@ -162,11 +163,11 @@ static void test_pause_resumes_in_next_run(void **state)
 {
   (void)state;
   au_node_t *node;
-  assert_int_equal(au_node_start(&node, &(au_node_opts_t){.threads = 2}), 0);
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 2}, &node), 0);
   pauser_t p[3] = {{0}};
   au_worker_t *ws[3];
   for (int i = 0; i < 3; i++) {
-    assert_int_equal(au_worker_spawn(node, &ws[i], &(au_worker_opts_t){pause_step, &p[i]}), 0);
+    assert_int_equal(au_worker_spawn(node, &(au_worker_opts_t){pause_step, &p[i]}, &ws[i]), 0);
     assert_int_equal(au_worker_id(ws[i]), i);
   }
   for (int run = 1; run <= 3; run++) {
@@ -174,13 +175,13 @@ static void test_pause_resumes_in_next_run(void **state)
     assert_checks(); /* what the steps checked, now that the run is over */
     for (int i = 0; i < 3; i++) {
       assert_int_equal(p[i].steps, 10 * run);
-      assert_int_equal(au_clock(ws[i]), 10 * run);
+      assert_int_equal(au_worker_clock(ws[i]), 10 * run);
     }
   }
   assert_int_equal(au_node_run(node), 0); /* all done: nothing runs */
   assert_checks();
   for (int i = 0; i < 3; i++) assert_int_equal(p[i].steps, 30);
-  au_node_stop(node);
+  au_node_destroy(node);
 }
 
 /* --- errors --------------------------------------------------------------------------- */
@@ -203,8 +204,8 @@ static int keeps_view(au_worker_t *w, void *arg)
 {
   au_view_t v;
   au_key_t k = 1;
-  CHECK((au_acquire(w, arg, &k, 1, &v)) == (0));
-  return AU_DONE; /* forgot au_release */
+  CHECK((au_view_acquire(w, arg, &k, 1, &v)) == (0));
+  return AU_DONE; /* forgot au_view_release */
 }
 
 static int bad_keys(au_worker_t *w, void *arg)
@@ -213,12 +214,12 @@ static int bad_keys(au_worker_t *w, void *arg)
   au_key_t k = au_table_keys(t);
   au_view_t v;
   float row[2];
-  CHECK((au_acquire(w, t, &k, 1, &v)) == (AU_ERANGE));
-  CHECK((au_pull(w, t, &k, 1, row)) == (AU_ERANGE));
-  CHECK((au_push(w, t, &k, 1, row)) == (AU_ERANGE));
-  CHECK((au_intent(w, t, &k, 1, 0, 1)) == (AU_ERANGE));
+  CHECK((au_view_acquire(w, t, &k, 1, &v)) == (AU_ERANGE));
+  CHECK((au_worker_pull(w, t, &k, 1, row)) == (AU_ERANGE));
+  CHECK((au_worker_push(w, t, &k, 1, row)) == (AU_ERANGE));
+  CHECK((au_worker_intent(w, t, &k, 1, 0, 1)) == (AU_ERANGE));
   k = 0;
-  CHECK((au_intent(w, t, &k, 1, 5, 5)) == (AU_EINVAL));
+  CHECK((au_worker_intent(w, t, &k, 1, 5, 5)) == (AU_EINVAL));
   return AU_DONE;
 }
 
@@ -227,31 +228,31 @@ static void test_errors_are_reported(void **state)
   (void)state;
   au_node_t *node;
   au_table_t *t;
-  assert_int_equal(au_node_start(&node, &(au_node_opts_t){.threads = 2}), 0);
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 2}, &node), 0);
   assert_int_equal(
-      au_table_create(node, &t, &(au_table_opts_t){.keys = 4, .dim = 2, .type = AU_F32}), 0);
-  assert_int_equal(au_worker_spawn(node, NULL, &(au_worker_opts_t){bad_keys, t}), 0);
+      au_table_create(node, &(au_table_opts_t){.keys = 4, .dim = 2, .type = AU_F32}, &t), 0);
+  assert_int_equal(au_worker_spawn(node, &(au_worker_opts_t){bad_keys, t}, NULL), 0);
   assert_int_equal(au_node_run(node), 0);
   assert_checks(); /* what the steps checked, now that the run is over */
-  assert_int_equal(au_worker_spawn(node, NULL, &(au_worker_opts_t){waits_forever, NULL}), 0);
+  assert_int_equal(au_worker_spawn(node, &(au_worker_opts_t){waits_forever, NULL}, NULL), 0);
   assert_int_equal(au_node_run(node), AU_EDEADLK);
   assert_checks(); /* what the steps checked, now that the run is over */
-  au_node_stop(node);
+  au_node_destroy(node);
 
-  assert_int_equal(au_node_start(&node, &(au_node_opts_t){.threads = 2}), 0);
-  assert_int_equal(au_worker_spawn(node, NULL, &(au_worker_opts_t){fails, NULL}), 0);
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 2}, &node), 0);
+  assert_int_equal(au_worker_spawn(node, &(au_worker_opts_t){fails, NULL}, NULL), 0);
   assert_int_equal(au_node_run(node), AU_ENOMEM);
   assert_checks(); /* what the steps checked, now that the run is over */
-  au_node_stop(node);
+  au_node_destroy(node);
 
-  assert_int_equal(au_node_start(&node, &(au_node_opts_t){.threads = 2}), 0);
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 2}, &node), 0);
   assert_int_equal(
-      au_table_create(node, &t, &(au_table_opts_t){.keys = 4, .dim = 2, .type = AU_F32}), 0);
-  assert_int_equal(au_worker_spawn(node, NULL, &(au_worker_opts_t){keeps_view, t}), 0);
+      au_table_create(node, &(au_table_opts_t){.keys = 4, .dim = 2, .type = AU_F32}, &t), 0);
+  assert_int_equal(au_worker_spawn(node, &(au_worker_opts_t){keeps_view, t}, NULL), 0);
   assert_int_equal(au_node_run(node), AU_EINVAL);
   assert_checks(); /* what the steps checked, now that the run is over */
-  assert_int_equal(au_worker_spawn(node, NULL, &(au_worker_opts_t){NULL, NULL}), AU_EINVAL);
-  au_node_stop(node);
+  assert_int_equal(au_worker_spawn(node, &(au_worker_opts_t){NULL, NULL}, NULL), AU_EINVAL);
+  au_node_destroy(node);
 }
 
 int main(void)

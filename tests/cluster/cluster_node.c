@@ -127,8 +127,8 @@ static int exchange(au_runtime_t *rt, uint64_t msgs, size_t bytes)
 {
   int nodes = au_runtime_nodes(rt), rank = au_runtime_rank(rt);
   au_actor_t *rxa, *txa;
-  au_actor_spawn(rt, &rxa, rx_behaviour, sizeof(rx_t));
-  au_actor_spawn(rt, &txa, tx_behaviour, sizeof(tx_t));
+  au_actor_spawn(rt, rx_behaviour, sizeof(rx_t), &rxa);
+  au_actor_spawn(rt, tx_behaviour, sizeof(tx_t), &txa);
   rx_t *r = au_actor_state(rxa);
   tx_t *t = au_actor_state(txa);
   *r = (rx_t){.nodes = nodes, .rank = rank, .expect_each = msgs};
@@ -177,7 +177,7 @@ enum { PUSH_BATCH = 64, WINDOW = 32, WINDOW_ROUNDS = 640 };
 /* The delta worker (rank, w) adds in round i: a pure function, so every node can compute
  * every key's exact total. Most keys come from a window of WINDOW keys that walks over
  * the key space, starting at a different place on each node (so relocation has
- * something to gain); every eighth is anywhere, and goes by au_push. */
+ * something to gain); every eighth is anywhere, and goes by au_worker_push. */
 static int delta_of(int rank, int nodes, uint64_t seed, uint64_t i, uint64_t keys, au_key_t *k,
                     int32_t d[2])
 {
@@ -185,7 +185,7 @@ static int delta_of(int rank, int nodes, uint64_t seed, uint64_t i, uint64_t key
   int anywhere = i % 8 == 7;
   uint64_t base = (uint64_t)rank * (keys / (uint64_t)nodes) + i / WINDOW_ROUNDS * WINDOW;
   *k = anywhere ? x % keys : (base + x % WINDOW) % keys;
-  /* Traceable: a push by au_push adds a million besides its value, and the second
+  /* Traceable: a push by au_worker_push adds a million besides its value, and the second
    * value counts pushes per node (a byte each), so a key off by one push says whose
    * and which kind it was. */
   d[0] = (int32_t)(x >> 40 & 0xff) - 100 + (anywhere ? 1000000 : 0);
@@ -204,8 +204,8 @@ static int push_step(au_worker_t *w, void *arg)
     int32_t x[2];
     delta_of(p->rank, p->nodes, p->seed, p->done + i, p->keys, &next[nn++], x);
   }
-  au_clock_t now = au_clock(w);
-  if (nn && au_intent(w, p->t, next, nn, now + 1, now + 2) != 0) return AU_EINVAL;
+  au_clock_t now = au_worker_clock(w);
+  if (nn && au_worker_intent(w, p->t, next, nn, now + 1, now + 2) != 0) return AU_EINVAL;
   au_key_t keys[PUSH_BATCH], far[PUSH_BATCH];
   int32_t d[PUSH_BATCH][2], fd[PUSH_BATCH][2];
   uint64_t n = 0, nf = 0;
@@ -221,21 +221,21 @@ static int push_step(au_worker_t *w, void *arg)
   /* the window's keys through a view (fetched, or moved here), the others pushed to
    * wherever their actors are: pushes race with relocations */
   au_view_t v;
-  int rc = au_acquire(w, p->t, keys, n, &v);
+  int rc = au_view_acquire(w, p->t, keys, n, &v);
   if (rc == AU_EAGAIN) return AU_WAIT;
   if (rc != 0) return rc;
   for (uint64_t i = 0; i < n; i++) au_view_update(&v, i, d[i]);
-  au_release(w, &v);
-  if ((rc = au_push(w, p->t, far, nf, fd)) != 0) return rc;
+  au_view_release(w, &v);
+  if ((rc = au_worker_push(w, p->t, far, nf, fd)) != 0) return rc;
   p->done += n + nf;
-  au_clock_advance(w);
+  au_worker_advance(w);
   return AU_CONTINUE;
 }
 
 static int conserve(uint64_t keys, uint64_t rounds)
 {
   au_node_t *node;
-  int rc = au_node_start(&node, &(au_node_opts_t){.threads = 2});
+  int rc = au_node_create(&(au_node_opts_t){.threads = 2}, &node);
   if (rc != 0) return 1;
   int rank = au_node_rank(node), nodes = au_node_nodes(node), workers = 3;
   au_table_t *t;
@@ -246,19 +246,20 @@ static int conserve(uint64_t keys, uint64_t rounds)
     fprintf(stderr, "cluster_node: CLUSTER_PLACE=%s: unknown\n", place);
     return 2;
   }
-  au_table_create(node, &t,
+  au_table_create(node,
                   &(au_table_opts_t){.keys = keys,
                                      .dim = 2,
                                      .type = AU_I32,
                                      .group = 4,
                                      .kernel = AU_KERNEL_ADD,
                                      .place = pl,
-                                     .name = "counts"});
+                                     .name = "counts"},
+                  &t);
   pusher_t ps[3];
   for (int i = 0; i < workers; i++) {
     ps[i] = (pusher_t){
         .t = t, .keys = keys, .rounds = rounds, .seed = (uint64_t)i, .rank = rank, .nodes = nodes};
-    au_worker_spawn(node, NULL, &(au_worker_opts_t){push_step, &ps[i]});
+    au_worker_spawn(node, &(au_worker_opts_t){push_step, &ps[i]}, NULL);
   }
   rc = au_node_run(node);
   /* expected totals of every key, recomputed; checked on the keys this node holds */
@@ -313,7 +314,7 @@ static int conserve(uint64_t keys, uint64_t rounds)
          (unsigned long long)keys, v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8],
          ok ? "ok" : "FAILED");
   free(want);
-  au_node_stop(node);
+  au_node_destroy(node);
   return ok ? 0 : 1;
 }
 
@@ -341,10 +342,10 @@ static int policy_step(au_worker_t *w, void *arg)
   if (p->active) {
     au_key_t keys[POLICY_GROUP];
     for (int i = 0; i < POLICY_GROUP; i++) keys[i] = p->first + (au_key_t)i;
-    au_clock_t now = au_clock(w);
-    if (au_intent(w, p->t, keys, POLICY_GROUP, now + 1, now + 2) != 0) return AU_EINVAL;
+    au_clock_t now = au_worker_clock(w);
+    if (au_worker_intent(w, p->t, keys, POLICY_GROUP, now + 1, now + 2) != 0) return AU_EINVAL;
     au_view_t v;
-    int rc = au_acquire(w, p->t, keys, POLICY_GROUP, &v);
+    int rc = au_view_acquire(w, p->t, keys, POLICY_GROUP, &v);
     if (rc == AU_EAGAIN) return AU_WAIT;
     if (rc != 0) return rc;
     int32_t d[2] = {1, 1};
@@ -352,9 +353,9 @@ static int policy_step(au_worker_t *w, void *arg)
       au_view_update(&v, (size_t)i, d);
       p->pushes[keys[i]]++;
     }
-    au_release(w, &v);
+    au_view_release(w, &v);
   }
-  au_clock_advance(w);
+  au_worker_advance(w);
   return AU_CONTINUE;
 }
 
@@ -373,7 +374,7 @@ static int policy_phase(au_node_t *node, policer_t *p, int phase, int active, au
 static int policy(void)
 {
   au_node_t *node;
-  int rc = au_node_start(&node, &(au_node_opts_t){.threads = 2});
+  int rc = au_node_create(&(au_node_opts_t){.threads = 2}, &node);
   if (rc != 0) return 1;
   int rank = au_node_rank(node), nodes = au_node_nodes(node);
   const char *trace = getenv("CLUSTER_TRACE"); /* a file per node: trace.RANK */
@@ -383,16 +384,17 @@ static int policy(void)
     return 2;
   }
   au_table_t *t;
-  au_table_create(node, &t,
+  au_table_create(node,
                   &(au_table_opts_t){.keys = POLICY_KEYS,
                                      .dim = 2,
                                      .type = AU_I32,
                                      .group = POLICY_GROUP,
                                      .kernel = AU_KERNEL_ADD,
                                      .place = AU_PLACE_ADAPTIVE,
-                                     .name = "policy"});
+                                     .name = "policy"},
+                  &t);
   policer_t p = {.t = t};
-  au_worker_spawn(node, NULL, &(au_worker_opts_t){policy_step, &p});
+  au_worker_spawn(node, &(au_worker_opts_t){policy_step, &p}, NULL);
   /* actor 3 (keys 12..15) has home 0, actor 6 (keys 24..27) too */
   au_node_stats_t a, b, c;
   int32_t row[2];
@@ -435,7 +437,7 @@ static int policy(void)
          "phase2_replicas=%.0f phase2_holders=%.0f phase3_replicas=%.0f replicas_dropped=%.0f "
          "claims=%.0f cluster_wrong=%.0f %s\n",
          rank, rc, s[0], s[1], s[5], s[2], s[6], s[3], s[4], s[7], w, ok ? "ok" : "FAILED");
-  au_node_stop(node);
+  au_node_destroy(node);
   return ok ? 0 : 1;
 }
 
@@ -451,7 +453,7 @@ static void stopper(au_actor_t *self, void *state, au_msg_t *m)
 static int serve(au_runtime_t *rt, int seconds)
 {
   au_actor_t *a;
-  au_actor_spawn(rt, &a, stopper, 0);
+  au_actor_spawn(rt, stopper, 0, &a);
   au_timer_id_t id;
   au_timer_start(rt, a, 1, (uint64_t)seconds * 1000, 0, &id);
   int rc = au_runtime_run(rt);
@@ -478,7 +480,7 @@ int main(int argc, char **argv)
     return 2;
   }
   au_runtime_t *rt;
-  au_runtime_create(&rt, &(au_runtime_opts_t){.threads = 2});
+  au_runtime_create(&(au_runtime_opts_t){.threads = 2}, &rt);
   int rc = au_runtime_join(rt, &o, err, sizeof(err));
   if (rc != 0) {
     fprintf(stderr, "cluster_node: rank %d: %s\n", o.rank, err);

@@ -63,12 +63,12 @@ static int step(au_worker_t *w, void *arg)
     if (uses(p, k)) keys[n++] = k;
   /* intents for the phase (idempotent: the re-run after AU_WAIT repeats it) */
   if (p->u == 0) {
-    au_clock_t now = au_clock(w);
-    int rc = au_intent(w, p->t, keys, n, now, now + UPDATES);
+    au_clock_t now = au_worker_clock(w);
+    int rc = au_worker_intent(w, p->t, keys, n, now, now + UPDATES);
     if (rc != 0) return rc;
   }
   au_view_t v;
-  int rc = au_acquire(w, p->t, keys, n, &v);
+  int rc = au_view_acquire(w, p->t, keys, n, &v);
   if (rc == AU_EAGAIN) return AU_WAIT;
   if (rc != 0) return rc;
   for (size_t i = 0; i < n; i++) {
@@ -76,9 +76,9 @@ static int step(au_worker_t *w, void *arg)
     for (uint32_t j = 0; j < DIM; j++) g[j] = grad(p->phase, p->q, p->u, keys[i], j);
     au_view_update(&v, i, g);
   }
-  au_release(w, &v);
+  au_view_release(w, &v);
   p->u++;
-  au_clock_advance(w);
+  au_worker_advance(w);
   return AU_CONTINUE;
 }
 
@@ -96,10 +96,10 @@ int main(int argc, char **argv)
   }
   const int shared = !strcmp(argv[1], "shared");
   au_node_t *node;
-  if (au_node_start(&node, &(au_node_opts_t){.threads = 2}) != 0) return 1;
+  if (au_node_create(&(au_node_opts_t){.threads = 2}, &node) != 0) return 1;
   const int rank = au_node_rank(node), nodes = au_node_nodes(node);
   au_table_t *t;
-  int rc = au_table_create(node, &t,
+  int rc = au_table_create(node,
                            &(au_table_opts_t){.keys = KEYS,
                                               .dim = DIM,
                                               .type = AU_F32,
@@ -113,7 +113,8 @@ int main(int argc, char **argv)
                                               .lr = LR,
                                               .optim_init = G0,
                                               .row_align = 16,
-                                              .name = "optim"});
+                                              .name = "optim"},
+                           &t);
   if (rc != 0) {
     fprintf(stderr, "optim_node: table: %s\n", au_strerror(rc));
     return 1;
@@ -123,7 +124,7 @@ int main(int argc, char **argv)
   for (int q = 0; q < PARTIES; q++) {
     if (q % nodes != rank) continue;
     parties[mine] = (party_t){.t = t, .q = q, .shared = shared};
-    if ((rc = au_worker_spawn(node, NULL, &(au_worker_opts_t){step, &parties[mine]})) != 0)
+    if ((rc = au_worker_spawn(node, &(au_worker_opts_t){step, &parties[mine]}, NULL)) != 0)
       return 1;
     mine++;
   }
@@ -205,6 +206,6 @@ int main(int argc, char **argv)
   au_node_stats(node, &st);
   printf("rank=%d owned=%d moves_in=%" PRIu64 " replicas_made=%" PRIu64 " bound_errors=%d %s\n",
          rank, owned, st.moves_in, st.replicas_made, bound_errors, bound_errors ? "FAILED" : "ok");
-  au_node_stop(node);
+  au_node_destroy(node);
   return bound_errors ? 1 : 0;
 }

@@ -203,7 +203,7 @@ optim)
   done
   ;;
 barrier)
-  # au_barrier across nodes (docs/examples/histogram.c): every node's workers push counts
+  # au_worker_barrier across nodes (docs/examples/histogram.c): every node's workers push counts
   # into one classic table, pass the barrier, and each must then see every node's counts
   for n in 2 3; do
     timeout 120 "$augur" run -n $n "$build/tests/histogram" >"$tmp/out$n" 2>&1

@@ -366,7 +366,7 @@ static void start(run_t *r, const lda_gen_opts_t *g, const lda_opts_t *o, int th
 {
   memset(r, 0, sizeof(*r));
   assert_int_equal(lda_generate(g, &r->c, &r->phi), 0);
-  assert_int_equal(au_node_start(&r->node, &(au_node_opts_t){.threads = threads}), 0);
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = threads}, &r->node), 0);
   char err[256];
   int rc = lda_create(r->node, o, &r->c, &r->m, err, sizeof(err));
   if (rc != 0) fail_msg("lda_create: %s", err);
@@ -374,7 +374,7 @@ static void start(run_t *r, const lda_gen_opts_t *g, const lda_opts_t *o, int th
 
 static void stop(run_t *r)
 {
-  au_node_stop(r->node);
+  au_node_destroy(r->node);
   lda_free(r->m);
   lda_corpus_free(&r->c);
   free(r->phi);
@@ -600,7 +600,7 @@ static void test_create_rejects_bad_options(void **state)
   lda_corpus_t c;
   assert_int_equal(lda_generate(&g, &c, NULL), 0);
   au_node_t *node;
-  assert_int_equal(au_node_start(&node, &(au_node_opts_t){.threads = 1}), 0);
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 1}, &node), 0);
   lda_opts_t o;
   lda_opts_default(&o);
   o.topics = 0;
@@ -612,7 +612,7 @@ static void test_create_rejects_bad_options(void **state)
   o.beta = 0;
   assert_int_equal(lda_create(node, &o, &c, &m, err, sizeof(err)), AU_EINVAL);
   assert_null(m);
-  au_node_stop(node);
+  au_node_destroy(node);
   lda_corpus_free(&c);
 }
 

@@ -44,7 +44,7 @@ static void train_and_check(mf_optim_t optim, au_kernel_t kernel, int threads, c
   mf_shuffle(&train, 5);
 
   au_node_t *node;
-  assert_int_equal(au_node_start(&node, &(au_node_opts_t){.threads = threads}), 0);
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = threads}, &node), 0);
   mf_opts_t o;
   mf_opts_default(&o);
   if (optim == MF_SGD) {
@@ -100,7 +100,7 @@ static void train_and_check(mf_optim_t optim, au_kernel_t kernel, int threads, c
     assert_int_not_equal(mf_save(m, "/nonexistent-dir/x", NULL, NULL, err, sizeof(err)), 0);
     assert_non_null(strstr(err, "/nonexistent-dir/x"));
   }
-  au_node_stop(node);
+  au_node_destroy(node);
   mf_free(m);
   mf_ratings_free(&all);
   mf_ratings_free(&train);

@@ -181,7 +181,7 @@ static double model_rmse(const char *isa, mf_optim_t optim, au_kernel_t kernel)
   assert_int_equal(mf_split_inplace(&all, 0.1, 3, &test), 0);
   setenv("AUGUR_MF_ISA", isa, 1);
   au_node_t *node;
-  assert_int_equal(au_node_start(&node, &(au_node_opts_t){.threads = 1}), 0);
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 1}, &node), 0);
   mf_opts_t o;
   mf_opts_default(&o);
   mf_opts_optimizer(&o, optim);
@@ -197,7 +197,7 @@ static double model_rmse(const char *isa, mf_optim_t optim, au_kernel_t kernel)
   assert_string_equal(mf_isa_name(info.isa), isa);
   mf_epoch_t st;
   for (int e = 0; e < 4; e++) assert_int_equal(mf_epoch(m, e, &st), 0);
-  au_node_stop(node);
+  au_node_destroy(node);
   mf_free(m);
   return st.test_rmse;
 }

@@ -82,7 +82,7 @@ static void test_runtime_messages_reach_the_function(void **state)
   cap_init(&c);
   au_log_set(capture, &c);
   au_runtime_t *rt;
-  assert_int_equal(au_runtime_create(&rt, &(au_runtime_opts_t){.threads = 1}), 0);
+  assert_int_equal(au_runtime_create(&(au_runtime_opts_t){.threads = 1}, &rt), 0);
   setenv("AU_TRACE_MAX_EVENTS", "12abc", 1);
   assert_int_equal(au_trace_start(rt, "/tmp/augur-test-log.json"), AU_EINVAL);
   unsetenv("AU_TRACE_MAX_EVENTS");
@@ -151,7 +151,7 @@ static void test_io_thread_messages_carry_the_rank(void **state)
   cap_init(&c);
   au_log_set(capture, &c);
   au_runtime_t *rt;
-  assert_int_equal(au_runtime_create(&rt, &(au_runtime_opts_t){.threads = 1}), 0);
+  assert_int_equal(au_runtime_create(&(au_runtime_opts_t){.threads = 1}, &rt), 0);
   au_cluster_opts_t o = {.rank = 0, .nodes = 2, .timeout_ms = 1000};
   knocker_t k = {.port = free_port()};
   assert_true(k.port > 0);

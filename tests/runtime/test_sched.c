@@ -22,7 +22,7 @@
 static au_runtime_t *new_rt(int threads)
 {
   au_runtime_t *rt;
-  assert_int_equal(au_runtime_create(&rt, &(au_runtime_opts_t){.threads = threads}), 0);
+  assert_int_equal(au_runtime_create(&(au_runtime_opts_t){.threads = threads}, &rt), 0);
   return rt;
 }
 
@@ -58,8 +58,8 @@ static void test_pingpong_exact(void **state)
   (void)state;
   au_runtime_t *rt = new_rt(2);
   au_actor_t *a, *b;
-  assert_int_equal(au_actor_spawn(rt, &a, pingpong, sizeof(pp_t)), 0);
-  assert_int_equal(au_actor_spawn(rt, &b, pingpong, sizeof(pp_t)), 0);
+  assert_int_equal(au_actor_spawn(rt, pingpong, sizeof(pp_t), &a), 0);
+  assert_int_equal(au_actor_spawn(rt, pingpong, sizeof(pp_t), &b), 0);
   ((pp_t *)au_actor_state(a))->peer = b;
   ((pp_t *)au_actor_state(b))->peer = a;
   uint64_t hops = 2000000; /* 10^6 round trips */
@@ -123,12 +123,12 @@ static void test_fanout_fanin_sum(void **state)
   (void)state;
   au_runtime_t *rt = new_rt(2);
   au_actor_t *coll, *fan, *workers[FAN_WORKERS];
-  assert_int_equal(au_actor_spawn(rt, &coll, collector, sizeof(collector_t)), 0);
+  assert_int_equal(au_actor_spawn(rt, collector, sizeof(collector_t), &coll), 0);
   for (int i = 0; i < FAN_WORKERS; i++) {
-    assert_int_equal(au_actor_spawn(rt, &workers[i], fan_worker, sizeof(fan_worker_t)), 0);
+    assert_int_equal(au_actor_spawn(rt, fan_worker, sizeof(fan_worker_t), &workers[i]), 0);
     ((fan_worker_t *)au_actor_state(workers[i]))->collector = coll;
   }
-  assert_int_equal(au_actor_spawn(rt, &fan, fanner, sizeof(fanner_t)), 0);
+  assert_int_equal(au_actor_spawn(rt, fanner, sizeof(fanner_t), &fan), 0);
   *(fanner_t *)au_actor_state(fan) = (fanner_t){workers, FAN_WORKERS, FAN_ROUNDS};
   assert_int_equal(au_send(fan, 0, NULL, 0), 0);
   assert_int_equal(au_runtime_run(rt), 0);
@@ -140,7 +140,7 @@ static void test_fanout_fanin_sum(void **state)
   assert_int_equal(c->sum, 3 * (n * (n - 1) / 2) + n);
 
   au_sched_stats_t st[2];
-  au_runtime_stats(rt, st, 2);
+  au_runtime_stats(rt, 2, st);
   assert_int_equal(st[0].msgs + st[1].msgs, 1 + 2 * n);
   au_runtime_destroy(rt);
 }
@@ -189,7 +189,7 @@ static void spawner(au_actor_t *self, void *st, au_msg_t *m)
   (void)m;
   for (int i = 0; i < 200; i++) {
     au_actor_t *b;
-    if (au_actor_spawn(au_actor_runtime(self), &b, busy, 0) != 0) {
+    if (au_actor_spawn(au_actor_runtime(self), busy, 0, &b) != 0) {
       CHECK(!"au_actor_spawn failed");
       return;
     }
@@ -202,12 +202,12 @@ static void test_skewed_work_is_stolen(void **state)
   (void)state;
   au_runtime_t *rt = new_rt(2);
   au_actor_t *sp;
-  assert_int_equal(au_actor_spawn(rt, &sp, spawner, 0), 0);
+  assert_int_equal(au_actor_spawn(rt, spawner, 0, &sp), 0);
   au_send(sp, 0, NULL, 0);
   assert_int_equal(au_runtime_run(rt), 0);
   assert_checks();
   au_sched_stats_t st[2];
-  au_runtime_stats(rt, st, 2);
+  au_runtime_stats(rt, 2, st);
   assert_int_equal(st[0].msgs + st[1].msgs, 201);
   assert_true(st[0].steals + st[1].steals > 0);
   assert_true(st[0].runs > 0 && st[1].runs > 0);
@@ -227,8 +227,8 @@ static void test_quiescence_empty_and_rerun(void **state)
   assert_true(au_now_ns() - t0 < 2000000000ull);
   /* runs again after returning */
   au_actor_t *a, *b;
-  au_actor_spawn(rt, &a, pingpong, sizeof(pp_t));
-  au_actor_spawn(rt, &b, pingpong, sizeof(pp_t));
+  au_actor_spawn(rt, pingpong, sizeof(pp_t), &a);
+  au_actor_spawn(rt, pingpong, sizeof(pp_t), &b);
   ((pp_t *)au_actor_state(a))->peer = b;
   ((pp_t *)au_actor_state(b))->peer = a;
   uint64_t hops = 1001;
@@ -258,7 +258,7 @@ static void test_explicit_stop(void **state)
   (void)state;
   au_runtime_t *rt = new_rt(2);
   au_actor_t *a;
-  au_actor_spawn(rt, &a, forever, sizeof(uint64_t));
+  au_actor_spawn(rt, forever, sizeof(uint64_t), &a);
   au_send(a, 0, NULL, 0);
   assert_int_equal(au_runtime_run(rt), 0); /* would never be quiescent */
   assert_checks();
@@ -295,7 +295,7 @@ static void tree_node(au_actor_t *self, void *st, au_msg_t *m)
     n->waiting = 10;
     for (uint64_t i = 0; i < 10; i++) {
       au_actor_t *c;
-      if (au_actor_spawn(au_actor_runtime(self), &c, tree_node, sizeof(node_t)) != 0) {
+      if (au_actor_spawn(au_actor_runtime(self), tree_node, sizeof(node_t), &c) != 0) {
         CHECK(!"au_actor_spawn failed");
         n->waiting--;
         continue;
@@ -318,8 +318,8 @@ static void test_self_stopping_tree(void **state)
   (void)state;
   au_runtime_t *rt = new_rt(2);
   au_actor_t *r, *top;
-  au_actor_spawn(rt, &r, collector, sizeof(collector_t));
-  au_actor_spawn(rt, &top, tree_node, sizeof(node_t));
+  au_actor_spawn(rt, collector, sizeof(collector_t), &r);
+  au_actor_spawn(rt, tree_node, sizeof(node_t), &top);
   spawn_t sp = {r, 0, 4}; /* 10^4 leaves with ids 0..9999, 11111 actors that stop */
   assert_int_equal(au_send(top, T_SPAWN, &sp, sizeof(sp)), 0);
   assert_int_equal(au_runtime_run(rt), 0);
@@ -378,7 +378,7 @@ static void test_timers_fire_in_order(void **state)
   (void)state;
   au_runtime_t *rt = new_rt(2);
   au_actor_t *a;
-  au_actor_spawn(rt, &a, timer_sink, sizeof(timer_log_t));
+  au_actor_spawn(rt, timer_sink, sizeof(timer_log_t), &a);
   timer_log_t *log = au_actor_state(a);
   /* armed out of order; must arrive by deadline */
   uint32_t delays[] = {50, 10, 40, 20, 30};
@@ -424,7 +424,7 @@ static void test_idle_uses_no_cpu(void **state)
   (void)state;
   au_runtime_t *rt = new_rt(2);
   au_actor_t *a;
-  au_actor_spawn(rt, &a, timer_sink, sizeof(timer_log_t));
+  au_actor_spawn(rt, timer_sink, sizeof(timer_log_t), &a);
   au_timer_id_t id;
   au_timer_start(rt, a, 7, 1000, 0, &id); /* keeps the runtime alive, idle, for 1 s */
   double c0 = cpu_seconds();

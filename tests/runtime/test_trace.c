@@ -385,7 +385,7 @@ static const au__trace_kind_t test_kinds[T_END - T_INTENT] = {
 static au_runtime_t *new_rt(int threads)
 {
   au_runtime_t *rt;
-  assert_int_equal(au_runtime_create(&rt, &(au_runtime_opts_t){.threads = threads}), 0);
+  assert_int_equal(au_runtime_create(&(au_runtime_opts_t){.threads = threads}, &rt), 0);
   for (int k = T_INTENT; k < T_END; k++)
     assert_int_equal(au__trace_kind(rt, k, &test_kinds[k - T_INTENT]), 0);
   return rt;
@@ -474,7 +474,7 @@ static void test_api_errors(void **state)
   assert_int_equal(au_trace_start(rt, path), AU_EINVAL); /* already on */
   /* stopping from inside a run is refused, and recording goes on */
   au_actor_t *a;
-  assert_int_equal(au_actor_spawn(rt, &a, try_stop, sizeof(stopper_t)), 0);
+  assert_int_equal(au_actor_spawn(rt, try_stop, sizeof(stopper_t), &a), 0);
   assert_int_equal(au_send(a, 0, NULL, 0), 0);
   assert_int_equal(au_runtime_run(rt), 0);
   assert_int_equal(((stopper_t *)au_actor_state(a))->rc, AU_EBUSY);
@@ -559,7 +559,7 @@ static void spawner(au_actor_t *self, void *st, au_msg_t *m)
   CHECK(au_timer_start(au_actor_runtime(self), self, 1, 30, 0, NULL) == 0);
   for (uint64_t i = 0; i < SPAWNED; i++) {
     au_actor_t *b;
-    if (au_actor_spawn(au_actor_runtime(self), &b, busy, 0) != 0) {
+    if (au_actor_spawn(au_actor_runtime(self), busy, 0, &b) != 0) {
       CHECK(!"au_actor_spawn failed");
       return;
     }
@@ -611,7 +611,7 @@ static void test_run_every_thread(void **state)
     assert_int_equal(pthread_create(&th[i], NULL, emitter_main, &em[i]), 0);
   }
   au_actor_t *sp;
-  assert_int_equal(au_actor_spawn(rt, &sp, spawner, 0), 0);
+  assert_int_equal(au_actor_spawn(rt, spawner, 0, &sp), 0);
   assert_int_equal(au_send(sp, 0, NULL, 0), 0);
   atomic_store(&go, 1);
   assert_int_equal(au_runtime_run(rt), 0);
@@ -622,7 +622,7 @@ static void test_run_every_thread(void **state)
   trace_emit(rt, T_RELOC_START, 8, 8, 1, 0);                     /* flow 0: no arrow */
 
   au_sched_stats_t st[2];
-  au_runtime_stats(rt, st, 2);
+  au_runtime_stats(rt, 2, st);
   uint64_t steals = st[0].steals + st[1].steals, parks = st[0].parks + st[1].parks;
   assert_int_equal(au_trace_stop(rt), 0);
   jv_t *doc = load(path);
@@ -902,7 +902,7 @@ static void test_emit_cost(void **state)
   tmp_path(b.path, sizeof(b.path), "bench");
   for (b.run = 0; b.run < BENCH_RUNS; b.run++) {
     au_actor_t *a;
-    assert_int_equal(au_actor_spawn(rt, &a, bench_actor, sizeof(bench_t *)), 0);
+    assert_int_equal(au_actor_spawn(rt, bench_actor, sizeof(bench_t *), &a), 0);
     *(bench_t **)au_actor_state(a) = &b;
     b.started = 0;
     assert_int_equal(au_send(a, 0, NULL, 0), 0);
