@@ -328,9 +328,13 @@ static void claim(struct placer *p, rec_t *r, int node, uint16_t hops, int flags
 /* PSM_CLAIM_HOT if this node counts r among its hot actors (AU_PLACE_HOT). */
 static int hot_here(const rec_t *r)
 {
-  return r->t->place == AU_PLACE_HOT && r->claims.hits >= r->t->hot_min && r->t->hot_min > 0
-             ? PSM_CLAIM_HOT
-             : 0;
+  const au_table_t *t = r->t;
+  if (t->place != AU_PLACE_HOT) return 0;
+  if (atomic_load_explicit(&t->hot_named, memory_order_acquire)) /* after hot_set */
+    return atomic_load_explicit(&t->hot_set[r->actor], memory_order_relaxed) ? PSM_CLAIM_HOT : 0;
+  const uint32_t h = r->claims.hits;
+  if (t->hot_min == 0 || h == 0) return 0;
+  return h > t->hot_min || (h == t->hot_min && r->actor <= t->hot_last) ? PSM_CLAIM_HOT : 0;
 }
 
 /* This node's claim for r goes out (or is taken here, by its owner). */
@@ -391,44 +395,54 @@ static void follow_clock(struct placer *p, rec_t *r, uint64_t now, obuf_t *out)
   claim_out(p, r, now, now + left + lease, now, out);
 }
 
-static int cmp_desc(const void *a, const void *b)
+typedef struct hits {
+  uint32_t hits;
+  uint64_t actor;
+} hits_t;
+
+/* more intents first; among equals, the lower index */
+static int cmp_hits(const void *a, const void *b)
 {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return x < y ? 1 : x > y ? -1 : 0;
+  const hits_t *x = a, *y = b;
+  if (x->hits != y->hits) return x->hits < y->hits ? 1 : -1;
+  return x->actor < y->actor ? -1 : x->actor > y->actor;
 }
 
-/* AU_PLACE_HOT: the intent count that makes an actor hot: that of the table's
- * hot_actors-th most intended actor, by this node's counts. Computed again after about
- * one intent per actor intended so far (at least HOT_MIN_KEYS): early, and then about
- * once per pass of the workers over what they use. */
+/* AU_PLACE_HOT without the application's hot set: the border of the hot set, the table's
+ * hot_actors most intended actors by this node's counts, ties to the lower index (so that
+ * intents that name every actor equally often, as augur-mf's blocks do, still make
+ * hot_actors hot, the same ones on every node). Computed again after about one intent per
+ * actor intended so far (at least HOT_MIN_KEYS): early, and then about once per pass of
+ * the workers over what they use. */
 static void hot_thresholds(struct placer *p)
 {
   au_node_t *n = p->node;
   for (int tid = 0; tid < n->ntables; tid++) {
     au_table_t *t = n->table_by_id[tid];
-    if (!t || t->place != AU_PLACE_HOT) continue;
+    if (!t || t->place != AU_PLACE_HOT || atomic_load(&t->hot_named)) continue;
     size_t cnt = 0, cap = 1024;
-    uint32_t *hits = malloc(cap * sizeof(*hits));
+    hits_t *hits = malloc(cap * sizeof(*hits));
     if (!hits) return;
     for (size_t i = 0; i <= p->recs.mask; i++) {
       rec_t *r = p->recs.slot[i].key ? p->recs.slot[i].val : NULL;
       if (!r || r->t != t || !r->claims.hits) continue;
       if (cnt == cap) {
-        uint32_t *m = realloc(hits, 2 * cap * sizeof(*hits));
+        hits_t *m = realloc(hits, 2 * cap * sizeof(*hits));
         if (!m) break;
         hits = m;
         cap *= 2;
       }
-      hits[cnt++] = r->claims.hits;
+      hits[cnt++] = (hits_t){r->claims.hits, r->actor};
     }
-    qsort(hits, cnt, sizeof(*hits), cmp_desc);
-    uint64_t want = t->hot_actors;
-    if (want == 0 || cnt == 0)
+    qsort(hits, cnt, sizeof(*hits), cmp_hits);
+    const uint64_t want = t->hot_actors;
+    if (want == 0 || cnt == 0) {
       t->hot_min = 0;
-    else if (want >= cnt)
-      t->hot_min = hits[cnt - 1]; /* every actor intended is among the hot ones */
-    else /* a tie across the border: those in it are not hot (all, early on, at one hit) */
-      t->hot_min = hits[want - 1] + (hits[want - 1] == hits[want]);
+    } else {
+      const hits_t *last = &hits[(want < cnt ? want : cnt) - 1];
+      t->hot_min = last->hits;
+      t->hot_last = want < cnt ? last->actor : UINT64_MAX;
+    }
     free(hits);
   }
 }

@@ -88,10 +88,15 @@ struct au_table {
    * placer writes, workers read (relaxed: a stale answer only picks the other road) */
   _Atomic uint8_t *contended;
   uint64_t slots; /* home-owned actors packed in storage (id / nodes) */
-  /* AU_PLACE_HOT: how many actors are hot, and the intent count that makes one hot on
-   * this node (the placer recomputes it from its own counts; claims.c) */
+  /* AU_PLACE_HOT: the actors the application named hot (au_table_hot; 1 each); without
+   * them how many actors are hot, and the border of the hot set by this node's intent
+   * counts: more than hot_min intents, or hot_min and an index up to hot_last (ties go
+   * to the lower index; the placer recomputes both; claims.c) */
+  _Atomic uint8_t *hot_set;
+  _Atomic int hot_named; /* ... when it holds the application's set (else counting) */
   uint64_t hot_actors;
   uint32_t hot_min;
+  uint64_t hot_last;
   struct au_table *next;
 };
 

@@ -195,6 +195,7 @@ void table_free(au_table_t *t)
   free(t->storage);
   free(t->actors);
   free((void *)t->contended);
+  free((void *)t->hot_set);
   free(t);
 }
 
@@ -227,6 +228,24 @@ int au_table_set_lr(au_table_t *t, float lr)
 {
   if (!t || t->optim == AU_OPTIM_NONE || !(lr > 0)) return AU_EINVAL;
   t->lr = lr;
+  return 0;
+}
+
+int au_table_hot(au_table_t *t, const au_key_t *keys, size_t n)
+{
+  if (!t || t->place != AU_PLACE_HOT || (n && !keys)) return AU_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (keys[i] >= t->keys) return AU_ERANGE;
+  if (!t->hot_set && n && !(t->hot_set = calloc(t->nactors, 1))) return AU_ENOMEM;
+  if (!t->hot_set) return 0;
+  /* written in place, never freed before the table: on a cluster this node's placer may
+   * serve the others' claims between its own runs (relaxed: a claim that reads the old
+   * mark is decided again at the next) */
+  for (uint64_t a = 0; a < t->nactors; a++)
+    atomic_store_explicit(&t->hot_set[a], 0, memory_order_relaxed);
+  for (size_t i = 0; i < n; i++)
+    atomic_store_explicit(&t->hot_set[keys[i] >> t->group_shift], 1, memory_order_relaxed);
+  atomic_store(&t->hot_named, n > 0);
   return 0;
 }
 

@@ -361,7 +361,8 @@ typedef struct au_table_opts {
   au_place_t place;   /* AU_PLACE_CLASSIC (default), _REPLICATE, _RELOCATE, _HOT, _ADAPTIVE */
   const char *name;   /* for messages and traces; copied */
   uint64_t hot;       /* AU_PLACE_HOT: how many parameter actors count as hot (intents name
-                         actors; each node counts its own); 0 = 1% of the actors */
+                         actors; each node counts its own); 0 = 1% of the actors. Not
+                         used once the application names them (au_table_hot) */
   au_optim_t optim;   /* AU_OPTIM_NONE (default): updates are deltas; else gradients */
   float lr;           /* the optimizer's learning rate (> 0 with an optimizer) */
   float optim_init;   /* AU_OPTIM_ADAGRAD*: the accumulators' first value (0 = 1.0); it bounds
@@ -384,6 +385,12 @@ size_t au_table_row_bytes(const au_table_t *t);
  * au_node_run runs); on a cluster every node sets the same. 0 or AU_EINVAL (no optimizer,
  * or lr not > 0). */
 int au_table_set_lr(au_table_t *t, float lr);
+/* AU_PLACE_HOT: the application names the hot keys (e.g. the most rated columns, from its
+ * own data); the parameter actors that hold them are hot, and this node no longer counts
+ * intents to find them. Each node names its own (normally all the same). Between runs;
+ * n = 0 goes back to counting. 0, AU_EINVAL (not a hot table), AU_ERANGE (a bad key) or
+ * AU_ENOMEM; on an error nothing changes. */
+int au_table_hot(au_table_t *t, const au_key_t *keys, size_t n);
 /* Bytes this node uses for the table: values, parameter-actor descriptors, the table. */
 size_t au_table_memory(const au_table_t *t);
 /* Reads rows from outside any worker (e.g. main, between au_node_run calls): copies

@@ -35,7 +35,7 @@ typedef struct mf_opts {
   au_kernel_t kernel; /* AU_KERNEL_HOGWILD (default) or AU_KERNEL_ADD (exact) */
   au_place_t place;   /* how the column table is placed (default AU_PLACE_ADAPTIVE) */
   uint64_t seed;
-  uint64_t hot; /* AU_PLACE_HOT: hot keys (0: the library's default) */
+  uint64_t hot; /* AU_PLACE_HOT: this many most rated columns are hot (0: 1%) */
 } mf_opts_t;
 
 /* Defaults: rank 16, adagrad (below), batch 8192, lookahead 1, adaptive placement,

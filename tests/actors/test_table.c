@@ -69,6 +69,17 @@ static void test_bad_options(void **state)
   au_key_t k = 10;
   float out[4];
   assert_int_equal(au_table_read(t, &k, 1, out), AU_ERANGE);
+  /* the hot set: only for a hot table, only its keys; an error changes nothing */
+  au_key_t hot[] = {3, 9};
+  assert_int_equal(au_table_hot(t, hot, 2), AU_EINVAL); /* classic */
+  au_table_t *h;
+  o.place = AU_PLACE_HOT;
+  assert_int_equal(au_table_create(node, &o, &h), 0);
+  assert_int_equal(au_table_hot(h, NULL, 1), AU_EINVAL);
+  au_key_t over[] = {3, 10};
+  assert_int_equal(au_table_hot(h, over, 2), AU_ERANGE);
+  assert_int_equal(au_table_hot(h, hot, 2), 0);
+  assert_int_equal(au_table_hot(h, hot, 0), 0); /* back to counting intents */
 }
 
 static void read_all(au_table_t *t, void *out)

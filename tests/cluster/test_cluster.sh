@@ -355,6 +355,12 @@ mf_modes)
     timeout $limit "$augur" run -n 3 "$mf" --mode replicate --stagger >"$tmp/replicate" 2>&1
     check "replicate: 3-node augur-mf exits 0" test $? -eq 0
     check "replicate reads locally" grep -q '^\[0\] epoch=10 .*local=1\.000' "$tmp/replicate"
+    # hot replicates the most rated columns' actors (augur-mf names them; its intents,
+    # one per block, name every column alike and could not tell which are hot)
+    timeout $limit "$augur" run -n 3 "$mf" --mode hot --stagger --epochs 3 >"$tmp/hot" 2>&1
+    check "hot: 3-node augur-mf exits 0" test $? -eq 0
+    check "hot holds replicas" grep -q '^\[0\] epoch=3 .* replicas=[1-9]' "$tmp/hot"
+    check "hot moves the other actors" grep -q '^\[0\] epoch=3 .* moves=[1-9]' "$tmp/hot"
     specs+=(replicate:one_default:10:0.06)
   else
     echo "sanitizer build: replicate on the default data set not run"
