@@ -494,6 +494,40 @@ static int check_opts(const lda_opts_t *o, const lda_corpus_t *c, char *err, siz
   return AU_EINVAL;
 }
 
+typedef struct word_freq {
+  uint64_t n;
+  uint32_t w;
+} word_freq_t;
+
+static int more_frequent(const void *a, const void *b)
+{
+  const word_freq_t *x = a, *y = b;
+  if (x->n != y->n) return x->n < y->n ? 1 : -1;
+  return x->w < y->w ? -1 : x->w > y->w;
+}
+
+/* --mode hot: the hot words are the 1% most frequent ones (every node has the whole
+ * corpus's counts, so all name the same), and the topic totals' one key; the tables are
+ * told, as their intents name every word of a step alike. */
+static int name_hot(lda_t *m)
+{
+  const uint32_t want = (m->V + 99) / 100;
+  word_freq_t *f = malloc((size_t)m->V * sizeof(*f));
+  au_key_t *keys = malloc((size_t)want * sizeof(*keys));
+  int rc = AU_ENOMEM;
+  if (f && keys) {
+    for (uint32_t w = 0; w < m->V; w++) f[w] = (word_freq_t){m->word_count[w], w};
+    qsort(f, m->V, sizeof(*f), more_frequent);
+    for (uint32_t i = 0; i < want; i++) keys[i] = f[i].w;
+    rc = au_table_hot(m->words, keys, want);
+    const au_key_t total = 0;
+    if (rc == 0) rc = au_table_hot(m->totals, &total, 1);
+  }
+  free(f);
+  free(keys);
+  return rc;
+}
+
 int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_t **out, char *err,
                size_t errlen)
 {
@@ -539,6 +573,7 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
                                             .place = o->place,
                                             .name = "topic_totals"},
                          &m->totals);
+  if (rc == 0 && o->place == AU_PLACE_HOT) rc = name_hot(m);
   if (rc != 0) {
     snprintf(err, errlen, "creating the count tables (%u x %u int32): %s", c->nwords, o->topics,
              au_strerror(rc));
