@@ -9,11 +9,18 @@
  * all (PS_BAR_GO). Meanwhile each worker, at the end of the step in which it arrived,
  * after that step's pushes, sends a fence (PS_BAR_FENCE) to the server on every other node
  * that its pushes go to: a server handles its messages in order, so when it passes the
- * fence on to its barrier actor, the pushes before it are applied. A node opens its
- * barrier once it has GO and a fence from every worker of the other nodes.
+ * fence on to its barrier actor, the pushes before it are applied. A node that has GO and
+ * a fence from every worker of the other nodes tells node 0 (PS_BAR_APPLIED), and node 0,
+ * once every node did, opens the barrier everywhere (PS_BAR_OPEN): a worker past the
+ * barrier reads rows on any node, so every node's pushes must be in, not only its own
+ * node's (before, a node opened on its own fences, and a worker there read another node's
+ * rows before the last pushes to them: the guide's histogram came out short on 3 nodes,
+ * 1 run in 20 under load). Nodes whose workers are all done take part in this second
+ * half too: they hold rows that others push to.
  *
  * The invariant: generations agree across nodes, because every node opens each one, in
- * order, only when all have arrived; a fence counts for the generation it names.
+ * order, only when node 0 says so, after all have arrived; a fence counts for the
+ * generation it names.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +37,11 @@ struct barrier {
   uint64_t fences, fences_next;
   int64_t expect;   /* fences to wait for, once GO came (-1 before) */
   int arrived_here; /* this node has told node 0 it arrived */
-  /* node 0: who arrived for the current generation, who is done for good */
-  uint8_t *arrived, *done;
+  int applied_here; /* ... and that the pushes to it are in */
+  /* node 0: who arrived for the current generation, who is done for good, who has every
+   * push to it applied */
+  uint8_t *arrived, *done, *applied;
+  int napplied;
   uint64_t workers; /* workers that arrived, over all nodes */
   uint64_t gen;     /* the generation they arrived at */
   int narrived;
@@ -66,15 +76,24 @@ static void node_arrived_locked(au_node_t *n)
   send_bar(n, 0, PS_BAR_ARRIVE, n->barrier_gen, (uint32_t)n->barrier_arrived);
 }
 
-/* With barrier_mu held: GO came and every fence: open. */
-static void maybe_open_locked(au_node_t *n)
+/* With barrier_mu held: GO came and every fence: the pushes to this node are in. */
+static void maybe_applied_locked(au_node_t *n)
 {
   struct barrier *b = n->barrier;
-  if (b->expect < 0 || b->fences < (uint64_t)b->expect) return;
+  if (b->expect < 0 || b->fences < (uint64_t)b->expect || b->applied_here) return;
+  b->applied_here = 1;
+  send_bar(n, 0, PS_BAR_APPLIED, n->barrier_gen, 0);
+}
+
+/* With barrier_mu held: node 0 says every node has every push: open. */
+static void open_locked(au_node_t *n)
+{
+  struct barrier *b = n->barrier;
   b->fences = b->fences_next;
   b->fences_next = 0;
   b->expect = -1;
   b->arrived_here = 0;
+  b->applied_here = 0;
   release_locked(n);
 }
 
@@ -142,8 +161,18 @@ static void coordinate(struct barrier *b)
   b->workers = 0;
   b->narrived = 0;
   for (int k = 0; k < n->nodes; k++) b->arrived[k] = 0;
-  for (int k = 0; k < n->nodes; k++)
-    if (!b->done[k]) send_bar(n, (uint32_t)k, PS_BAR_GO, gen, (uint32_t)workers);
+  /* done nodes too: they count the fences for the rows they hold */
+  for (int k = 0; k < n->nodes; k++) send_bar(n, (uint32_t)k, PS_BAR_GO, gen, (uint32_t)workers);
+}
+
+/* Node 0: every node has the pushes to it applied: open everywhere. */
+static void coordinate_open(struct barrier *b)
+{
+  au_node_t *n = b->node;
+  if (b->napplied < n->nodes) return;
+  b->napplied = 0;
+  for (int k = 0; k < n->nodes; k++) b->applied[k] = 0;
+  for (int k = 0; k < n->nodes; k++) send_bar(n, (uint32_t)k, PS_BAR_OPEN, b->gen, 0);
 }
 
 static void barrier_behaviour(au_actor_t *self, void *state, au_msg_t *m)
@@ -181,7 +210,18 @@ static void barrier_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     pthread_mutex_lock(&n->barrier_mu);
     /* the fences of the other nodes' workers: all that took part but this node's */
     b->expect = (int64_t)msg.count - n->barrier_arrived;
-    maybe_open_locked(n);
+    maybe_applied_locked(n);
+    pthread_mutex_unlock(&n->barrier_mu);
+    break;
+  case PS_BAR_APPLIED:
+    if (n->rank != 0 || b->applied[m->from_node]) break;
+    b->applied[m->from_node] = 1;
+    b->napplied++;
+    coordinate_open(b);
+    break;
+  case PS_BAR_OPEN:
+    pthread_mutex_lock(&n->barrier_mu);
+    open_locked(n);
     pthread_mutex_unlock(&n->barrier_mu);
     break;
   case PS_BAR_FENCE: /* passed on by a server, after the pushes before it */
@@ -193,7 +233,7 @@ static void barrier_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     else
       au__log(AU_LOG_WARN, n->rank, "a fence for barrier %llu at barrier %llu",
               (unsigned long long)msg.gen, (unsigned long long)n->barrier_gen);
-    maybe_open_locked(n);
+    maybe_applied_locked(n);
     pthread_mutex_unlock(&n->barrier_mu);
     break;
   default:
@@ -224,7 +264,8 @@ int barrier_join(au_node_t *n)
   struct barrier *b = n->barrier;
   b->arrived = calloc((size_t)n->nodes, 1);
   b->done = calloc((size_t)n->nodes, 1);
-  return b->arrived && b->done ? 0 : AU_ENOMEM;
+  b->applied = calloc((size_t)n->nodes, 1);
+  return b->arrived && b->done && b->applied ? 0 : AU_ENOMEM;
 }
 
 void barrier_free(au_node_t *n)
@@ -233,6 +274,7 @@ void barrier_free(au_node_t *n)
   if (!b) return;
   free(b->arrived);
   free(b->done);
+  free(b->applied);
   free(b);
   n->barrier = NULL;
 }

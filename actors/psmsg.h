@@ -47,6 +47,8 @@ enum {
   PS_BAR_DONE,         /* barrier -> node 0's barrier: this node's workers are all done */
   PS_BAR_GO,           /* node 0's barrier -> every barrier: everyone arrived */
   PS_BAR_FENCE,        /* worker -> server -> its barrier: this worker's pushes are in */
+  PS_BAR_APPLIED,      /* barrier -> node 0's barrier: every push to this node is in */
+  PS_BAR_OPEN,         /* node 0's barrier -> every barrier: every push is in everywhere */
 };
 
 /* Why a decoder refused a message, for the log. */
@@ -251,7 +253,7 @@ typedef struct psm_entries {
 int psm_entries_begin(const uint8_t *p, size_t len, psm_entries_t *it, psm_why_t *why);
 int psm_entry_next(const au_node_t *n, psm_entries_t *it, psm_entry_t *out, psm_why_t *why);
 
-/* --- barriers: PS_BAR_ARRIVE, _DONE, _GO, _FENCE ------------------------------------------ */
+/* --- barriers: PS_BAR_ARRIVE, _DONE, _GO, _FENCE, _APPLIED, _OPEN ------------------------ */
 
 typedef struct psm_bar {
   uint64_t gen;   /* the barrier's generation */
