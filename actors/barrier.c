@@ -215,13 +215,23 @@ static void barrier_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     break;
   case PS_BAR_APPLIED:
     if (n->rank != 0 || b->applied[m->from_node]) break;
+    if (msg.gen != b->gen) {
+      au__log(AU_LOG_WARN, n->rank, "node %u has barrier %llu applied, the others are at %llu",
+              m->from_node, (unsigned long long)msg.gen, (unsigned long long)b->gen);
+      break;
+    }
     b->applied[m->from_node] = 1;
     b->napplied++;
     coordinate_open(b);
     break;
   case PS_BAR_OPEN:
     pthread_mutex_lock(&n->barrier_mu);
-    open_locked(n);
+    if (msg.gen == n->barrier_gen && b->applied_here)
+      open_locked(n);
+    else
+      au__log(AU_LOG_WARN, n->rank, "barrier %llu opened at barrier %llu%s",
+              (unsigned long long)msg.gen, (unsigned long long)n->barrier_gen,
+              b->applied_here ? "" : " before its pushes were in");
     pthread_mutex_unlock(&n->barrier_mu);
     break;
   case PS_BAR_FENCE: /* passed on by a server, after the pushes before it */

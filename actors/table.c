@@ -245,6 +245,7 @@ int au_table_hot(au_table_t *t, const au_key_t *keys, size_t n)
     atomic_store_explicit(&t->hot_set[a], 0, memory_order_relaxed);
   for (size_t i = 0; i < n; i++)
     atomic_store_explicit(&t->hot_set[keys[i] >> t->group_shift], 1, memory_order_relaxed);
+  if (n == 0) t->hot_min = 0; /* counting starts afresh, at the next border */
   atomic_store(&t->hot_named, n > 0);
   return 0;
 }
