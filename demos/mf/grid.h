@@ -5,8 +5,10 @@
  * whose column lies in column block cb, as 8-byte cells (kernel.h): the row relative to
  * the block's first row, the column as an index into the block's distinct columns
  * (keys[koff[b] .. koff[b + 1]), ascending), the value. Within a block the cells are
- * sorted by row, ties in the order of the input: a row's factor is read once per block
- * and its ratings follow one another; the block's column factors stay in cache.
+ * by row, ties in the order of the input, and each 16 consecutive rows take turns, a
+ * rating each (grid.c): a row's factor is read once per block and stays in L1 while
+ * its ratings come, 16 rows' updates overlap in the CPU, and the block's column
+ * factors stay in cache.
  *
  * The invariant: every rating of the input that the node keeps is in exactly one cell.
  */

@@ -51,12 +51,12 @@ static KTARGET inline float KNAME(step)(float *restrict p, float *restrict q, fl
     const KVEC gp = KFNMA(verr, vq, KMUL(vreg, vp)); /* reg p - err q */
     const KVEC gq = KFNMA(verr, vp, KMUL(vreg, vq));
     KSTORE(p + j, KFNMA(vetap, gp, vp));
-    sp = KFMA(gp, gp, sp);
+    if (ada) sp = KFMA(gp, gp, sp); /* sums of squares: adagrad's alone */
     if (qm == MF_Q_GRAD) {
       KSTORE(u + j, gq);
     } else {
       KSTORE(q + j, KFNMA(vetaq, gq, vq));
-      sq = KFMA(gq, gq, sq);
+      if (ada) sq = KFMA(gq, gq, sq);
     }
   }
   float ssp, ssq;
@@ -67,19 +67,20 @@ static KTARGET inline float KNAME(step)(float *restrict p, float *restrict q, fl
     const KVEC gp = KFNMA(verr, vq, KMUL(vreg, vp));
     const KVEC gq = KFNMA(verr, vp, KMUL(vreg, vq));
     KSTOREM(p + j, m, KFNMA(vetap, gp, vp));
-    sp = KFMA(gp, gp, sp); /* masked-off lanes are zero */
+    if (ada) sp = KFMA(gp, gp, sp); /* masked-off lanes are zero */
     if (qm == MF_Q_GRAD) {
       KSTOREM(u + j, m, gq);
     } else {
       KSTOREM(q + j, m, KFNMA(vetaq, gq, vq));
-      sq = KFMA(gq, gq, sq);
+      if (ada) sq = KFMA(gq, gq, sq);
     }
   }
-  ssp = KSUM(sp);
-  ssq = KSUM(sq);
+  /* a horizontal sum costs more than the row's FMAs at small ranks: only where used */
+  ssp = ada ? KSUM(sp) : 0.0f;
+  ssq = ada ? KSUM(sq) : 0.0f;
 #else
-  ssp = KSUM(sp);
-  ssq = KSUM(sq);
+  ssp = ada ? KSUM(sp) : 0.0f;
+  ssq = ada ? KSUM(sq) : 0.0f;
   for (; j < k; j++) {
     const float pj = p[j], qj = q[j], gp = reg * pj - err * qj, gq = reg * qj - err * pj;
     p[j] = pj - etap * gp;

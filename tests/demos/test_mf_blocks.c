@@ -1,7 +1,8 @@
 /* test_mf_blocks.c — augur-mf's grid (grid.h) and block scheduler (blocksched.h).
  *
  * The grid: every kept rating lands in exactly one cell, in its block, with its column
- * among the block's keys; cells sorted by row; balanced blocks hold similar loads.
+ * among the block's keys; cells by row, 16 rows taking turns; balanced blocks hold similar
+ * loads.
  * The scheduler, under stress: threads take and put blocks (holding several at once, as
  * workers that reserve ahead do) while a checker records every block held; it fails if two
  * threads ever hold blocks that share a row block or a column block, or if an epoch visits
@@ -101,9 +102,33 @@ static void check_grid(uint32_t nodes, uint32_t rank, uint32_t rb_rows, uint32_t
       assert_true(g.keys[g.koff[b] + j] / cb_cols == cb);
       if (j) assert_true(g.keys[g.koff[b] + j] > g.keys[g.koff[b] + j - 1]);
     }
+    /* by row, 16 rows taking turns: rows begin in ascending order, at most 16 are begun
+     * and not finished at any point, and a row's ratings follow one another with the
+     * others of its turn in between (each row's cells from its first to its last) */
+    int64_t *first = malloc(g.rb_rows * sizeof(int64_t)), *last = malloc(g.rb_rows * 8);
+    for (uint32_t r = 0; r < g.rb_rows; r++) first[r] = last[r] = -1;
+    for (size_t i = g.start[b]; i < g.start[b + 1]; i++) {
+      const uint32_t r = g.cells[i].row;
+      assert_true(r < g.rb_rows);
+      if (first[r] < 0) first[r] = (int64_t)i;
+      last[r] = (int64_t)i;
+    }
+    int64_t prev_first = -1;
+    for (uint32_t r = 0; r < g.rb_rows; r++) {
+      if (first[r] < 0) continue;
+      assert_true(first[r] > prev_first);
+      prev_first = first[r];
+    }
+    for (size_t i = g.start[b]; i < g.start[b + 1]; i++) {
+      int open = 0;
+      for (uint32_t r = 0; r < g.rb_rows; r++)
+        open += first[r] >= 0 && first[r] <= (int64_t)i && last[r] >= (int64_t)i;
+      assert_true(open <= 16);
+    }
+    free(first);
+    free(last);
     for (size_t i = g.start[b]; i < g.start[b + 1]; i++) {
       const mf_cell_t *c = &g.cells[i];
-      if (i > g.start[b]) assert_true(c->row >= g.cells[i - 1].row); /* sorted by row */
       assert_true(c->col < nk);
       uint32_t l = rb * rb_rows + c->row, key = (uint32_t)g.keys[g.koff[b] + c->col];
       assert_true(l < lrows);
