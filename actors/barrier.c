@@ -37,6 +37,7 @@ struct barrier {
   uint64_t fences, fences_next;
   int64_t expect;   /* fences to wait for, once GO came (-1 before) */
   int arrived_here; /* this node has told node 0 it arrived */
+  int said_done;    /* ... that its workers are all done (once) */
   int applied_here; /* ... and that the pushes to it are in */
   /* node 0: who arrived for the current generation, who is done for good, who has every
    * push to it applied */
@@ -131,7 +132,22 @@ void barrier_left(au_node_t *n)
   /* this worker's leaving may complete a barrier the others wait at */
   if (n->barrier_arrived > 0 && n->barrier_arrived >= live) node_arrived_locked(n);
   /* the last one gone: this node takes part in no barrier again */
-  if (live == 0 && n->nodes > 1) send_bar(n, 0, PS_BAR_DONE, n->barrier_gen, 0);
+  if (live == 0 && n->nodes > 1 && !n->barrier->said_done) {
+    n->barrier->said_done = 1;
+    send_bar(n, 0, PS_BAR_DONE, n->barrier_gen, 0);
+  }
+  pthread_mutex_unlock(&n->barrier_mu);
+}
+
+void barrier_run(au_node_t *n)
+{
+  pthread_mutex_lock(&n->barrier_mu);
+  /* a node that runs without workers (none spawned, or all done) takes part in no
+   * barrier: node 0 must not wait for it (it did, for ever, before) */
+  if (atomic_load(&n->live) == 0 && n->nodes > 1 && !n->barrier->said_done) {
+    n->barrier->said_done = 1;
+    send_bar(n, 0, PS_BAR_DONE, n->barrier_gen, 0);
+  }
   pthread_mutex_unlock(&n->barrier_mu);
 }
 

@@ -15,6 +15,8 @@ int barrier_join(au_node_t *n);
 void barrier_free(au_node_t *n);
 /* A worker finished for good (after the live count went down). */
 void barrier_left(au_node_t *n);
+/* A run starts (au_node_run): a node without live workers says it is done. */
+void barrier_run(au_node_t *n);
 /* At the end of the step in which the worker arrived, after its pushes: its fence to the
  * server of every other node it pushes to. */
 void barrier_fence(au_worker_t *w);

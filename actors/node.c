@@ -106,6 +106,7 @@ int au_node_run(au_node_t *n)
       ready++;
     }
   }
+  barrier_run(n);
   /* busy before the first kick, so that no worker can make the node idle early */
   atomic_store(&n->active, ready);
   if (ready)

@@ -461,13 +461,70 @@ static int serve(au_runtime_t *rt, int seconds)
   return rc == 0 ? 0 : 1;
 }
 
+/* --- idlebar: a cluster barrier where the last node has no worker ---------------------- */
+
+typedef struct idle_worker {
+  au_table_t *t;
+  int phase;
+  int32_t seen;
+} idle_worker_t;
+
+/* Push 1 to key 0, pass the barrier, read key 0: every worker of the cluster's pushes. */
+static int idlebar_step(au_worker_t *w, void *arg)
+{
+  idle_worker_t *s = arg;
+  au_key_t k = 0;
+  int rc;
+  if (s->phase == 0) {
+    const int32_t one = 1;
+    if ((rc = au_worker_push(w, s->t, &k, 1, &one)) != 0) return rc;
+    s->phase = 1;
+    return AU_CONTINUE;
+  }
+  if (s->phase == 1) {
+    if ((rc = au_worker_barrier(w)) == AU_EAGAIN) return AU_WAIT;
+    if (rc != 0) return rc;
+    s->phase = 2;
+  }
+  if ((rc = au_worker_pull(w, s->t, &k, 1, &s->seen)) == AU_EAGAIN) return AU_WAIT;
+  return rc != 0 ? rc : AU_DONE;
+}
+
+/* The node without workers must still let the others' barrier open (it says it is done
+ * when it runs). */
+static int idlebar(void)
+{
+  au_node_t *node;
+  if (au_node_create(&(au_node_opts_t){.threads = 2}, &node) != 0) return 1;
+  const int rank = au_node_rank(node), nodes = au_node_nodes(node);
+  const int workers = rank == nodes - 1 ? 0 : 2;
+  au_table_t *t;
+  au_table_create(
+      node,
+      &(au_table_opts_t){.keys = 1, .dim = 1, .type = AU_I32, .kernel = AU_KERNEL_ADD, .name = "n"},
+      &t);
+  idle_worker_t ws[2];
+  for (int i = 0; i < workers; i++) {
+    ws[i] = (idle_worker_t){.t = t};
+    au_worker_spawn(node, &(au_worker_opts_t){idlebar_step, &ws[i]}, NULL);
+  }
+  int rc = au_node_run(node);
+  int ok = rc == 0;
+  for (int i = 0; i < workers; i++) ok &= ws[i].seen == 2 * (nodes - 1);
+  printf("rank=%d workers=%d rc=%d saw=%d %s\n", rank, workers, rc, workers ? ws[0].seen : -1,
+         ok ? "ok" : "WRONG");
+  au_node_destroy(node);
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 2 && !strcmp(argv[1], "policy")) return policy();
+  if (argc == 2 && !strcmp(argv[1], "idlebar")) return idlebar();
   if (argc < 3) {
     fprintf(stderr, "usage: cluster_node exchange MSGS BYTES | conserve KEYS ROUNDS | policy | "
-                    "serve S\n");
+                    "idlebar | serve S\n");
     return 2;
   }
   if (!strcmp(argv[1], "conserve") && argc == 4)

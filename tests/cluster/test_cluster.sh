@@ -214,6 +214,12 @@ barrier)
     check "histogram on $n nodes: every worker saw every node's counts" \
       test "$(grep -c 'saw total=\([0-9]*\) of \1$' "$tmp/out$n")" -eq $((4 * n))
   done
+  # a node without workers: the others' barrier still opens, with every push in
+  timeout 60 "$augur" run -n 3 "$node" idlebar >"$tmp/idle" 2>&1
+  rc=$?
+  cat "$tmp/idle"
+  check "barrier beside a node without workers exits 0" test $rc -eq 0
+  check "barrier beside a node without workers: every node ok" test "$(grep -c ' ok$' "$tmp/idle")" -eq 3
   ;;
 refuse)
   # a 2-node cluster with a secret; bad peers knock on rank 0's door meanwhile
