@@ -37,20 +37,6 @@
 #define KSUM(v)        (v)
 #define KMASKED        0
 #include "kernel_loop.h"
-#undef KNAME
-#undef KTARGET
-#undef KLANES
-#undef KVEC
-#undef KLOAD
-#undef KSTORE
-#undef KSET1
-#undef KZERO
-#undef KADD
-#undef KMUL
-#undef KFMA
-#undef KFNMA
-#undef KSUM
-#undef KMASKED
 
 #ifdef MF_X86
 /* ---- SSE2: 4 lanes, no FMA, scalar tails ------------------------------------------- */
@@ -77,20 +63,6 @@ static inline float sum_sse2(__m128 v)
 #define KSUM(v)        sum_sse2(v)
 #define KMASKED        0
 #include "kernel_loop.h"
-#undef KNAME
-#undef KTARGET
-#undef KLANES
-#undef KVEC
-#undef KLOAD
-#undef KSTORE
-#undef KSET1
-#undef KZERO
-#undef KADD
-#undef KMUL
-#undef KFMA
-#undef KFNMA
-#undef KSUM
-#undef KMASKED
 
 /* ---- AVX2 + FMA: 8 lanes, masked tails ------------------------------------------------ */
 
@@ -129,24 +101,6 @@ static TARGET_AVX2 inline __m256i mask_avx2(uint32_t n)
 #define KLOADM(m, p)     _mm256_maskload_ps(p, m)
 #define KSTOREM(p, m, v) _mm256_maskstore_ps(p, m, v)
 #include "kernel_loop.h"
-#undef KNAME
-#undef KTARGET
-#undef KLANES
-#undef KVEC
-#undef KLOAD
-#undef KSTORE
-#undef KSET1
-#undef KZERO
-#undef KADD
-#undef KMUL
-#undef KFMA
-#undef KFNMA
-#undef KSUM
-#undef KMASKED
-#undef KMASK_T
-#undef KMASK
-#undef KLOADM
-#undef KSTOREM
 
 /* ---- AVX-512 F: 16 lanes, masked tails ------------------------------------------------ */
 

@@ -2,7 +2,7 @@
  * included once per instruction set (see kernel.c for the vocabulary: KVEC, KLOAD, KFMA,
  * ...). Every function carries KTARGET, so that the intrinsics compile inside it whatever
  * the file's own flags, and KNAME gives it the ISA's suffix. No include guard: meant to
- * be included several times.
+ * be included several times; it undefines the vocabulary at its end, for the next ISA.
  */
 
 /* p·q over k values. */
@@ -153,3 +153,22 @@ static KTARGET double KNAME(eval)(const mf_kargs_t *a, const mf_cell_t *cells, s
   }
   return sse;
 }
+
+#undef KNAME
+#undef KTARGET
+#undef KLANES
+#undef KVEC
+#undef KLOAD
+#undef KSTORE
+#undef KSET1
+#undef KZERO
+#undef KADD
+#undef KMUL
+#undef KFMA
+#undef KFNMA
+#undef KSUM
+#undef KMASKED
+#undef KMASK_T
+#undef KMASK
+#undef KLOADM
+#undef KSTOREM
