@@ -125,6 +125,14 @@ int au_worker_barrier(au_worker_t *w)
   return rc;
 }
 
+/* With barrier_mu held: tells node 0, once, that this node's workers are all done. */
+static void say_done_locked(au_node_t *n)
+{
+  if (n->nodes == 1 || n->barrier->said_done) return;
+  n->barrier->said_done = 1;
+  send_bar(n, 0, PS_BAR_DONE, n->barrier_gen, 0);
+}
+
 void barrier_left(au_node_t *n)
 {
   pthread_mutex_lock(&n->barrier_mu);
@@ -132,10 +140,7 @@ void barrier_left(au_node_t *n)
   /* this worker's leaving may complete a barrier the others wait at */
   if (n->barrier_arrived > 0 && n->barrier_arrived >= live) node_arrived_locked(n);
   /* the last one gone: this node takes part in no barrier again */
-  if (live == 0 && n->nodes > 1 && !n->barrier->said_done) {
-    n->barrier->said_done = 1;
-    send_bar(n, 0, PS_BAR_DONE, n->barrier_gen, 0);
-  }
+  if (live == 0) say_done_locked(n);
   pthread_mutex_unlock(&n->barrier_mu);
 }
 
@@ -144,10 +149,7 @@ void barrier_run(au_node_t *n)
   pthread_mutex_lock(&n->barrier_mu);
   /* a node that runs without workers (none spawned, or all done) takes part in no
    * barrier: node 0 must not wait for it (it did, for ever, before) */
-  if (atomic_load(&n->live) == 0 && n->nodes > 1 && !n->barrier->said_done) {
-    n->barrier->said_done = 1;
-    send_bar(n, 0, PS_BAR_DONE, n->barrier_gen, 0);
-  }
+  if (atomic_load(&n->live) == 0) say_done_locked(n);
   pthread_mutex_unlock(&n->barrier_mu);
 }
 
@@ -245,9 +247,9 @@ static void barrier_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     if (msg.gen == n->barrier_gen && b->applied_here)
       open_locked(n);
     else
-      au__log(AU_LOG_WARN, n->rank, "barrier %llu opened at barrier %llu%s",
+      au__log(AU_LOG_WARN, n->rank, "node 0 opened barrier %llu; this node is at barrier %llu%s",
               (unsigned long long)msg.gen, (unsigned long long)n->barrier_gen,
-              b->applied_here ? "" : " before its pushes were in");
+              b->applied_here ? "" : " and the pushes to it are not all in yet");
     pthread_mutex_unlock(&n->barrier_mu);
     break;
   case PS_BAR_FENCE: /* passed on by a server, after the pushes before it */

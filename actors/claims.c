@@ -333,7 +333,7 @@ static int hot_here(const rec_t *r)
   if (atomic_load_explicit(&t->hot_named, memory_order_acquire)) /* after hot_set */
     return atomic_load_explicit(&t->hot_set[r->actor], memory_order_relaxed) ? PSM_CLAIM_HOT : 0;
   const uint32_t h = r->claims.hits;
-  if (t->hot_min == 0 || h == 0) return 0;
+  if (t->hot_min == 0) return 0; /* else h == 0 is not hot either */
   return h > t->hot_min || (h == t->hot_min && r->actor <= t->hot_last) ? PSM_CLAIM_HOT : 0;
 }
 
@@ -594,10 +594,10 @@ void claims_tick(struct placer *p)
     const uint64_t last = c->looked_ns;
     c->looked_ns = now;
     int due = c->retry_ns && c->retry_ns <= now;
+    if (due) c->retry_ns = 0;
     due |= c->keep_until > last && c->keep_until <= now;
     for (int i = 0; i < c->nclaims && !due; i++)
       due = c->claims[i].until_ns > last && c->claims[i].until_ns <= now;
-    if (c->retry_ns && c->retry_ns <= now) c->retry_ns = 0;
     if (due) rec_to_decide(p, r);
     schedule(p, r, now);
   }

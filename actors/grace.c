@@ -51,14 +51,13 @@ static void over(ck_epoch_entry_t *e)
   r->graced = 1;
 }
 
-int grace_begin(struct placer *p, rec_t *r, uint32_t kind)
+void grace_begin(struct placer *p, rec_t *r, uint32_t kind)
 {
   r->graced = 0;
   ck_epoch_call(&p->ck, &r->grace, over);
   uint8_t msg[8];
   size_t len = psm_key_encode(msg, rec_key(r));
   au_send(p->actor, kind, msg, len);
-  return 0;
 }
 
 rec_t *grace_poll(struct placer *p, const au_msg_t *m)

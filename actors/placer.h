@@ -200,8 +200,8 @@ void grace_enter(ck_epoch_record_t *rec);
 void grace_leave(au_node_t *n, ck_epoch_record_t *rec);
 /* After marking r: waits for everyone who was in a section then (workers: views, pushes;
  * servers: answers, pushes from other nodes) to leave it, and sends the placer `kind`
- * (PL_GRACE, PL_DROP_GRACE) to look. 0. */
-int grace_begin(struct placer *p, rec_t *r, uint32_t kind);
+ * (PL_GRACE, PL_DROP_GRACE) to look. */
+void grace_begin(struct placer *p, rec_t *r, uint32_t kind);
 /* A grace-poll message: its record once the grace period is over; else NULL (and the
  * message goes round again, after the others). */
 rec_t *grace_poll(struct placer *p, const au_msg_t *m);

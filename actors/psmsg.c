@@ -314,12 +314,13 @@ int psm_want_add(obuf_t *b, const au_table_t *t, uint64_t actor)
 /* Checks n u64 actors of t at p. */
 static int check_actors(const au_table_t *t, const uint8_t *p, uint32_t n, psm_why_t *why)
 {
-  for (uint32_t i = 0; i < n; i++)
-    if (get_u64(p + (size_t)i * 8) >= t->nactors) {
-      say(why, "actor %llu is outside table %u", (unsigned long long)get_u64(p + (size_t)i * 8),
-          (unsigned)t->id);
+  for (uint32_t i = 0; i < n; i++) {
+    const uint64_t a = psm_u64_at(p, i);
+    if (a >= t->nactors) {
+      say(why, "actor %llu is outside table %u", (unsigned long long)a, (unsigned)t->id);
       return AU_EPROTO;
     }
+  }
   return 0;
 }
 

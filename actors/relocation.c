@@ -100,15 +100,9 @@ int relocation_hand_off(struct placer *p, rec_t *r, int to)
   r->reloc.handing_off = 1;
   r->reloc.to = to;
   idle_pending(p->node, 1); /* until relocation_ship */
-  /* seq_cst: ordered before the epoch reads of the grace period (grace.c) */
+  /* seq_cst: ordered before ck_epoch_call (grace.c) */
   atomic_store(&pa_of(r)->state, PA_HANDING_OFF);
-  if (grace_begin(p, r, PL_GRACE) != 0) {
-    au__log(AU_LOG_ERROR, -1, "out of memory handing off an actor");
-    atomic_store(&pa_of(r)->state, PA_OWNER);
-    r->reloc.handing_off = 0;
-    idle_pending(p->node, -1);
-    return 0;
-  }
+  grace_begin(p, r, PL_GRACE);
   return 1;
 }
 

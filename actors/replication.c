@@ -381,15 +381,7 @@ int replication_on_drop(struct placer *p, const au_msg_t *m, rec_t **out)
   r->repl.dropping_here = 1;
   idle_pending(n, 1);
   atomic_store(&pa_of(r)->state, PA_REMOTE);
-  if (grace_begin(p, r, PL_DROP_GRACE) != 0) {
-    /* cannot wait: keep the replica (the owner keeps sending it fresh values) */
-    au__log(AU_LOG_ERROR, n->rank, "out of memory dropping a replica");
-    atomic_store(&pa_of(r)->state, PA_REPLICA);
-    r->repl.dropping_here = 0;
-    LIST_PUSH(&p->repl.replicas, r, replica);
-    idle_pending(n, -1);
-    return 0;
-  }
+  grace_begin(p, r, PL_DROP_GRACE);
   return 1;
 }
 

@@ -236,8 +236,12 @@ int au_table_hot(au_table_t *t, const au_key_t *keys, size_t n)
   if (!t || t->place != AU_PLACE_HOT || (n && !keys)) return AU_EINVAL;
   for (size_t i = 0; i < n; i++)
     if (keys[i] >= t->keys) return AU_ERANGE;
-  if (!t->hot_set && n && !(t->hot_set = calloc(t->nactors, 1))) return AU_ENOMEM;
-  if (!t->hot_set) return 0;
+  if (n == 0) { /* back to counting, afresh at the next border */
+    t->hot_min = 0;
+    atomic_store(&t->hot_named, 0);
+    return 0;
+  }
+  if (!t->hot_set && !(t->hot_set = calloc(t->nactors, 1))) return AU_ENOMEM;
   /* written in place, never freed before the table: on a cluster this node's placer may
    * serve the others' claims between its own runs (relaxed: a claim that reads the old
    * mark is decided again at the next) */
@@ -245,8 +249,7 @@ int au_table_hot(au_table_t *t, const au_key_t *keys, size_t n)
     atomic_store_explicit(&t->hot_set[a], 0, memory_order_relaxed);
   for (size_t i = 0; i < n; i++)
     atomic_store_explicit(&t->hot_set[keys[i] >> t->group_shift], 1, memory_order_relaxed);
-  if (n == 0) t->hot_min = 0; /* counting starts afresh, at the next border */
-  atomic_store(&t->hot_named, n > 0);
+  atomic_store(&t->hot_named, 1);
   return 0;
 }
 
