@@ -222,7 +222,7 @@ static int run_augur(const lda_corpus_t *c, const lda_opts_t *opts, uint32_t K, 
     lda_iter_t st;
     rc = lda_iterate(m, &st);
     seconds += st.seconds;
-    if (rc == 0 && (it <= iterations || !r->sweeps_to_target)) rc = lda_llh(m, &llh);
+    if (rc == 0) rc = lda_llh(m, &llh); /* the loop ends once past iterations and on target */
     if (rc == 0 && it == iterations) {
       r->seconds = seconds;
       r->llh = llh;

@@ -31,7 +31,6 @@ typedef struct {
 typedef struct {
   int kind; /* 0 mailbox, 1 ck_fifo_mpmc and a flag, 2 ck_fifo_mpmc alone */
   size_t per_producer;
-  int producers;
   mailbox_t mb;
   struct ck_fifo_mpmc fifo;
   _Alignas(64) atomic_int sched;    /* ck: 1 while the consumer is scheduled */
@@ -139,7 +138,7 @@ static double one_thread(int kind, size_t n, unsigned char *mem, ckmsg_t *cks)
 
 static double handoff(int kind, int producers, size_t per, unsigned char **mem, ckmsg_t **cks)
 {
-  bench_t b = {.kind = kind, .per_producer = per, .producers = producers};
+  bench_t b = {.kind = kind, .per_producer = per};
   b.mem = mem;
   b.cks = cks;
   setup(&b);
@@ -155,7 +154,8 @@ static double handoff(int kind, int producers, size_t per, unsigned char **mem, 
   uint64_t t1 = au_now_ns();
   for (int p = 0; p < producers; p++) pthread_join(th[p], NULL);
   if (seen != per * (size_t)producers) {
-    fprintf(stderr, "augur-bench-queues: lost messages\n");
+    fprintf(stderr, "augur-bench-queues: lost messages (%zu of %zu)\n", seen,
+            per * (size_t)producers);
     exit(1);
   }
   return (double)(t1 - t0) / (double)seen;

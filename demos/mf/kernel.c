@@ -129,18 +129,17 @@ typedef double (*loop_fn)(const mf_kargs_t *a, const mf_cell_t *cells, size_t n)
 
 static const struct {
   const char *name;
-  uint32_t lanes;
   loop_fn run, eval;
 } isas[MF_ISA_COUNT] = {
-    [MF_ISA_SCALAR] = {"scalar", 1, run_scalar, eval_scalar},
+    [MF_ISA_SCALAR] = {"scalar", run_scalar, eval_scalar},
 #ifdef MF_X86
-    [MF_ISA_SSE2] = {"sse2", 4, run_sse2, eval_sse2},
-    [MF_ISA_AVX2] = {"avx2", 8, run_avx2, eval_avx2},
-    [MF_ISA_AVX512] = {"avx512", 16, run_avx512, eval_avx512},
+    [MF_ISA_SSE2] = {"sse2", run_sse2, eval_sse2},
+    [MF_ISA_AVX2] = {"avx2", run_avx2, eval_avx2},
+    [MF_ISA_AVX512] = {"avx512", run_avx512, eval_avx512},
 #else
-    [MF_ISA_SSE2] = {"sse2", 4, NULL, NULL},
-    [MF_ISA_AVX2] = {"avx2", 8, NULL, NULL},
-    [MF_ISA_AVX512] = {"avx512", 16, NULL, NULL},
+    [MF_ISA_SSE2] = {"sse2", NULL, NULL},
+    [MF_ISA_AVX2] = {"avx2", NULL, NULL},
+    [MF_ISA_AVX512] = {"avx512", NULL, NULL},
 #endif
 };
 
@@ -157,11 +156,6 @@ int mf_isa_parse(const char *name, mf_isa_t *out)
 const char *mf_isa_name(mf_isa_t isa)
 {
   return (unsigned)isa < MF_ISA_COUNT ? isas[isa].name : "?";
-}
-
-uint32_t mf_isa_lanes(mf_isa_t isa)
-{
-  return (unsigned)isa < MF_ISA_COUNT ? isas[isa].lanes : 1;
 }
 
 int mf_isa_supported(mf_isa_t isa)

@@ -44,8 +44,6 @@ mf_isa_t mf_isa_best(void);
 /* The ISA to use: AUGUR_MF_ISA from the environment if set (0, or -1 with a message in err
  * when it names an unknown ISA or one this CPU lacks), else mf_isa_best(). */
 int mf_isa_from_env(mf_isa_t *out, char *err, size_t errlen);
-/* Floats per vector of the ISA (16, 8, 4, 1): rows padded to it run without tails. */
-uint32_t mf_isa_lanes(mf_isa_t isa);
 
 typedef enum mf_optim { MF_SGD = 0, MF_ADAGRAD = 1 } mf_optim_t;
 

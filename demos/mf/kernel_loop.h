@@ -77,10 +77,10 @@ static KTARGET inline float KNAME(step)(float *restrict p, float *restrict q, fl
   }
   /* a horizontal sum costs more than the row's FMAs at small ranks: only where used */
   ssp = ada ? KSUM(sp) : 0.0f;
-  ssq = ada ? KSUM(sq) : 0.0f;
+  ssq = ada && qm == MF_Q_INPLACE ? KSUM(sq) : 0.0f;
 #else
   ssp = ada ? KSUM(sp) : 0.0f;
-  ssq = ada ? KSUM(sq) : 0.0f;
+  ssq = ada && qm == MF_Q_INPLACE ? KSUM(sq) : 0.0f;
   for (; j < k; j++) {
     const float pj = p[j], qj = q[j], gp = reg * pj - err * qj, gq = reg * qj - err * pj;
     p[j] = pj - etap * gp;

@@ -722,7 +722,12 @@ int mf_save(mf_t *m, const char *path, const mf_idmap_t *rows, const mf_idmap_t 
               &m->P[(size_t)m->row_map[l] * m->pstride], m->dim);
   }
   float *q = malloc(au_table_dim(m->cols) * sizeof(float));
-  for (uint32_t c = 0; q && c < m->ncols; c++) {
+  if (!q) {
+    fclose(f);
+    snprintf(err, errlen, "%s: out of memory for a column row", path);
+    return MF_ENOMEM;
+  }
+  for (uint32_t c = 0; c < m->ncols; c++) {
     au_key_t k = m->col_key[c];
     if (au_table_read(m->cols, &k, 1, q) == 0)
       write_vec(f, "col", cols && c < cols->n ? cols->ids[c] : c, q, m->dim);

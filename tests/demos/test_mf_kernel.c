@@ -99,7 +99,6 @@ static void compare(uint32_t k, int biases, mf_optim_t optim, const mf_cell_t *c
     free(r.P);
     free(r.Q);
   }
-  /* and the loop learned something: the error fell below the initial factors' */
   free(ref.P);
   free(ref.Q);
 }
