@@ -30,7 +30,7 @@ typedef struct reloc_rec {
   int handing_off;       /* leaving: waiting for the grace period */
   int to;                /* where it goes */
   uint64_t arrived_ns;   /* when it last arrived (a moved actor stays a while) */
-  uint8_t hold_exp;      /* it stays PLACE_HOLD_NS << hold_exp: longer each time it was taken
+  uint8_t hold_exp;      /* it stays PLACE_HOLD_NS << hold_exp: longer when it was taken
                             away soon after it came, shorter when it was left alone */
   uint8_t contended_now; /* wanted elsewhere during this hold: hold_exp counted it */
   uint64_t used_ns;      /* when this node's workers last used it (relocation.c) */
@@ -208,7 +208,12 @@ rec_t *grace_poll(struct placer *p, const au_msg_t *m);
 
 /* --- relocation.c ------------------------------------------------------------------------ */
 
-#define RELOC_HOLD_EXP_MAX 7 /* a contended actor stays at most 128 holds */
+/* A contended actor stays at most two holds (2 ms). Up to 128 ms (7) until 2026-12-01:
+ * contended actors then sat far from the nodes that used them while those fetched their
+ * rows; with 2 ms, augur-mf --mode relocate on 3 nodes (default order) took 0.07-0.21 s
+ * per epoch instead of 0.35-0.53, and on 4 nodes --stagger at 200 us 0.084 instead of
+ * 0.44, with a fifth of the bytes (docs/benchmarks.md). */
+#define RELOC_HOLD_EXP_MAX 1
 
 /* How long an actor that arrived stays before it moves again. */
 static inline uint64_t reloc_hold_ns(const rec_t *r)

@@ -7,8 +7,8 @@
  * held and sent on after the values, on the same connection, so they arrive after them.
  *
  * An actor that arrived stays for its hold; one that is taken away within a few holds of
- * arriving is contended: its hold doubles (up to 128 ms), and one left alone for long
- * halves it again. The hold travels with the actor and its owner news, and every node
+ * arriving is contended: its hold doubles (to 2 ms: RELOC_HOLD_EXP_MAX), and one left
+ * alone for long halves it again. The hold travels with the actor and its owner news, and every node
  * marks a contended actor, for good (t->contended): a step that lacks its rows fetches
  * them and asks for the actor only by the way (PS_HINT), instead of waiting for it to move
  * (PS_WANT).
