@@ -20,6 +20,10 @@
 #define QBLOCK_BYTES  (512 * 1024) /* column factors of a column block: about half an L2 */
 #define MAX_AHEAD     1024         /* most column blocks announced ahead (--lookahead) */
 #define CLOCK_RATINGS 512          /* ratings per tick of a worker's clock */
+/* Most ratings per step when the view holds rows fetched from another node. With
+ * --batch's 8192 a 3-node classic run (sgd, 1M ratings, 8 epochs, a loaded machine) ended
+ * at 0.188-0.197 and once 0.295, against 0.187-0.190 on one node; with 2048, 0.190-0.192. */
+#define REMOTE_BATCH 2048
 /* A column block's span is announced as this many back-to-back intents. The placer
  * (intent.c) takes a node's gap between two uses of an actor, if shorter than ten uses,
  * as its rhythm and keeps the claim ten gaps past the intent's end; with the whole span
@@ -275,14 +279,10 @@ static int step(au_worker_t *aw, void *arg)
   if (rc == AU_EAGAIN) return AU_WAIT;
   if (rc != 0) return rc;
   const mf_kargs_t a = kargs(m, g, b, &v, w->lr);
-  /* a whole batch also over rows fetched from another node (copies the others do not see
-   * until the gradients reach the owner): steps of at most 2048 ratings there, to keep the
-   * copies fresh, cost a round trip per 2048 ratings and bought no accuracy (3-node
-   * classic sgd, 1M ratings, 8 epochs, on a machine loaded with two busy loops: test RMSE
-   * 0.454-0.457 either way, 0.41-0.46 s per epoch against 0.18 s); and on 4 nodes in
-   * --mode hot they made a node that fell behind slower still, until the nodes walked
-   * the same blocks at once (epochs of 0.1-0.19 s instead of 0.05) */
-  const size_t n = end - w->at < m->o.batch ? end - w->at : m->o.batch;
+  /* rows fetched from another node are copies the other nodes do not see until the
+   * gradients reach the owner: the step is short then, so the copies stay fresh */
+  const size_t most = !au_view_local(&v) && m->o.batch > REMOTE_BATCH ? REMOTE_BATCH : m->o.batch;
+  const size_t n = end - w->at < most ? end - w->at : most;
   w->sse += mf_kernel_run(m->isa, &a, g->cells + w->at, n);
   au_view_release(aw, &v);
   w->done += n;
