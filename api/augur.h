@@ -175,8 +175,12 @@ typedef struct au_cluster_opts {
   int nodes;        /* nodes in the cluster */
   char coord[256];  /* "host:port" where rank 0 listens and the others join */
   char cluster[65]; /* cluster id: nodes of different clusters refuse each other */
-  char bind[64];    /* address this node listens on (rank 0: coord's host) */
-  char secret[256]; /* shared secret proven by HMAC-SHA256 at each connection; "" = none */
+  char bind[64];    /* where this node listens: an address, a host name or an interface
+                     * ("eth0"); "": rank 0 on coord's address, the others on the address
+                     * from which their host reaches coord */
+  char secret[256]; /* shared secret proven by HMAC-SHA256 at each connection; "" = none,
+                     * which a node listening off loopback refuses unless insecure */
+  int insecure;     /* AU_INSECURE=1: off loopback without a secret all the same */
   int timeout_ms;   /* forming the cluster must finish within this (0 = 30000) */
   int heartbeat_ms; /* send something to each peer at least this often (0 = 500) */
   int dead_ms;      /* a peer silent this long is lost (0 = 5000) */
@@ -184,8 +188,9 @@ typedef struct au_cluster_opts {
                      * (au_link_wait); they resume below a quarter of it (0 = 4 MiB) */
 } au_cluster_opts_t;
 
-/* Fills o from the environment: AU_RANK, AU_NODES, AU_COORD (and AU_CLUSTER, AU_BIND,
- * AU_SECRET, AU_TIMEOUT in seconds), else from the launcher: OpenMPI
+/* Fills o from the environment: AU_RANK, AU_NODES, AU_COORD (host:port, a name or an
+ * address, IPv6 as [addr]:port; and AU_CLUSTER, AU_BIND,
+ * AU_SECRET, AU_INSECURE, AU_TIMEOUT in seconds), else from the launcher: OpenMPI
  * (OMPI_COMM_WORLD_RANK/SIZE), PMI (PMI_RANK/SIZE) or Slurm (SLURM_PROCID/NTASKS).
  * AU_QUEUE_BYTES sets queue_bytes.
  * Returns 1 when it describes a cluster of 2 or more nodes, 0 for a single embedded node,

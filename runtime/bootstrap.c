@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "augur.h"
+#include "runtime/addr.h"
 
 /* 20000..31999: below Linux's ephemeral ports (32768..), which outgoing connections take */
 #define DEFAULT_PORT_BASE  20000
@@ -35,21 +36,6 @@ static uint64_t fnv1a(const char *s)
   uint64_t h = 0xcbf29ce484222325ULL;
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
   return h;
-}
-
-/* host:port with a numeric port; the host part is copied into host. */
-static int split_addr(const char *addr, char *host, size_t hostlen, int *port)
-{
-  const char *colon = strrchr(addr, ':');
-  if (!colon || colon == addr || (size_t)(colon - addr) >= hostlen) return -1;
-  char *end;
-  errno = 0;
-  long p = strtol(colon + 1, &end, 10);
-  if (errno || *end || colon[1] == '\0' || p < 1 || p > 65535) return -1;
-  memcpy(host, addr, (size_t)(colon - addr));
-  host[colon - addr] = '\0';
-  *port = (int)p;
-  return 0;
 }
 
 int au_cluster_opts_from_env(au_cluster_opts_t *o, char *err, size_t errlen)
@@ -110,6 +96,12 @@ int au_cluster_opts_from_env(au_cluster_opts_t *o, char *err, size_t errlen)
     return AU_EINVAL;
   }
   if (secret) snprintf(o->secret, sizeof(o->secret), "%s", secret);
+  const char *insecure = getenv("AU_INSECURE");
+  if (insecure && strcmp(insecure, "0") != 0 && strcmp(insecure, "1") != 0) {
+    snprintf(err, errlen, "AU_INSECURE='%s': expected 0 or 1", insecure);
+    return AU_EINVAL;
+  }
+  o->insecure = insecure && strcmp(insecure, "1") == 0;
 
   const char *cluster = getenv("AU_CLUSTER");
   if (cluster && (strlen(cluster) == 0 || strlen(cluster) >= sizeof(o->cluster))) {
@@ -123,8 +115,10 @@ int au_cluster_opts_from_env(au_cluster_opts_t *o, char *err, size_t errlen)
   char host[256];
   int port;
   if (coord) {
-    if (strlen(coord) >= sizeof(o->coord) || split_addr(coord, host, sizeof(host), &port) != 0) {
-      snprintf(err, errlen, "AU_COORD='%s': expected host:port with a port in 1..65535", coord);
+    if (strlen(coord) >= sizeof(o->coord) || addr_split(coord, 0, host, sizeof(host), &port) != 0) {
+      snprintf(err, errlen,
+               "AU_COORD='%s': expected host:port with a port in 1..65535 ([addr]:port for IPv6)",
+               coord);
       return AU_EINVAL;
     }
     snprintf(o->coord, sizeof(o->coord), "%s", coord);
@@ -137,22 +131,20 @@ int au_cluster_opts_from_env(au_cluster_opts_t *o, char *err, size_t errlen)
      * job id. A port in use makes rank 0 fail with a message that points to AU_COORD. */
     port = DEFAULT_PORT_BASE + (int)(fnv1a(job ? job : "augur") % DEFAULT_PORT_RANGE);
     snprintf(o->coord, sizeof(o->coord), "127.0.0.1:%d", port);
-    snprintf(host, sizeof(host), "127.0.0.1");
   } else {
-    snprintf(host, sizeof(host), "127.0.0.1");
+    snprintf(o->coord, sizeof(o->coord), "127.0.0.1:%d", DEFAULT_PORT_BASE);
   }
 
+  /* Without AU_BIND the node decides when it joins (member.c): rank 0 listens on the
+   * coordinator's address, the others on the address from which they reach it. */
   const char *bind = getenv("AU_BIND");
-  if (bind && strlen(bind) >= sizeof(o->bind)) {
-    snprintf(err, errlen, "AU_BIND is longer than %zu bytes", sizeof(o->bind) - 1);
+  if (bind && (!*bind || strlen(bind) >= sizeof(o->bind))) {
+    snprintf(err, errlen,
+             "AU_BIND='%s': expected an address, a host name or an interface "
+             "of at most %zu bytes",
+             bind, sizeof(o->bind) - 1);
     return AU_EINVAL;
   }
-  /* Rank 0 listens on the coordinator's host; the others on loopback unless told. */
-  const char *listen = bind ? bind : o->rank == 0 ? host : "127.0.0.1";
-  if (strlen(listen) >= sizeof(o->bind)) {
-    snprintf(err, errlen, "the host of AU_COORD is longer than %zu bytes", sizeof(o->bind) - 1);
-    return AU_EINVAL;
-  }
-  memcpy(o->bind, listen, strlen(listen) + 1);
+  if (bind) memcpy(o->bind, bind, strlen(bind) + 1);
   return o->nodes > 1;
 }

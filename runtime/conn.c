@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/addr.h"
 #include "runtime/cluster.h"
 #include "runtime/conn.h"
 #include "runtime/rt.h"
@@ -420,9 +421,7 @@ int conn_listen(net_t *net, const struct sockaddr *addr, char *err, size_t errle
   struct sockaddr_storage ss;
   int len = sizeof(ss);
   uv_tcp_getsockname(&net->listener, (struct sockaddr *)&ss, &len);
-  int port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                      : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-  snprintf(net->listen_name, sizeof(net->listen_name), "%s:%d", net->opts.bind, port);
+  addr_name(&ss, net->listen_name, sizeof(net->listen_name)); /* what the peers dial */
   return 0;
 }
 

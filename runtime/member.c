@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/addr.h"
 #include "runtime/cluster.h"
 #include "runtime/rt.h"
 
@@ -78,9 +79,10 @@ int member_init(net_t *net)
   m->joined = calloc(n, sizeof(int));
   m->ready = calloc(n, sizeof(int));
   m->redial_at = calloc(n, sizeof(uint64_t));
+  m->why = calloc(n, sizeof(*m->why));
   m->state = NET_JOINING;
   m->deadline_ns = au_now_ns() + (uint64_t)net->opts.timeout_ms * 1000000ull;
-  return m->addrs && m->joined && m->ready && m->redial_at ? 0 : AU_ENOMEM;
+  return m->addrs && m->joined && m->ready && m->redial_at && m->why ? 0 : AU_ENOMEM;
 }
 
 void member_free(net_t *net)
@@ -90,20 +92,7 @@ void member_free(net_t *net)
   free(m->joined);
   free(m->ready);
   free(m->redial_at);
-}
-
-static int parse_addr(const char *addr, struct sockaddr_storage *ss)
-{
-  char host[256];
-  const char *colon = strrchr(addr, ':');
-  if (!colon || (size_t)(colon - addr) >= sizeof(host)) return -1;
-  memcpy(host, addr, (size_t)(colon - addr));
-  host[colon - addr] = '\0';
-  int port = atoi(colon + 1);
-  if (strcmp(host, "localhost") == 0) snprintf(host, sizeof(host), "127.0.0.1");
-  if (uv_ip4_addr(host, port, (struct sockaddr_in *)ss) == 0) return 0;
-  if (uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss) == 0) return 0;
-  return -1;
+  free(m->why);
 }
 
 static int mesh_complete(net_t *net)
@@ -141,10 +130,10 @@ static void maybe_ready(net_t *net)
 static void dial(net_t *net, int peer)
 {
   struct sockaddr_storage ss;
-  if (parse_addr(net->member.addrs[peer], &ss) != 0) {
+  char why[200];
+  if (addr_resolve(net->member.addrs[peer], &ss, why, sizeof(why)) != 0) {
     char msg[400];
-    snprintf(msg, sizeof(msg), "node %d's address '%s' is not host:port", peer,
-             net->member.addrs[peer]);
+    snprintf(msg, sizeof(msg), "node %d's address: %s", peer, why);
     member_fail(net, AU_EPROTO, msg);
     return;
   }
@@ -167,6 +156,7 @@ void member_on_dial_failed(net_t *net, int peer, const char *why)
    * deadline. A refusal after the handshake is final. */
   if (strncmp(why, "refused", 7) != 0) {
     net->member.redial_at[peer] = au_now_ns() + 100 * 1000000ull;
+    snprintf(net->member.why[peer], sizeof(net->member.why[peer]), "%s", why);
     return;
   }
   char msg[400];
@@ -294,6 +284,35 @@ static void on_tick(uv_timer_t *t)
                "timed out after %d s forming a cluster of %d nodes (not connected: %s)",
                net->opts.timeout_ms / 1000, net->nodes, len ? missing : "none; waiting for GO");
       net_log(net, AU_LOG_ERROR, "%s", msg);
+      /* per missing peer: where this node tried and what happened, and the likely fix */
+      for (int r = 0; r < net->nodes; r++) {
+        if (r == net->rank || net->conns[r]) continue;
+        if (net->rank == 0 && !m->joined[r])
+          net_log(net, AU_LOG_ERROR,
+                  "node %d never joined: it dials AU_COORD=%s, which must be an address of this "
+                  "host that node %d's host reaches (a firewall, or a name that resolves to "
+                  "127.0.1.1 there?)",
+                  r, net->opts.coord, r);
+        else if (r == 0)
+          net_log(net, AU_LOG_ERROR,
+                  "the coordinator (node 0, AU_COORD=%s, at %s) did not answer: %s (is it "
+                  "running, and is that address reachable from this host?)",
+                  net->opts.coord, m->addrs[0], m->why[0][0] ? m->why[0] : "no connection");
+        else if (m->addrs[r][0] && r < net->rank)
+          net_log(net, AU_LOG_ERROR,
+                  "node %d at %s: %s (it listens on the address from which its host reaches "
+                  "the coordinator; AU_BIND=ADDRESS or an interface name on its host names "
+                  "another)",
+                  r, m->addrs[r], m->why[r][0] ? m->why[r] : "no connection yet");
+        else if (m->addrs[r][0])
+          net_log(net, AU_LOG_ERROR,
+                  "node %d at %s did not connect to this node, which listens on %s (can it "
+                  "reach that address?)",
+                  r, m->addrs[r], net->listen_name);
+        else
+          net_log(net, AU_LOG_ERROR,
+                  "node %d: its address never came (the coordinator waits for every node)", r);
+      }
       member_fail(net, AU_ETIMEDOUT, msg);
     }
   }
@@ -314,22 +333,57 @@ static void on_tick(uv_timer_t *t)
   }
 }
 
+/* Where this node listens: AU_BIND's address or interface when set; rank 0 on the
+ * coordinator's address (on the wildcard address when that resolves to loopback here but
+ * is not a loopback name, as Debian maps the host's own name to 127.0.1.1), the others on
+ * the address from which this host reaches the coordinator. The port: rank 0 the
+ * coordinator's, the others any. 0, or -1 with err. */
+static int listen_addr(net_t *net, const struct sockaddr_storage *coord,
+                       struct sockaddr_storage *ss, char *err, size_t errlen)
+{
+  if (net->opts.bind[0]) {
+    if (addr_bind_spec(net->opts.bind, coord->ss_family, ss, err, errlen) != 0) return -1;
+  } else if (net->rank == 0) {
+    char host[256];
+    int port;
+    *ss = *coord;
+    if (addr_is_loopback(coord) && addr_split(net->opts.coord, 0, host, sizeof(host), &port) == 0 &&
+        strcmp(host, "localhost") != 0 && !addr_is_numeric(host))
+      addr_any(coord, ss);
+  } else if (addr_toward(coord, ss, err, errlen) != 0) {
+    return -1;
+  }
+  addr_set_port(ss, net->rank == 0 ? addr_port(coord) : 0);
+  return 0;
+}
+
 void member_start(net_t *net)
 {
   member_t *m = &net->member;
   char err[320];
-  struct sockaddr_storage ss;
-  char bind_addr[96];
-  int port = 0;
-  if (net->rank == 0) {
-    const char *colon = strrchr(net->opts.coord, ':');
-    port = colon ? atoi(colon + 1) : 0;
+  struct sockaddr_storage coord, ss;
+  if (addr_resolve(net->opts.coord, &coord, err, sizeof(err)) != 0) {
+    char msg[400];
+    snprintf(msg, sizeof(msg), "AU_COORD: %s", err);
+    net_log(net, AU_LOG_ERROR, "%s", msg);
+    member_fail(net, AU_EINVAL, msg);
+    return;
   }
-  snprintf(bind_addr, sizeof(bind_addr), "%s:%d", net->opts.bind, port);
-  snprintf(net->listen_name, sizeof(net->listen_name), "%s", bind_addr);
-  if (parse_addr(bind_addr, &ss) != 0) {
-    snprintf(err, sizeof(err), "cannot listen on '%s': not an IP address (AU_BIND)", bind_addr);
+  if (listen_addr(net, &coord, &ss, err, sizeof(err)) != 0) {
+    net_log(net, AU_LOG_ERROR, "%s", err);
     member_fail(net, AU_EINVAL, err);
+    return;
+  }
+  addr_name(&ss, net->listen_name, sizeof(net->listen_name));
+  /* secure by default: off loopback, anyone who reaches the port could join */
+  if (!addr_is_loopback(&ss) && !net->opts.secret[0] && !net->opts.insecure) {
+    char msg[480];
+    snprintf(msg, sizeof(msg),
+             "refusing to listen on %s without a secret: set AU_SECRET to the same value on "
+             "every node (augur run makes one), or AU_INSECURE=1 on a trusted network",
+             net->listen_name);
+    net_log(net, AU_LOG_ERROR, "%s", msg);
+    member_fail(net, AU_EINVAL, msg);
     return;
   }
   if (conn_listen(net, (struct sockaddr *)&ss, err, sizeof(err)) != 0) {
@@ -344,7 +398,7 @@ void member_start(net_t *net)
   m->timer.data = net;
   m->timer_on = 1;
   uv_timer_start(&m->timer, on_tick, TICK_MS, TICK_MS);
-  snprintf(m->addrs[0], sizeof(m->addrs[0]), "%s", net->opts.coord);
+  addr_name(&coord, m->addrs[0], sizeof(m->addrs[0])); /* resolved once */
   if (net->rank == 0)
     m->joined[0] = 1;
   else

@@ -24,6 +24,7 @@ typedef struct member {
   int *joined, *ready;
   int njoined, nready, peers_known;
   uint64_t *redial_at; /* by rank: when to dial again after a refused connect, or 0 */
+  char (*why)[120];    /* by rank: why the last dial failed ("" if none did) */
   uv_timer_t timer;    /* heartbeats, dead peers, join deadline, redials */
   int timer_on;
 } member_t;

@@ -150,7 +150,8 @@ void run_help(FILE *out)
           "  AU_NODES    N\n"
           "  AU_COORD    ADDR:PORT, where rank 0 listens as the coordinator\n"
           "  AU_CLUSTER  the cluster id, the same for all N: run-<pid>-<random hex>\n"
-          "AU_SECRET, when set, is passed on unchanged; augur run does not invent one.\n"
+          "  AU_SECRET   the job's secret (64 random hex digits), which the nodes prove to\n"
+          "              each other at every connection; one already set is passed on\n"
           "Rank 0 reads the launcher's stdin unless that is a terminal; the others read\n"
           "/dev/null.\n"
           "\n"
@@ -730,6 +731,22 @@ static void cluster_id(char *buf, size_t cap)
   snprintf(buf, cap, "run-%ld-%016llx", (long)getpid(), (unsigned long long)r);
 }
 
+/* A per-job secret: 32 random bytes in hex (the kernel's generator; blocks at early boot
+ * until it is seeded). 0, or -1. */
+static int job_secret(char *buf, size_t cap)
+{
+  uint8_t r[32];
+  size_t got = 0;
+  while (got < sizeof(r)) {
+    ssize_t n = getrandom(r + got, sizeof(r) - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    got += (size_t)n;
+  }
+  for (size_t i = 0; i < sizeof(r) && 2 * i + 2 < cap; i++) snprintf(buf + 2 * i, 3, "%02x", r[i]);
+  return 0;
+}
+
 /* Opens /dev/null on whichever of fds 0-2 is closed, so that pipes never land there. */
 static void open_std_fds(void)
 {
@@ -815,6 +832,14 @@ static int launch(launcher_t *l)
       setenv("AU_CLUSTER", cluster, 1) < 0) {
     fprintf(stderr, PROG ": cannot set the environment: %s\n", strerror(errno));
     return 1;
+  }
+  /* the nodes prove the job's secret to each other at every connection */
+  if (!getenv("AU_SECRET")) {
+    char secret[65];
+    if (job_secret(secret, sizeof(secret)) != 0 || setenv("AU_SECRET", secret, 1) < 0) {
+      fprintf(stderr, PROG ": cannot make the job's secret: %s\n", strerror(errno));
+      return 1;
+    }
   }
 
   l->child = calloc((size_t)nodes, sizeof(*l->child));

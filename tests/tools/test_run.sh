@@ -57,6 +57,14 @@ check "env: one AU_COORD for all" test "$(grep -o 'coord=[^ ]*' <<<"$out" | sort
 check "env: one AU_CLUSTER for all" \
   test "$(grep -o 'cluster=[^ ]*' <<<"$out" | sort -u | wc -l)" -eq 1
 check "env: AU_SECRET passed on" test "$(grep -c ' secret=s3cret$' <<<"$out")" -eq 3
+# without one, augur run makes a secret per job: 64 hex digits, the same for every rank,
+# another for the next job
+out=$(run -n 2 -- sh -c 'echo "secret=$AU_SECRET"')
+check "env: a job secret is made" test "$(grep -c 'secret=[0-9a-f]\{64\}$' <<<"$out")" -eq 2
+check "env: one job secret for all" test "$(grep -o 'secret=.*' <<<"$out" | sort -u | wc -l)" -eq 1
+out3=$(run -n 1 -- sh -c 'echo "secret=$AU_SECRET"')
+check "env: the next job gets another secret" \
+  test "$(grep -o 'secret=.*' <<<"$out" | sort -u)" != "$(grep -o 'secret=.*' <<<"$out3")"
 out2=$(run -n 1 sh -c 'echo "$AU_COORD $AU_CLUSTER"')
 check "env: a new cluster id per run" \
   test "$(cut -d' ' -f3 <<<"$out2")" != "$(grep -o 'cluster=[^ ]*' <<<"$out" | head -n 1 | cut -d= -f2)"

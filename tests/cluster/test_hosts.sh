@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# test_hosts.sh BUILD_DIR — clusters across hosts made of network namespaces: three
+# namespaces with their own addresses on one bridge (veth pairs), nothing shared between
+# them but the link, and host names in each one's /etc/hosts (ip netns exec mounts
+# /etc/netns/NAME/hosts). Nodes are given nothing but AU_RANK, AU_NODES, AU_COORD (a host
+# name) and AU_SECRET: they must find their own addresses. Exits 77 (ctest: skipped) where
+# namespaces cannot be made (not root, no ip, a container without the capability).
+set -uo pipefail
+build=$1
+node=$build/tests/cluster_node
+mf=$build/demos/augur-mf
+tmp=$(mktemp -d)
+id=$$
+br=aub$((id % 100000))
+ns=()
+cleanup() {
+  kill $(jobs -p) 2>/dev/null
+  wait 2>/dev/null
+  for n in "${ns[@]}"; do
+    ip netns del "$n" 2>/dev/null
+    rm -rf "/etc/netns/$n"
+  done
+  ip link del "$br" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+skip() {
+  echo "SKIPPED: $1"
+  exit 77
+}
+fails=0
+check() { # check NAME COMMAND...
+  local name=$1
+  shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
+}
+
+command -v ip >/dev/null || skip "no ip command"
+[ "$(id -u)" -eq 0 ] || skip "not root: network namespaces need it"
+ip link add "$br" type bridge 2>/dev/null || skip "cannot make a bridge here"
+ip link set "$br" up
+# a /24 that no interface of this machine uses
+subnet=""
+for third in $(seq $((id % 200 + 20)) 250) $(seq 20 $((id % 200 + 19))); do
+  if ! ip -4 addr show | grep -q "inet 10\.231\.$third\."; then
+    subnet=10.231.$third
+    break
+  fi
+done
+[ -n "$subnet" ] || skip "no free test subnet"
+hosts=3
+names=""
+for h in $(seq 0 $((hosts - 1))); do
+  names+="$subnet.$((h + 1)) auhost$h"$'\n'
+done
+for h in $(seq 0 $((hosts - 1))); do
+  n=auh$id-$h
+  ip netns add "$n" 2>/dev/null || skip "cannot make a network namespace here"
+  ns+=("$n")
+  ip link add "av$id$h" type veth peer name "ah$id$h" || skip "cannot make veth pairs here"
+  ip link set "ah$id$h" netns "$n"
+  ip link set "av$id$h" master "$br" up
+  ip -n "$n" link set lo up
+  ip -n "$n" link set "ah$id$h" name eth0
+  ip -n "$n" addr add "$subnet.$((h + 1))/24" dev eth0
+  ip -n "$n" link set eth0 up
+  mkdir -p "/etc/netns/$n"
+  printf '127.0.0.1 localhost\n%s' "$names" >"/etc/netns/$n/hosts"
+done
+# the hosts see each other (and nothing else but their own loopback)
+# the hosts see each other: a connection to a closed port is refused, not lost
+probe=$(ip netns exec "${ns[1]}" timeout 5 bash -c 'exec 3<>/dev/tcp/auhost0/9' 2>&1)
+grep -q refused <<<"$probe" || skip "the namespace hosts cannot reach each other ($probe)"
+
+port=$((20000 + id % 10000))
+secret=test-$id-$RANDOM
+# on_hosts N LOG ENV... -- PROGRAM ARGS...: one rank per host, rank r on auhost r
+on_hosts() {
+  local n=$1 log=$2
+  shift 2
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  local pids=() rc=0
+  for r in $(seq 0 $((n - 1))); do
+    ip netns exec "${ns[$r]}" env AU_RANK=$r AU_NODES=$n AU_COORD=auhost0:$port \
+      "${envs[@]}" timeout 120 "$@" >"$log.$r" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  for r in $(seq 0 $((n - 1))); do sed "s/^/[$r] /" "$log.$r"; done
+  return $rc
+}
+
+# 1. all-to-all messages across 3 hosts, with only AU_COORD (a host name) to go on
+on_hosts 3 "$tmp/ex" AU_SECRET=$secret -- "$node" exchange 2000 4096 >"$tmp/ex.all"
+rc=$?
+cat "$tmp/ex.all"
+check "exchange on 3 hosts exits 0" test $rc -eq 0
+check "exchange on 3 hosts: every node ok" test "$(grep -c ' ok$' "$tmp/ex.all")" -eq 3
+check "exchange on 3 hosts: no order or checksum error" \
+  test "$(grep -c 'cluster_errors=0 ' "$tmp/ex.all")" -eq 3
+
+# 2. augur-mf in classic mode on 3 hosts trains like one node does
+timeout 120 "$mf" --mode classic --rows 8000 --cols 2000 --ratings 1000000 --epochs 8 \
+  >"$tmp/one" 2>&1
+one=$(grep "^epoch=8" "$tmp/one" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+on_hosts 3 "$tmp/mf" AU_SECRET=$secret -- "$mf" --mode classic --rows 8000 --cols 2000 \
+  --ratings 1000000 --epochs 8 >"$tmp/mf.all"
+rc=$?
+tail -3 "$tmp/mf.all"
+three=$(grep "^\[0\] epoch=8" "$tmp/mf.all" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+echo "one node test_rmse=$one, 3 hosts test_rmse=$three"
+check "augur-mf on 3 hosts exits 0" test $rc -eq 0
+check "augur-mf on 3 hosts fetched rows from the others" grep -q '^\[0\] epoch=8 .* local=0\.3' "$tmp/mf.all"
+check "augur-mf on 3 hosts within 2% of one node" \
+  awk -v a="$three" -v b="$one" 'BEGIN { exit !(a != "" && b != "" && a <= 1.02 * b) }'
+
+# 3. a coordinator nobody reaches: the nodes say where they tried and why
+on_hosts 2 "$tmp/bad" AU_SECRET=$secret AU_TIMEOUT=3 AU_COORD=$subnet.250:$port -- "$node" serve 1 \
+  >"$tmp/bad.all"
+rc=$?
+cat "$tmp/bad.all"
+check "an unreachable coordinator fails" test $rc -ne 0
+check "... and rank 1 names it" grep -q "^\[1\].*$subnet.250:$port" "$tmp/bad.all"
+
+# 4. secure by default: off loopback, no secret, no start (one line says why), unless
+# AU_INSECURE=1; and a wrong secret is refused
+on_hosts 2 "$tmp/nosec" AU_TIMEOUT=5 -- env -u AU_SECRET "$node" serve 1 >"$tmp/nosec.all"
+rc=$?
+cat "$tmp/nosec.all"
+check "no secret off loopback: refused" test $rc -ne 0
+check "... with one line that says so" \
+  test "$(grep -c "^\[0\] augur\[rank 0\]: refusing to listen on $subnet.1:$port without a secret" "$tmp/nosec.all")" -eq 1
+on_hosts 2 "$tmp/insec" AU_TIMEOUT=10 AU_INSECURE=1 -- env -u AU_SECRET "$node" serve 1 >"$tmp/insec.all"
+rc=$?
+check "AU_INSECURE=1 without a secret runs" test $rc -eq 0
+for r in 0 1; do
+  ip netns exec "${ns[$r]}" env AU_RANK=$r AU_NODES=2 AU_COORD=auhost0:$port AU_TIMEOUT=5 \
+    AU_SECRET=secret-$r timeout 60 "$node" serve 1 >"$tmp/wrong.$r" 2>&1 &
+done
+wait
+cat "$tmp"/wrong.*
+check "a wrong secret is refused" grep -qi "secret" "$tmp/wrong.0" "$tmp/wrong.1"
+check "... and neither node joins" bash -c "! grep -q ' joined$' $tmp/wrong.0 $tmp/wrong.1"
+
+[ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
+echo "$fails check(s) failed"
+exit 1
