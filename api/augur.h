@@ -181,6 +181,7 @@ typedef struct au_cluster_opts {
   char secret[256]; /* shared secret proven by HMAC-SHA256 at each connection; "" = none,
                      * which a node listening off loopback refuses unless insecure */
   int insecure;     /* AU_INSECURE=1: off loopback without a secret all the same */
+  int port_lo, port_hi; /* AU_PORTS=LO-HI: the ranks but 0 listen on a port in it (0: any) */
   int timeout_ms;   /* forming the cluster must finish within this (0 = 30000) */
   int heartbeat_ms; /* send something to each peer at least this often (0 = 500) */
   int dead_ms;      /* a peer silent this long is lost (0 = 5000) */
@@ -190,7 +191,7 @@ typedef struct au_cluster_opts {
 
 /* Fills o from the environment: AU_RANK, AU_NODES, AU_COORD (host:port, a name or an
  * address, IPv6 as [addr]:port; and AU_CLUSTER, AU_BIND,
- * AU_SECRET, AU_INSECURE, AU_TIMEOUT in seconds), else from the launcher: OpenMPI
+ * AU_SECRET, AU_INSECURE, AU_PORTS, AU_TIMEOUT in seconds), else from the launcher: OpenMPI
  * (OMPI_COMM_WORLD_RANK/SIZE), PMI (PMI_RANK/SIZE) or Slurm (SLURM_PROCID/NTASKS).
  * AU_QUEUE_BYTES sets queue_bytes.
  * Returns 1 when it describes a cluster of 2 or more nodes, 0 for a single embedded node,

@@ -150,6 +150,19 @@ int addr_bind_spec(const char *spec, int family, struct sockaddr_storage *out, c
   return 0;
 }
 
+int addr_port_free(const struct sockaddr_storage *ss)
+{
+  int fd = socket(ss->ss_family, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  int one = 1; /* as the listener will: a port in TIME_WAIT is free */
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  socklen_t len =
+      ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  int ok = bind(fd, (const struct sockaddr *)ss, len) == 0;
+  close(fd);
+  return ok;
+}
+
 int addr_is_numeric(const char *host)
 {
   struct in6_addr a6;

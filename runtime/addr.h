@@ -23,6 +23,8 @@ int addr_toward(const struct sockaddr_storage *to, struct sockaddr_storage *out,
  * its first address of the family `family`, else any). 0, or -1 with a reason. */
 int addr_bind_spec(const char *spec, int family, struct sockaddr_storage *out, char *err,
                    size_t errlen);
+/* 1 if a TCP listener could bind ss (address and port) now. */
+int addr_port_free(const struct sockaddr_storage *ss);
 /* 1 if host is a numeric IPv4 or IPv6 address. */
 int addr_is_numeric(const char *host);
 /* 1 if ss is a loopback address (127/8, ::1). */

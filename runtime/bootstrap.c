@@ -102,6 +102,23 @@ int au_cluster_opts_from_env(au_cluster_opts_t *o, char *err, size_t errlen)
     return AU_EINVAL;
   }
   o->insecure = insecure && strcmp(insecure, "1") == 0;
+  const char *ports = getenv("AU_PORTS");
+  if (ports) {
+    char *end;
+    errno = 0;
+    long lo = strtol(ports, &end, 10), hi = -1;
+    if (!errno && end != ports && *end == '-') {
+      const char *h = end + 1;
+      hi = strtol(h, &end, 10);
+      if (errno || end == h || *end) hi = -1;
+    }
+    if (lo < 1 || hi < lo || hi > 65535) {
+      snprintf(err, errlen, "AU_PORTS='%s': expected LO-HI with 1 <= LO <= HI <= 65535", ports);
+      return AU_EINVAL;
+    }
+    o->port_lo = (int)lo;
+    o->port_hi = (int)hi;
+  }
 
   const char *cluster = getenv("AU_CLUSTER");
   if (cluster && (strlen(cluster) == 0 || strlen(cluster) >= sizeof(o->cluster))) {

@@ -354,7 +354,19 @@ static int listen_addr(net_t *net, const struct sockaddr_storage *coord,
     return -1;
   }
   addr_set_port(ss, net->rank == 0 ? addr_port(coord) : 0);
-  return 0;
+  if (net->rank == 0 || !net->opts.port_lo) return 0;
+  /* AU_PORTS: the first port of the range that is free here (a probe; the listener binds
+   * it right after) */
+  for (int p = net->opts.port_lo; p <= net->opts.port_hi; p++) {
+    addr_set_port(ss, p);
+    if (addr_port_free(ss)) return 0;
+  }
+  char name[80];
+  addr_set_port(ss, 0);
+  addr_name(ss, name, sizeof(name));
+  snprintf(err, errlen, "AU_PORTS=%d-%d: no free port on %s", net->opts.port_lo, net->opts.port_hi,
+           name);
+  return -1;
 }
 
 void member_start(net_t *net)

@@ -144,6 +144,34 @@ cat "$tmp"/wrong.*
 check "a wrong secret is refused" grep -qi "secret" "$tmp/wrong.0" "$tmp/wrong.1"
 check "... and neither node joins" bash -c "! grep -q ' joined$' $tmp/wrong.0 $tmp/wrong.1"
 
+# 5. AU_PORTS: the ranks but 0 listen in the range; a range with no free port says so
+lo=$((port + 1)) hi=$((port + 2))
+on_hosts 3 "$tmp/ports" AU_SECRET=$secret AU_PORTS=$lo-$hi -- "$node" serve 2 >"$tmp/ports.all" &
+runner=$!
+listening=""
+for i in $(seq 50); do
+  listening=$(ip netns exec "${ns[1]}" ss -ltnH 2>/dev/null | awk '{print $4}' | grep "^$subnet.2:" || true)
+  [ -n "$listening" ] && break
+  sleep 0.1
+done
+wait $runner
+rc=$?
+echo "rank 1 listened on: $listening"
+check "AU_PORTS: the cluster forms" test $rc -eq 0
+check "AU_PORTS: rank 1 listens in $lo-$hi" bash -c "p=\${1##*:}; [ \$p -ge $lo ] && [ \$p -le $hi ]" _ "$listening"
+ip netns exec "${ns[1]}" python3 -c "
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('$subnet.2', $lo)); s.listen(); time.sleep(20)" &
+holder=$!
+sleep 0.5
+on_hosts 2 "$tmp/busy" AU_SECRET=$secret AU_TIMEOUT=5 AU_PORTS=$lo-$lo -- "$node" serve 1 >"$tmp/busy.all"
+rc=$?
+kill $holder 2>/dev/null
+cat "$tmp/busy.all"
+check "AU_PORTS with no free port fails" test $rc -ne 0
+check "... and says so" grep -q "^\[1\].*AU_PORTS=$lo-$lo: no free port on $subnet.2" "$tmp/busy.all"
+
 [ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
 echo "$fails check(s) failed"
 exit 1

@@ -98,10 +98,19 @@ static void test_toward_and_bind(void **state)
 
 static void clear_env(void)
 {
-  const char *vars[] = {
-      "AU_RANK",     "AU_NODES",    "AU_COORD",   "AU_BIND",        "AU_SECRET",
-      "AU_INSECURE", "AU_CLUSTER",  "AU_TIMEOUT", "AU_QUEUE_BYTES", "OMPI_COMM_WORLD_SIZE",
-      "PMI_SIZE",    "SLURM_NTASKS"};
+  const char *vars[] = {"AU_RANK",
+                        "AU_NODES",
+                        "AU_COORD",
+                        "AU_BIND",
+                        "AU_SECRET",
+                        "AU_INSECURE",
+                        "AU_PORTS",
+                        "AU_CLUSTER",
+                        "AU_TIMEOUT",
+                        "AU_QUEUE_BYTES",
+                        "OMPI_COMM_WORLD_SIZE",
+                        "PMI_SIZE",
+                        "SLURM_NTASKS"};
   for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) unsetenv(vars[i]);
 }
 
@@ -132,6 +141,17 @@ static void test_env(void **state)
   assert_int_equal(au_cluster_opts_from_env(&o, err, sizeof(err)), AU_EINVAL);
   assert_non_null(strstr(err, "AU_BIND=''"));
   unsetenv("AU_BIND");
+  setenv("AU_PORTS", "41000-41009", 1);
+  assert_int_equal(au_cluster_opts_from_env(&o, err, sizeof(err)), 1);
+  assert_int_equal(o.port_lo, 41000);
+  assert_int_equal(o.port_hi, 41009);
+  const char *bad_ports[] = {"41000", "41009-41000", "0-5", "1-65536", "a-b", "1-2x", "-5"};
+  for (size_t i = 0; i < sizeof(bad_ports) / sizeof(bad_ports[0]); i++) {
+    setenv("AU_PORTS", bad_ports[i], 1);
+    assert_int_equal(au_cluster_opts_from_env(&o, err, sizeof(err)), AU_EINVAL);
+    assert_non_null(strstr(err, "AU_PORTS="));
+  }
+  unsetenv("AU_PORTS");
   setenv("AU_COORD", "::1:7070", 1);
   assert_int_equal(au_cluster_opts_from_env(&o, err, sizeof(err)), AU_EINVAL);
   assert_non_null(strstr(err, "[addr]:port for IPv6"));
