@@ -52,6 +52,9 @@ typedef struct options {
   int nodes;        /* -n */
   int port;         /* --port; 0: pick a free one */
   const char *bind; /* --bind */
+  char **host;      /* --hosts: the host of each rank (NULL: all here) */
+  char *hosts_buf;  /* ... the names, one block */
+  int host_ranks;   /* ... how many ranks it names */
   double timeout_s; /* --timeout; 0: none */
   double grace_s;   /* --grace */
   bool prefix;      /* false with --no-prefix */
@@ -141,9 +144,10 @@ void run_help(FILE *out)
 {
   fprintf(out,
           "usage: augur run -n N [options] [--] PROGRAM [ARGS...]\n"
+          "       augur run --hosts H1:N1,H2:N2,... [options] [--] PROGRAM [ARGS...]\n"
           "\n"
-          "Start N processes of PROGRAM on this machine as one augur cluster, for\n"
-          "development and tests. On a real cluster use mpirun or srun (docs/launch.md).\n"
+          "Start N processes of PROGRAM on this machine as one augur cluster, or with\n"
+          "--hosts N1 on host H1, N2 on H2, ... over ssh (docs/launch.md).\n"
           "\n"
           "Each process gets the launcher's environment plus:\n"
           "  AU_RANK     its rank, 0 to N-1\n"
@@ -167,6 +171,14 @@ void run_help(FILE *out)
           "                   fails to listen and the run fails)\n"
           "  --bind ADDR      coordinator address, an IPv4 address of this machine\n"
           "                   (default 127.0.0.1)\n"
+          "  --hosts LIST     HOST[:N],... : N ranks (default 1) on each HOST in turn, rank 0\n"
+          "                   on the first, which is also the coordinator (AU_COORD=\n"
+          "                   HOST:PORT, PORT from --port or at random in 20000-31999).\n"
+          "                   Each rank runs as AU_RSH HOST 'COMMAND' (AU_RSH default ssh:\n"
+          "                   set up keys first) in this directory if the host has it,\n"
+          "                   with the cluster's and every other AU_* variable; the job's\n"
+          "                   secret goes on its stdin, on no command line, so remote\n"
+          "                   ranks read nothing else there\n"
           "  --timeout S      stop every process after S seconds and exit 124 (default: none)\n"
           "  --grace S        seconds between the stop signal and SIGKILL (default 2)\n"
           "  --no-prefix      relay lines without the \"[rank] \" prefix\n"
@@ -231,6 +243,45 @@ static bool parse_secs(const char *s, double min, bool min_ok, double *out)
 }
 
 /* Parses argv into o. Returns 0 to run, 1 after --help, 2 after a usage error (printed). */
+/* --hosts H1:N1,H2:N2,... (":N" may be left out: one rank): each host's ranks in turn,
+ * rank 0 on the first host. Sets o->host, o->host_ranks and, unless -n came first,
+ * o->nodes. 0 or 2 (usage). */
+static int parse_hosts(const char *val, options_t *o)
+{
+  free(o->host);
+  free(o->hosts_buf);
+  o->host = NULL;
+  o->hosts_buf = strdup(val);
+  if (!o->hosts_buf) return usage_error("--hosts: out of memory");
+  int total = 0, cap = 0;
+  for (char *save = NULL, *h = strtok_r(o->hosts_buf, ",", &save); h;
+       h = strtok_r(NULL, ",", &save)) {
+    long n = 1;
+    char *colon = strrchr(h, ':');
+    if (colon && !strchr(colon, ']')) { /* host:N, not the port of an [IPv6] address */
+      *colon = '\0';
+      if (!parse_int(colon + 1, 1, MAX_NODES, &n))
+        return usage_error("--hosts: expected HOST or HOST:N with N from 1 to %d, got '%s:%s'",
+                           MAX_NODES, h, colon + 1);
+    }
+    if (!*h || strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_[]:") !=
+                   strlen(h))
+      return usage_error("--hosts: '%s' is not a host name or address", h);
+    if (total + n > MAX_NODES) return usage_error("--hosts: more than %d ranks", MAX_NODES);
+    if (total + n > cap) {
+      cap = (int)(total + n) * 2;
+      char **m = realloc(o->host, (size_t)cap * sizeof(*m));
+      if (!m) return usage_error("--hosts: out of memory");
+      o->host = m;
+    }
+    for (long k = 0; k < n; k++) o->host[total++] = h;
+  }
+  if (total == 0) return usage_error("--hosts: expected HOST[:N],... , got '%s'", val);
+  o->host_ranks = total;
+  if (o->nodes == 0) o->nodes = total;
+  return 0;
+}
+
 static int parse(int argc, char **argv, options_t *o)
 {
   *o = (options_t){.nodes = 0, .bind = "127.0.0.1", .grace_s = 2, .prefix = true};
@@ -264,7 +315,8 @@ static int parse(int argc, char **argv, options_t *o)
     }
     bool known = strcmp(name, "-n") == 0 || strcmp(name, "--nodes") == 0 ||
                  strcmp(name, "--port") == 0 || strcmp(name, "--bind") == 0 ||
-                 strcmp(name, "--timeout") == 0 || strcmp(name, "--grace") == 0;
+                 strcmp(name, "--hosts") == 0 || strcmp(name, "--timeout") == 0 ||
+                 strcmp(name, "--grace") == 0;
     if (!known) return usage_error("unknown option '%s'", a);
     if (!val) {
       if (i + 1 >= argc) return usage_error("%s: expected a value after it, got nothing", name);
@@ -287,6 +339,9 @@ static int parse(int argc, char **argv, options_t *o)
       if (inet_pton(AF_INET, val, &ia) != 1)
         return usage_error("--bind: expected an IPv4 address such as 127.0.0.1, got '%s'", val);
       o->bind = val;
+    } else if (strcmp(name, "--hosts") == 0) {
+      int rc = parse_hosts(val, o);
+      if (rc != 0) return rc;
     } else if (strcmp(name, "--timeout") == 0) {
       if (!parse_secs(val, 0, false, &o->timeout_s))
         return usage_error("--timeout: expected a number of seconds above 0 (at most %g), got "
@@ -299,6 +354,8 @@ static int parse(int argc, char **argv, options_t *o)
                            MAX_SECS, val);
     }
   }
+  if (o->host && o->nodes != o->host_ranks)
+    return usage_error("-n %d, but --hosts names %d ranks", o->nodes, o->host_ranks);
   if (o->nodes == 0) return usage_error("missing -n N, the number of processes to start");
   if (i >= argc) return usage_error("missing PROGRAM, the program to start N times");
   o->argv = argv + i;
@@ -512,6 +569,60 @@ static void drain_wake(launcher_t *l)
 }
 
 /* In the child, between fork and exec: set up what PROGRAM expects, then exec it. */
+extern char **environ;
+
+/* s in single quotes for a POSIX shell, appended to buf (cap bytes); false if it does not
+ * fit. */
+static bool shell_quote(char *buf, size_t cap, size_t *len, const char *s)
+{
+  if (*len + 3 > cap) return false;
+  buf[(*len)++] = '\'';
+  for (; *s; s++) {
+    const char *piece = *s == '\'' ? "'\\''" : NULL;
+    size_t n = piece ? 4 : 1;
+    if (*len + n + 2 > cap) return false;
+    if (piece)
+      memcpy(buf + *len, piece, n);
+    else
+      buf[*len] = *s;
+    *len += n;
+  }
+  buf[(*len)++] = '\'';
+  buf[*len] = '\0';
+  return true;
+}
+
+static bool append(char *buf, size_t cap, size_t *len, const char *s)
+{
+  size_t n = strlen(s);
+  if (*len + n + 1 > cap) return false;
+  memcpy(buf + *len, s, n + 1);
+  *len += n;
+  return true;
+}
+
+/* The command a remote rank runs through AU_RSH: in the launcher's directory if it
+ * exists there, the secret read from stdin (so that it is on no command line), then the
+ * program with the cluster's variables and every other AU_* variable of the launcher. */
+static bool remote_command(const launcher_t *l, char *buf, size_t cap)
+{
+  size_t len = 0;
+  char cwd[4096];
+  buf[0] = '\0';
+  if (getcwd(cwd, sizeof(cwd)) &&
+      !(append(buf, cap, &len, "cd ") && shell_quote(buf, cap, &len, cwd) &&
+        append(buf, cap, &len, " 2>/dev/null; ")))
+    return false;
+  if (!append(buf, cap, &len, "IFS= read -r AU_SECRET; export AU_SECRET; exec env")) return false;
+  for (char **e = environ; *e; e++) {
+    if (strncmp(*e, "AU_", 3) != 0 || strncmp(*e, "AU_SECRET=", 10) == 0) continue;
+    if (!append(buf, cap, &len, " ") || !shell_quote(buf, cap, &len, *e)) return false;
+  }
+  for (char **a = l->opt.argv; *a; a++)
+    if (!append(buf, cap, &len, " ") || !shell_quote(buf, cap, &len, *a)) return false;
+  return true;
+}
+
 static void __attribute__((noreturn)) child_exec(launcher_t *l, int rank, int out, int err)
 {
   /* Dispositions and mask as the launcher found them (an ignored SIGINT stays ignored,
@@ -526,7 +637,17 @@ static void __attribute__((noreturn)) child_exec(launcher_t *l, int rank, int ou
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != l->self) _exit(1); /* the launcher died before the line above */
 #endif
-  if (rank != 0 || l->stdin_tty) {
+  if (l->opt.host) {
+    /* a remote rank: its stdin is the pipe with the job's secret, nothing more */
+    int p[2];
+    const char *secret = getenv("AU_SECRET");
+    if (pipe(p) == 0) {
+      dprintf(p[1], "%s\n", secret ? secret : "");
+      close(p[1]);
+      dup2(p[0], 0);
+      close(p[0]);
+    }
+  } else if (rank != 0 || l->stdin_tty) {
     int null = open("/dev/null", O_RDONLY);
     if (null >= 0 && null != 0) {
       dup2(null, 0);
@@ -538,6 +659,26 @@ static void __attribute__((noreturn)) child_exec(launcher_t *l, int rank, int ou
   dup2(err, 2);
   if (l->nofile_raised) setrlimit(RLIMIT_NOFILE, &l->nofile);
   sigprocmask(SIG_SETMASK, &l->mask, NULL);
+  if (l->opt.host) { /* AU_RSH HOST COMMAND, as ssh takes it */
+    static char cmd[65536];
+    char *words[64];
+    int nw = 0;
+    const char *rsh = getenv("AU_RSH");
+    char *rshs = strdup(rsh && *rsh ? rsh : "ssh");
+    for (char *save = NULL, *w = rshs ? strtok_r(rshs, " \t", &save) : NULL; w && nw < 60;
+         w = strtok_r(NULL, " \t", &save))
+      words[nw++] = w;
+    if (nw == 0 || !remote_command(l, cmd, sizeof(cmd))) {
+      dprintf(2, PROG ": cannot build the command for rank %d on %s\n", rank, l->opt.host[rank]);
+      _exit(127);
+    }
+    words[nw++] = l->opt.host[rank];
+    words[nw++] = cmd;
+    words[nw] = NULL;
+    execvp(words[0], words);
+    dprintf(2, PROG ": cannot run AU_RSH '%s': %s\n", words[0], strerror(errno));
+    _exit(127);
+  }
   execvp(l->opt.argv[0], l->opt.argv);
   dprintf(2, PROG ": cannot run '%s': %s\n", l->opt.argv[0], strerror(errno));
   _exit(127);
@@ -816,7 +957,13 @@ static int launch(launcher_t *l)
 {
   int nodes = l->opt.nodes;
   int port = l->opt.port;
-  if (port == 0) {
+  if (l->opt.host && port == 0) {
+    /* another host's ports cannot be probed from here: one at random where the MPI and
+     * Slurm modes look (docs/cluster.md); --port names one */
+    uint16_t r = 0;
+    if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) r = (uint16_t)getpid();
+    port = 20000 + r % 12000;
+  } else if (port == 0) {
     int rc = free_port(l->opt.bind, &port);
     if (rc < 0) {
       fprintf(stderr, PROG ": cannot find a free port on %s: %s (use --port or --bind)\n",
@@ -824,8 +971,8 @@ static int launch(launcher_t *l)
       return 1;
     }
   }
-  char coord[64], cluster[64], nodes_s[16];
-  snprintf(coord, sizeof(coord), "%s:%d", l->opt.bind, port);
+  char coord[300], cluster[64], nodes_s[16];
+  snprintf(coord, sizeof(coord), "%s:%d", l->opt.host ? l->opt.host[0] : l->opt.bind, port);
   snprintf(nodes_s, sizeof(nodes_s), "%d", nodes);
   cluster_id(cluster, sizeof(cluster));
   if (setenv("AU_NODES", nodes_s, 1) < 0 || setenv("AU_COORD", coord, 1) < 0 ||
@@ -898,6 +1045,8 @@ int run_main(int argc, char **argv)
   raise_nofile(&l);
   int status = launch(&l);
   free(l.child);
+  free(l.opt.host);
+  free(l.opt.hosts_buf);
   free(l.bufs);
   free(l.pfd);
   free(l.pst);

@@ -9,6 +9,7 @@ set -uo pipefail
 build=$1
 node=$build/tests/cluster_node
 mf=$build/demos/augur-mf
+augur=$build/tools/augur
 tmp=$(mktemp -d)
 id=$$
 br=aub$((id % 100000))
@@ -171,6 +172,35 @@ kill $holder 2>/dev/null
 cat "$tmp/busy.all"
 check "AU_PORTS with no free port fails" test $rc -ne 0
 check "... and says so" grep -q "^\[1\].*AU_PORTS=$lo-$lo: no free port on $subnet.2" "$tmp/busy.all"
+
+# 6. augur run --hosts, through an agent that enters a host's namespace the way ssh would
+# log in to it (AU_RSH HOST COMMAND: the command is one string for the host's shell)
+printf '#!/usr/bin/env bash\nhost=$1\nshift\nexec ip netns exec "auh%s-${host#auhost}" sh -c "$*"\n' "$id" >"$tmp/agent"
+chmod +x "$tmp/agent"
+AU_RSH="$tmp/agent" timeout 120 "$augur" run --hosts auhost0:1,auhost1:1,auhost2:1 \
+  "$node" exchange 1000 4096 >"$tmp/run.all" 2>&1
+rc=$?
+cat "$tmp/run.all"
+check "augur run --hosts: exit 0" test $rc -eq 0
+check "augur run --hosts: every rank ok, output prefixed" \
+  test "$(grep -c '^\[[012]\] rank=[012] .*cluster_errors=0 .* ok$' "$tmp/run.all")" -eq 3
+check "augur run --hosts: the coordinator is the first host" grep -q "coord=auhost0:" "$tmp/run.all"
+# two ranks on one host, and a job secret that came by stdin, not by command line
+AU_RSH="$tmp/agent" timeout 60 "$augur" run --hosts auhost1:2,auhost2 \
+  sh -c 'echo "host=$(hostname -I | tr -d " ") rank=$AU_RANK nodes=$AU_NODES secret=${#AU_SECRET}"' \
+  >"$tmp/run2" 2>&1
+cat "$tmp/run2"
+check "augur run --hosts: ranks 0 and 1 on the first host, 2 on the second" \
+  test "$(grep -c "^\[0\] host=$subnet.2 rank=0 nodes=3 secret=64$\|^\[1\] host=$subnet.2 rank=1 nodes=3 secret=64$\|^\[2\] host=$subnet.3 rank=2 nodes=3 secret=64$" "$tmp/run2")" -eq 3
+# one rank fails: its status is the launcher's, and the others are stopped at once
+start=$(date +%s)
+AU_RSH="$tmp/agent" timeout 60 "$augur" run --hosts auhost0,auhost1,auhost2 \
+  sh -c '[ "$AU_RANK" = 1 ] && exit 3; sleep 30' >"$tmp/run3" 2>&1
+rc=$?
+took=$(($(date +%s) - start))
+cat "$tmp/run3"
+check "augur run --hosts: a failing rank's status (3)" test $rc -eq 3
+check "augur run --hosts: the others stopped (in ${took} s)" test $took -lt 15
 
 [ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
 echo "$fails check(s) failed"
