@@ -175,7 +175,8 @@ check "... and says so" grep -q "^\[1\].*AU_PORTS=$lo-$lo: no free port on $subn
 
 # 6. augur run --hosts, through an agent that enters a host's namespace the way ssh would
 # log in to it (AU_RSH HOST COMMAND: the command is one string for the host's shell)
-printf '#!/usr/bin/env bash\nhost=$1\nshift\nexec ip netns exec "auh%s-${host#auhost}" sh -c "$*"\n' "$id" >"$tmp/agent"
+# (a host by name, auhostN, or by address, SUBNET.N+1)
+printf '#!/usr/bin/env bash\nhost=$1\nshift\ncase $host in auhost*) h=${host#auhost} ;; *) h=$((${host##*.} - 1)) ;; esac\nexec ip netns exec "auh%s-$h" sh -c "$*"\n' "$id" >"$tmp/agent"
 chmod +x "$tmp/agent"
 AU_RSH="$tmp/agent" timeout 120 "$augur" run --hosts auhost0:1,auhost1:1,auhost2:1 \
   "$node" exchange 1000 4096 >"$tmp/run.all" 2>&1
@@ -201,6 +202,28 @@ took=$(($(date +%s) - start))
 cat "$tmp/run3"
 check "augur run --hosts: a failing rank's status (3)" test $rc -eq 3
 check "augur run --hosts: the others stopped (in ${took} s)" test $took -lt 15
+
+# 7. mpirun across the hosts: OpenMPI's rsh launcher starts its daemons through the same
+# agent (--mca plm_rsh_agent), as it would run ssh; the daemons reach mpirun on the
+# bridge's address (this machine's side of the link)
+if command -v mpirun >/dev/null; then
+  ip addr add "$subnet.254/24" dev "$br"
+  mpi=(timeout 120 mpirun --allow-run-as-root --oversubscribe --host "$subnet.1,$subnet.2,$subnet.3"
+    --mca plm_rsh_agent "$tmp/agent" --mca oob_tcp_if_include "$subnet.0/24"
+    --mca btl self,tcp --mca btl_tcp_if_include "$subnet.0/24" -x AU_COORD=auhost0:$port -x AU_SECRET=$secret)
+  "${mpi[@]}" "$node" exchange 1000 1024 >"$tmp/mpi" 2>&1
+  rc=$?
+  cat "$tmp/mpi"
+  check "mpirun --host on 3 hosts: exit 0" test $rc -eq 0
+  check "mpirun --host on 3 hosts: every node ok" test "$(grep -c 'cluster_errors=0 .* ok$' "$tmp/mpi")" -eq 3
+  "${mpi[@]}" sh -c 'echo "rank=$OMPI_COMM_WORLD_RANK host=$(hostname -I | tr -d " ")"' >"$tmp/mpi2" 2>&1
+  cat "$tmp/mpi2"
+  check "mpirun --host: one rank on each host" \
+    test "$(grep -c "^rank=\([012]\) host=$subnet\.[123]$" "$tmp/mpi2")" -eq 3 -a \
+    "$(grep -o "host=.*" "$tmp/mpi2" | sort -u | wc -l)" -eq 3
+else
+  echo "ok   (mpirun is not installed: its case is left out)"
+fi
 
 [ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
 echo "$fails check(s) failed"
