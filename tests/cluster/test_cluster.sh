@@ -114,16 +114,16 @@ replicate)
   done
   # past 64 nodes: replica sets are bitmaps sized to the cluster (actors/nodeset.h); with
   # 64-bit masks the nodes past 64 were refused their replicas and their workers waited
-  CLUSTER_PLACE=replicate timeout 120 "$augur" run -n 66 "$node" conserve 400 400 >"$tmp/out66" 2>&1
+  CLUSTER_PLACE=replicate timeout 120 "$augur" run -n 80 "$node" conserve 480 400 >"$tmp/out80" 2>&1
   rc=$?
-  tail -3 "$tmp/out66"
-  check "replicate on 66 nodes exits 0" test $rc -eq 0
-  check "replicate on 66 nodes: every node ok" test "$(grep -c ' ok$' "$tmp/out66")" -eq 66
-  check "replicate on 66 nodes: owners and replicas all exact" grep -q 'cluster_wrong=0 ' "$tmp/out66"
-  # node 65 owns one actor of 4 keys (400 keys, 100 actors on 66 nodes): 8 or more readable
-  # keys there are replicas
-  check "replicate on 66 nodes: node 65 held replicas" \
-    grep -Eq '^\[65\] rank=65 run=0 checked=([89]|[1-9][0-9]+) ' "$tmp/out66"
+  tail -3 "$tmp/out80"
+  check "replicate on 80 nodes exits 0" test $rc -eq 0
+  check "replicate on 80 nodes: every node ok" test "$(grep -c ' ok$' "$tmp/out80")" -eq 80
+  check "replicate on 80 nodes: owners and replicas all exact" grep -q 'cluster_wrong=0 ' "$tmp/out80"
+  # a node owns one or two actors of 4 keys (480 keys, 120 actors on 80 nodes): 9 or more
+  # readable keys there are replicas, on every node
+  check "replicate on 80 nodes: every node held replicas" \
+    test "$(grep -Ec '^\[[0-9]+\] rank=[0-9]+ run=0 checked=(9|[1-9][0-9]+) ' "$tmp/out80")" -eq 80
   ;;
 intents)
   # the storm on tables placed by intents: every worker announces the keys of its next
