@@ -225,6 +225,19 @@ else
   echo "ok   (mpirun is not installed: its case is left out)"
 fi
 
+# 8. srun's per-task environment (no Slurm here: the variables srun sets for each task,
+# set by hand on each host, and AU_COORD as docs/launch.md's sbatch script makes it)
+for r in 0 1 2; do
+  ip netns exec "${ns[$r]}" env -u AU_RANK -u AU_NODES SLURM_PROCID=$r SLURM_NTASKS=3 \
+    SLURM_JOB_ID=4242 SLURM_LOCALID=0 SLURM_NODEID=$r AU_COORD=auhost0:$port AU_SECRET=$secret \
+    timeout 60 "$node" exchange 500 1024 >"$tmp/slurm.$r" 2>&1 &
+done
+wait
+cat "$tmp"/slurm.*
+check "srun's environment on 3 hosts: every node ok" \
+  test "$(cat "$tmp"/slurm.* | grep -c 'cluster_errors=0 .* ok$')" -eq 3
+check "srun's environment: the cluster id is the job id" grep -q 'cluster=4242 joined' "$tmp/slurm.1"
+
 [ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
 echo "$fails check(s) failed"
 exit 1
