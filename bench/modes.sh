@@ -5,9 +5,12 @@
 # adaptive mode is judged by. docs/benchmarks.md explains the rows and the targets.
 #
 #   bench/modes.sh [--nodes N] [--delay-us D] [--epochs E] [--runs R] [--limit S]
-#                  [--modes "M..."] [--build DIR] [-- AUGUR_MF_FLAGS...]
+#                  [--modes "M..."] [--build DIR] [--hosts [--rate R]] [-- AUGUR_MF_FLAGS...]
 # A run that takes longer than S seconds (default 120) is stopped and its row says
 # epoch_seconds=inf (relocate thrashes when every node wants every column).
+# --hosts: one node on each of N hosts made of network namespaces (root), veth pairs on
+# a bridge, each link shaped to R each way with tc tbf (default 1gbit), started by
+# augur run --hosts through an agent that enters a host's namespace.
 set -u
 nodes=4
 delay=200
@@ -16,6 +19,8 @@ runs=1
 limit=120
 build=build
 modes="classic replicate relocate hot adaptive"
+hosts=0
+rate=1gbit
 usage() {
   sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
   exit "${1:-0}"
@@ -29,6 +34,8 @@ while [ $# -gt 0 ]; do
   --limit) limit=$2; shift 2 ;;
   --build) build=$2; shift 2 ;;
   --modes) modes=$2; shift 2 ;;
+  --hosts) hosts=1; shift ;;
+  --rate) rate=$2; shift 2 ;;
   --help | -h) usage 0 ;;
   --) shift; break ;;
   *) echo "modes.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
@@ -53,7 +60,46 @@ done
 data=(--threads 1 --stagger)
 [ $# -gt 0 ] && data=("$@")
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+ns=()
+br=amb$$
+cleanup() {
+  for n in "${ns[@]}"; do ip netns del "$n" 2>/dev/null; rm -rf "/etc/netns/$n"; done
+  [ "$hosts" -eq 1 ] && ip link del "$br" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+launch=("$augur" run -n "$nodes")
+if [ "$hosts" -eq 1 ]; then
+  [ "$(id -u)" -eq 0 ] || { echo "modes.sh: --hosts needs root (network namespaces)" >&2; exit 2; }
+  subnet=10.232.$(($$ % 200 + 20))
+  ip link add "$br" type bridge && ip link set "$br" up || { echo "modes.sh: cannot make a bridge" >&2; exit 2; }
+  names=""
+  for h in $(seq 0 $((nodes - 1))); do names+="$subnet.$((h + 1)) mhost$h"$'\n'; done
+  list=""
+  for h in $(seq 0 $((nodes - 1))); do
+    n=amh$$-$h
+    ip netns add "$n" || { echo "modes.sh: cannot make a network namespace" >&2; exit 2; }
+    ns+=("$n")
+    ip link add "mv$$$h" type veth peer name "mh$$$h"
+    ip link set "mh$$$h" netns "$n"
+    ip link set "mv$$$h" master "$br" up
+    ip -n "$n" link set lo up
+    ip -n "$n" link set "mh$$$h" name eth0
+    ip -n "$n" addr add "$subnet.$((h + 1))/24" dev eth0
+    ip -n "$n" link set eth0 up
+    # each way: out of the host (its eth0), and into it (the bridge's end of its pair)
+    ip netns exec "$n" tc qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 20ms
+    tc qdisc add dev "mv$$$h" root tbf rate "$rate" burst 256kb latency 20ms
+    mkdir -p "/etc/netns/$n"
+    printf '127.0.0.1 localhost\n%s' "$names" >"/etc/netns/$n/hosts"
+    list+="${list:+,}mhost$h"
+  done
+  printf '#!/usr/bin/env bash\nhost=$1\nshift\nexec ip netns exec "amh%s-${host#mhost}" sh -c "$*"\n' "$$" >"$tmp/agent"
+  chmod +x "$tmp/agent"
+  export AU_RSH=$tmp/agent
+  launch=("$augur" run --hosts "$list")
+  echo "hosts=$nodes rate=$rate subnet=$subnet.0/24"
+fi
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 field() { grep -o " $1=[^ ]*" | cut -d= -f2; }
@@ -73,7 +119,7 @@ for d in $delays; do
   for r in $(seq 1 "$runs"); do
     for m in $modes; do
       [ "${over[$d.$m]}" -eq 1 ] && continue
-      AU_NET_DELAY_US=$d timeout "$limit" "$augur" run -n "$nodes" "$mf" --mode "$m" \
+      AU_NET_DELAY_US=$d timeout "$limit" "${launch[@]}" "$mf" --mode "$m" \
         --epochs "$epochs" "${data[@]}" >"$tmp/out" 2>&1
       rc=$?
       if [ $rc -eq 124 ]; then
