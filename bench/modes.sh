@@ -60,45 +60,19 @@ done
 data=(--threads 1 --stagger)
 [ $# -gt 0 ] && data=("$@")
 tmp=$(mktemp -d)
-ns=()
-br=amb$$
+source "$(dirname "$0")/../scripts/netns-hosts.sh"
 cleanup() {
-  for n in "${ns[@]}"; do ip netns del "$n" 2>/dev/null; rm -rf "/etc/netns/$n"; done
-  [ "$hosts" -eq 1 ] && ip link del "$br" 2>/dev/null
+  [ "$hosts" -eq 1 ] && netns_hosts_down
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 launch=("$augur" run -n "$nodes")
 if [ "$hosts" -eq 1 ]; then
-  [ "$(id -u)" -eq 0 ] || { echo "modes.sh: --hosts needs root (network namespaces)" >&2; exit 2; }
-  subnet=10.232.$(($$ % 200 + 20))
-  ip link add "$br" type bridge && ip link set "$br" up || { echo "modes.sh: cannot make a bridge" >&2; exit 2; }
-  names=""
-  for h in $(seq 0 $((nodes - 1))); do names+="$subnet.$((h + 1)) mhost$h"$'\n'; done
-  list=""
-  for h in $(seq 0 $((nodes - 1))); do
-    n=amh$$-$h
-    ip netns add "$n" || { echo "modes.sh: cannot make a network namespace" >&2; exit 2; }
-    ns+=("$n")
-    ip link add "mv$$$h" type veth peer name "mh$$$h"
-    ip link set "mh$$$h" netns "$n"
-    ip link set "mv$$$h" master "$br" up
-    ip -n "$n" link set lo up
-    ip -n "$n" link set "mh$$$h" name eth0
-    ip -n "$n" addr add "$subnet.$((h + 1))/24" dev eth0
-    ip -n "$n" link set eth0 up
-    # each way: out of the host (its eth0), and into it (the bridge's end of its pair)
-    ip netns exec "$n" tc qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 20ms
-    tc qdisc add dev "mv$$$h" root tbf rate "$rate" burst 256kb latency 20ms
-    mkdir -p "/etc/netns/$n"
-    printf '127.0.0.1 localhost\n%s' "$names" >"/etc/netns/$n/hosts"
-    list+="${list:+,}mhost$h"
-  done
-  printf '#!/usr/bin/env bash\nhost=$1\nshift\nexec ip netns exec "amh%s-${host#mhost}" sh -c "$*"\n' "$$" >"$tmp/agent"
-  chmod +x "$tmp/agent"
+  netns_hosts_up "$nodes" mhost "$rate" || { echo "modes.sh: --hosts: $NETNS_WHY" >&2; exit 2; }
+  netns_hosts_agent "$tmp/agent"
   export AU_RSH=$tmp/agent
-  launch=("$augur" run --hosts "$list")
-  echo "hosts=$nodes rate=$rate subnet=$subnet.0/24"
+  launch=("$augur" run --hosts "$NETNS_LIST")
+  echo "hosts=$nodes rate=$rate subnet=$NETNS_SUBNET.0/24"
 fi
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }

@@ -12,16 +12,11 @@ mf=$build/demos/augur-mf
 augur=$build/tools/augur
 tmp=$(mktemp -d)
 id=$$
-br=aub$((id % 100000))
-ns=()
+source "$(dirname "$0")/../../scripts/netns-hosts.sh"
 cleanup() {
   kill $(jobs -p) 2>/dev/null
   wait 2>/dev/null
-  for n in "${ns[@]}"; do
-    ip netns del "$n" 2>/dev/null
-    rm -rf "/etc/netns/$n"
-  done
-  ip link del "$br" 2>/dev/null
+  netns_hosts_down
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -36,42 +31,11 @@ check() { # check NAME COMMAND...
   if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
 }
 
-command -v ip >/dev/null || skip "no ip command"
-[ "$(id -u)" -eq 0 ] || skip "not root: network namespaces need it"
-ip link add "$br" type bridge 2>/dev/null || skip "cannot make a bridge here"
-ip link set "$br" up
-# a /24 that no interface of this machine uses
-subnet=""
-for third in $(seq $((id % 200 + 20)) 250) $(seq 20 $((id % 200 + 19))); do
-  if ! ip -4 addr show | grep -q "inet 10\.231\.$third\."; then
-    subnet=10.231.$third
-    break
-  fi
-done
-[ -n "$subnet" ] || skip "no free test subnet"
-hosts=3
-names=""
-for h in $(seq 0 $((hosts - 1))); do
-  names+="$subnet.$((h + 1)) auhost$h"$'\n'
-done
-for h in $(seq 0 $((hosts - 1))); do
-  n=auh$id-$h
-  ip netns add "$n" 2>/dev/null || skip "cannot make a network namespace here"
-  ns+=("$n")
-  ip link add "av$id$h" type veth peer name "ah$id$h" || skip "cannot make veth pairs here"
-  ip link set "ah$id$h" netns "$n"
-  ip link set "av$id$h" master "$br" up
-  ip -n "$n" link set lo up
-  ip -n "$n" link set "ah$id$h" name eth0
-  ip -n "$n" addr add "$subnet.$((h + 1))/24" dev eth0
-  ip -n "$n" link set eth0 up
-  mkdir -p "/etc/netns/$n"
-  printf '127.0.0.1 localhost\n%s' "$names" >"/etc/netns/$n/hosts"
-done
-# the hosts see each other (and nothing else but their own loopback)
-# the hosts see each other: a connection to a closed port is refused, not lost
-probe=$(ip netns exec "${ns[1]}" timeout 5 bash -c 'exec 3<>/dev/tcp/auhost0/9' 2>&1)
-grep -q refused <<<"$probe" || skip "the namespace hosts cannot reach each other ($probe)"
+netns_hosts_up 3 auhost || skip "$NETNS_WHY"
+ns=("${NETNS_NS[@]}")
+subnet=$NETNS_SUBNET
+br=$NETNS_BRIDGE
+netns_hosts_agent "$tmp/agent"
 
 port=$((20000 + id % 10000))
 secret=test-$id-$RANDOM
@@ -175,9 +139,6 @@ check "... and says so" grep -q "^\[1\].*AU_PORTS=$lo-$lo: no free port on $subn
 
 # 6. augur run --hosts, through an agent that enters a host's namespace the way ssh would
 # log in to it (AU_RSH HOST COMMAND: the command is one string for the host's shell)
-# (a host by name, auhostN, or by address, SUBNET.N+1)
-printf '#!/usr/bin/env bash\nhost=$1\nshift\ncase $host in auhost*) h=${host#auhost} ;; *) h=$((${host##*.} - 1)) ;; esac\nexec ip netns exec "auh%s-$h" sh -c "$*"\n' "$id" >"$tmp/agent"
-chmod +x "$tmp/agent"
 AU_RSH="$tmp/agent" timeout 120 "$augur" run --hosts auhost0:1,auhost1:1,auhost2:1 \
   "$node" exchange 1000 4096 >"$tmp/run.all" 2>&1
 rc=$?
