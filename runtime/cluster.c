@@ -61,6 +61,7 @@ static const conn_handlers_t handlers = {
     .written = data_written,
     .lost = member_lost,
     .dial_failed = member_on_dial_failed,
+    .refused = member_on_refused,
     .closed = member_on_closed,
 };
 

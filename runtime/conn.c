@@ -458,6 +458,8 @@ static int conn_handshake_frame(conn_t *c, const wire_hdr_t *h, const uint8_t *p
   if (rc == HS_FAIL) {
     char why[HS_REASON_MAX + 32];
     snprintf(why, sizeof(why), "refused: %s", reason);
+    if (!c->outgoing && c->hs.peer_rank < (uint32_t)net->nodes && net->handlers->refused)
+      net->handlers->refused(net, (int)c->hs.peer_rank, reason);
     conn_fail(c, why);
     return -1;
   }

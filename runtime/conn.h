@@ -97,6 +97,8 @@ typedef struct conn_handlers {
   void (*lost)(net_t *net, int peer, const char *why);
   /* a connection this node dialed to `peer` failed before it was up */
   void (*dial_failed)(net_t *net, int peer, const char *why);
+  /* a connection from node `peer` (as its HELLO said) was refused in the handshake */
+  void (*refused)(net_t *net, int peer, const char *why);
   /* a connection is gone (closed and freed) */
   void (*closed)(net_t *net);
 } conn_handlers_t;

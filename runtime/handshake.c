@@ -32,6 +32,7 @@ int hs_init(hs_t *hs, uint32_t my_rank, uint32_t nodes, const char *cluster_id, 
     return AU_EINVAL;
   hs->my_rank = my_rank;
   hs->nodes = nodes;
+  hs->peer_rank = UINT32_MAX;
   hs->expect_peer = expected_peer_rank;
   memcpy(hs->cluster, cluster_id, clen);
   hs->cluster_len = clen;

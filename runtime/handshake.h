@@ -41,7 +41,7 @@ enum { HS_FAIL = -1, HS_MORE = 0, HS_DONE = 1 };
 typedef struct hs {
   uint32_t my_rank, nodes;
   int64_t expect_peer; /* the rank the peer must have, or -1 for any */
-  uint32_t peer_rank;  /* valid once the peer's HELLO was accepted */
+  uint32_t peer_rank;  /* once the peer's HELLO was accepted; UINT32_MAX until then */
   uint64_t tx_seq;     /* seq of the next frame this side sends (first data frame's, once done) */
   int state;           /* internal */
   uint8_t nonce[HS_NONCE_LEN], peer_nonce[HS_NONCE_LEN];

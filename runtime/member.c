@@ -165,6 +165,13 @@ void member_on_dial_failed(net_t *net, int peer, const char *why)
   member_fail(net, AU_EPROTO, msg);
 }
 
+void member_on_refused(net_t *net, int peer, const char *why)
+{
+  if (net->member.state != NET_JOINING || peer == net->rank) return;
+  snprintf(net->member.why[peer], sizeof(net->member.why[peer]),
+           "its connection was refused here: %s", why);
+}
+
 static void on_join(net_t *net, conn_t *c, const uint8_t *p, size_t n)
 {
   member_t *m = &net->member;
@@ -287,7 +294,9 @@ static void on_tick(uv_timer_t *t)
       /* per missing peer: where this node tried and what happened, and the likely fix */
       for (int r = 0; r < net->nodes; r++) {
         if (r == net->rank || net->conns[r]) continue;
-        if (net->rank == 0 && !m->joined[r])
+        if (net->rank == 0 && !m->joined[r] && m->why[r][0])
+          net_log(net, AU_LOG_ERROR, "node %d never joined: %s", r, m->why[r]);
+        else if (net->rank == 0 && !m->joined[r])
           net_log(net, AU_LOG_ERROR,
                   "node %d never joined: it dials AU_COORD=%s, which must be an address of this "
                   "host that node %d's host reaches (a firewall, or a name that resolves to "

@@ -52,6 +52,8 @@ void member_on_ctrl(net_t *net, conn_t *c, const wire_hdr_t *h, const uint8_t *p
 void member_on_bye(net_t *net, conn_t *c);
 void member_on_closed(net_t *net);
 void member_on_dial_failed(net_t *net, int peer, const char *why);
+/* A connection from `peer` was refused here in the handshake: why, for the join timeout. */
+void member_on_refused(net_t *net, int peer, const char *why);
 /* Node `peer` is gone: the cluster is broken (logged), unless this node is leaving. */
 void member_lost(net_t *net, int peer, const char *why);
 
