@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 #include <sys/types.h>
 
@@ -319,6 +320,11 @@ typedef struct {
   char *err;
   size_t errlen;
   size_t lineno;
+  long long part_at; /* > 0: the lines are of a part of the file from this byte on
+                        (mf_load_part), named by where they start: line_at */
+  long long line_at;
+  mf_rating_fn raw; /* mf_load_part: each rating's ids as they are in the file */
+  void *raw_arg;
   int seen_data; /* a non-blank line was read (a CSV header may only come first) */
   /* Matrix Market */
   int mm_state; /* 0: banner next, 1: size line next, 2: entries */
@@ -345,14 +351,25 @@ static const char *shown(char *buf, size_t cap, const char *line, size_t len)
 static int bad_line(loader_t *L, const char *what, const char *line, size_t len)
 {
   char buf[80];
-  mf__set_err(L->err, L->errlen, "%s:%zu: expected %s, got '%s'", L->path, L->lineno, what,
-              shown(buf, sizeof(buf), line, len));
+  if (L->part_at > 0)
+    mf__set_err(L->err, L->errlen, "%s: the line at byte %lld: expected %s, got '%s'", L->path,
+                L->line_at, what, shown(buf, sizeof(buf), line, len));
+  else
+    mf__set_err(L->err, L->errlen, "%s:%zu: expected %s, got '%s'", L->path, L->lineno, what,
+                shown(buf, sizeof(buf), line, len));
   return MF_EPARSE;
 }
 
 static int add_rating(loader_t *L, uint64_t rid, uint64_t cid, float v)
 {
   uint32_t r, c;
+  if (L->raw) {
+    int rc = L->raw(L->raw_arg, rid, cid, v);
+    if (rc)
+      mf__set_err(L->err, L->errlen, "%s: %s", L->path,
+                  rc == MF_ENOMEM ? "out of memory" : "cannot pass the ratings on");
+    return rc;
+  }
   if (L->add_new_ids) {
     int rc = mf_idmap_insert(L->rows, rid, &r);
     if (!rc) rc = mf_idmap_insert(L->cols, cid, &c);
@@ -562,6 +579,69 @@ int mf_load(const char *path, mf_format_t fmt, mf_idmap_t *rows, mf_idmap_t *col
     out->n = start;
   else if (skipped)
     *skipped = L.skipped;
+  return rc;
+}
+
+int mf_load_part(const char *path, mf_format_t fmt, int part, int nparts, mf_rating_fn fn,
+                 void *arg, char *err, size_t errlen)
+{
+  if (fmt == MF_FMT_AUTO) fmt = mf_format_detect(path);
+  if ((unsigned)fmt > MF_FMT_MM || fmt == MF_FMT_MM || nparts < 1 || part < 0 || part >= nparts) {
+    mf__set_err(err, errlen, "%s: %s", path,
+                fmt == MF_FMT_MM ? "Matrix Market files are read whole" : "bad part");
+    return MF_EINVAL;
+  }
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    mf__set_err(err, errlen, "%s: %s", path, strerror(errno));
+    return MF_EIO;
+  }
+  setvbuf(f, NULL, _IOFBF, 1 << 20);
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0) {
+    mf__set_err(err, errlen, "%s: %s", path, strerror(errno));
+    fclose(f);
+    return MF_EIO;
+  }
+  /* [from, to) of the bytes; a line belongs to the part in which it starts */
+  const long long size = (long long)st.st_size;
+  const long long from = size * part / nparts, to = size * (part + 1) / nparts;
+  loader_t L = {.path = path,
+                .fmt = fmt,
+                .raw = fn,
+                .raw_arg = arg,
+                .part_at = from,
+                .seen_data = part > 0, /* a CSV header is the file's first line only */
+                .err = err,
+                .errlen = errlen};
+  long long at = from;
+  int rc = 0;
+  if (from > 0) { /* from the first line that starts at or after `from` */
+    if (fseeko(f, (off_t)(from - 1), SEEK_SET) != 0) rc = MF_EIO;
+    int c;
+    at = from - 1;
+    while (!rc && (c = getc(f)) != EOF) {
+      at++;
+      if (c == '\n') break;
+    }
+  }
+  char *line = NULL;
+  size_t linecap = 0;
+  ssize_t len;
+  while (!rc && at < to && (len = getline(&line, &linecap, f)) >= 0) {
+    L.line_at = at;
+    at += len;
+    L.lineno++;
+    if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+    if (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
+    rc = load_line(&L, line, (size_t)len);
+  }
+  if (!rc && ferror(f)) {
+    mf__set_err(err, errlen, "%s: %s", path, strerror(errno));
+    rc = errno == ENOMEM ? MF_ENOMEM : MF_EIO;
+  }
+  free(line);
+  fclose(f);
   return rc;
 }
 

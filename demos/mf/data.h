@@ -50,6 +50,7 @@ void mf_ratings_free(mf_ratings_t *r);
 /* ---- id maps ---------------------------------------------------------------------- */
 
 #define MF_IDMAP_MAX 0xfffffffeu /* most distinct ids one map holds */
+#define MF_NO_ID     UINT64_MAX  /* ids[] of a dense index that no rating has (shard.c) */
 
 typedef struct {
   uint64_t id;
@@ -110,6 +111,17 @@ mf_format_t mf_format_detect(const char *path);
  * is restored to its length on entry; the maps may keep ids from the partial read. */
 int mf_load(const char *path, mf_format_t fmt, mf_idmap_t *rows, mf_idmap_t *cols, int add_new_ids,
             mf_ratings_t *out, size_t *skipped, char *err, size_t errlen);
+
+/* One rating with its ids as the file has them: 0, or MF_ENOMEM to stop. */
+typedef int (*mf_rating_fn)(void *arg, uint64_t row_id, uint64_t col_id, float value);
+/* Reads part `part` of `nparts` of the file's bytes, cut at line starts (a line belongs to
+ * the part in which it starts, so the parts together read every line once), and hands
+ * each rating to fn, ids unmapped. CSV, UDATA, DAT, TRIPLES; a Matrix Market file is
+ * MF_EINVAL (its entries follow a header: read it whole, mf_load). 0, or MF_EIO,
+ * MF_EPARSE ("PATH: the line at byte B: expected ..."; in part 0 "PATH:LINE: ..."),
+ * MF_ENOMEM, MF_EINVAL. */
+int mf_load_part(const char *path, mf_format_t fmt, int part, int nparts, mf_rating_fn fn,
+                 void *arg, char *err, size_t errlen);
 
 /* ---- generator -------------------------------------------------------------------- */
 

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "data.h"
 #include "mf.h"
+#include "shard.h"
 
 #define PROG "augur-mf"
 
@@ -286,8 +287,15 @@ int main(int argc, char **argv)
     return 2;
   }
   dataset_t d = {0};
+  /* A training file on a cluster: each node reads its part (shard.h), so the node comes
+   * first. Otherwise every node loads or generates the whole set and keeps its rows.
+   * Matrix Market files are read whole (their entries follow a header). */
+  au_cluster_opts_t co;
+  mf_format_t fmt = a.format == MF_FMT_AUTO && a.train ? mf_format_detect(a.train) : a.format;
+  const int sharded =
+      a.train && fmt != MF_FMT_MM && au_cluster_opts_from_env(&co, err, sizeof(err)) == 1;
   uint64_t t0 = au_now_ns();
-  if ((rc = load_data(&a, &d)) != 0) return rc;
+  if (!sharded && (rc = load_data(&a, &d)) != 0) return rc;
   double load_s = (double)(au_now_ns() - t0) / 1e9;
 
   au_node_t *node;
@@ -296,6 +304,31 @@ int main(int argc, char **argv)
     fprintf(stderr, PROG ": starting the node: %s\n", au_strerror(rc));
     dataset_free(&d);
     return 1;
+  }
+  size_t train_total = d.train.n, test_total = d.test.n;
+  if (sharded) {
+    mf_shard_out_t so;
+    const mf_shard_in_t si = {.train = a.train,
+                              .test = a.test,
+                              .format = fmt,
+                              .test_ratio = a.test ? 0 : a.test_ratio,
+                              .seed = a.gen.seed};
+    if ((rc = mf_shard_load(node, &si, &so, err, sizeof(err))) != 0) {
+      fprintf(stderr, PROG ": %s\n", err);
+      au_node_destroy(node);
+      return rc;
+    }
+    d = (dataset_t){.rows = so.rows,
+                    .cols = so.cols,
+                    .train = so.train,
+                    .test = so.test,
+                    .nrows = so.nrows,
+                    .ncols = so.ncols,
+                    .test_skipped = so.test_skipped};
+    train_total = so.train_total, test_total = so.test_total;
+    a.mf.sharded = 1;
+    mf_shuffle(&d.train, a.mf.seed); /* SGD wants a random order */
+    load_s = (double)(au_now_ns() - t0) / 1e9;
   }
   if (a.trace && (rc = au_trace_start(au_node_runtime(node), a.trace)) != 0) {
     fprintf(stderr, PROG ": --trace %s: %s\n", a.trace, au_strerror(rc));
@@ -307,7 +340,8 @@ int main(int argc, char **argv)
   int talk = au_node_rank(node) == 0, nodes = au_node_nodes(node);
   if (talk) {
     printf("data=%s rows=%u cols=%u train=%zu test=%zu", a.train ? a.train : "generated", d.nrows,
-           d.ncols, d.train.n, d.test.n);
+           d.ncols, train_total, test_total);
+    if (sharded) printf(" read=parts");
     if (d.test_skipped) printf(" test_skipped=%zu", d.test_skipped);
     printf(" load_seconds=%.2f\n", load_s);
     fflush(stdout);

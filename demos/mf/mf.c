@@ -429,6 +429,19 @@ static int name_hot(mf_t *m, const uint32_t *cc)
   return rc;
 }
 
+/* cc summed over the cluster (in doubles, through the allreduce). 0 or AU_*. */
+static int sum_counts(mf_t *m, uint32_t *cc)
+{
+  double *v = malloc((m->ncols ? m->ncols : 1) * sizeof(double));
+  if (!v) return AU_ENOMEM;
+  for (uint32_t j = 0; j < m->ncols; j++) v[j] = cc[j];
+  int rc = au_allreduce_sum(au_node_runtime(m->node), v, m->ncols);
+  for (uint32_t j = 0; rc == 0 && j < m->ncols; j++)
+    cc[j] = v[j] < UINT32_MAX ? (uint32_t)v[j] : UINT32_MAX;
+  free(v);
+  return rc;
+}
+
 static int balance(mf_t *m, const mf_ratings_t *train, uint32_t cb_cols)
 {
   uint32_t *cc = calloc(m->ncols, sizeof(uint32_t));
@@ -438,7 +451,9 @@ static int balance(mf_t *m, const mf_ratings_t *train, uint32_t cb_cols)
   if (cc && m->col_key && m->row_map) {
     for (size_t i = 0; i < train->n; i++)
       if (cc[train->r[i].col] < UINT32_MAX) cc[train->r[i].col]++;
-    ret = mf_grid_balance(cc, m->ncols, cb_cols, m->o.seed ^ 0xc01u, m->col_key) ? AU_ENOMEM : 0;
+    ret = m->o.sharded ? sum_counts(m, cc) : 0; /* + the other nodes' ratings of each column */
+    if (ret == 0)
+      ret = mf_grid_balance(cc, m->ncols, cb_cols, m->o.seed ^ 0xc01u, m->col_key) ? AU_ENOMEM : 0;
     if (ret == 0 && m->o.place == AU_PLACE_HOT) ret = name_hot(m, cc);
     mf_rng_t rng;
     mf_rng_seed(&rng, m->o.seed ^ (0x40fu + (uint64_t)m->rank));
@@ -718,6 +733,7 @@ int mf_save(mf_t *m, const char *path, const mf_idmap_t *rows, const mf_idmap_t 
   /* this node's rows, then the columns it holds */
   for (uint64_t g = (uint64_t)m->rank; g < m->nrows; g += (uint64_t)m->nodes) {
     const uint64_t l = g / (uint64_t)m->nodes;
+    if (rows && g < rows->n && rows->ids[g] == MF_NO_ID) continue; /* a row no file has */
     write_vec(f, "row", rows && g < rows->n ? rows->ids[g] : g,
               &m->P[(size_t)m->row_map[l] * m->pstride], m->dim);
   }

@@ -32,6 +32,8 @@ typedef struct mf_opts {
   uint32_t batch;     /* most ratings per step */
   int lookahead;      /* column blocks announced ahead of the one a worker enters */
   int stagger;        /* column blocks staggered over all workers of the cluster */
+  int sharded;        /* the ratings given are this node's rows only (shard.h): the
+                         column counts are summed over the cluster */
   au_kernel_t kernel; /* AU_KERNEL_HOGWILD (default) or AU_KERNEL_ADD (exact) */
   au_place_t place;   /* how the column table is placed (default AU_PLACE_ADAPTIVE) */
   uint64_t seed;

@@ -320,6 +320,44 @@ mf)
     'BEGIN { exit !(a > 0 && b > 0 && b < 0.8 * a) }'
   check "--stagger reads locally (>= 0.9)" awk -v l="$l4" 'BEGIN { exit !(l >= 0.9) }'
   ;;
+mfparts)
+  # a ratings file on 3 nodes: each node parses its part of the bytes (read=parts), every
+  # line is read once, training matches one node's, --save keeps the file's ids, and a
+  # bad line in one node's part stops every node with a message that names it
+  mf=$build/demos/augur-mf
+  f=$tmp/ratings.csv
+  awk 'BEGIN { print "userId,movieId,rating,timestamp"
+    for (u = 0; u < 4000; u++) for (j = 0; j < 50; j++) {
+      c = (u * 37 + j * 101) % 1000; a = (u * 7919) % 5 - 2; b = (c * 104729) % 5 - 2
+      e = (u * 31) % 3 - 1; g = (c * 17) % 3 - 1; n = ((u * 131 + c * 71) % 100) / 100.0 - 0.5
+      printf "%d,%d,%.2f,%d\n", 1000 + u * 3, 50000 + c * 7, 3 + 0.5 * a * b + 0.5 * e * g + 0.2 * n, 964982703 }
+  }' >"$f"
+  args=(--epochs 8 --threads 1 --mode classic)
+  timeout 120 "$mf" "$f" "${args[@]}" >"$tmp/one" 2>&1
+  timeout 200 "$augur" run -n 3 "$mf" "$f" "${args[@]}" --save "$tmp/factors" >"$tmp/three" 2>&1
+  rc=$?
+  cat "$tmp/one" "$tmp/three"
+  check "3 nodes read a file in parts: exit 0" test $rc -eq 0
+  check "... read=parts" grep -q '^\[0\] data=.* read=parts' "$tmp/three"
+  sum=$(grep '^\[0\] data=' "$tmp/three" | sed 's/.*train=\([0-9]*\) test=\([0-9]*\) read=parts test_skipped=\([0-9]*\).*/\1 \2 \3/; s/.*train=\([0-9]*\) test=\([0-9]*\) read=parts .*/\1 \2 0/' | awk '{ print $1 + $2 + $3 }')
+  check "... every line read once (train + test + skipped = 200000, got $sum)" test "$sum" = 200000
+  one=$(grep '^epoch=8' "$tmp/one" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+  three=$(grep '^\[0\] epoch=8' "$tmp/three" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+  echo "one node test_rmse=$one, 3 nodes (parts) test_rmse=$three"
+  check "... trains like one node (within 5%; another held-out split)" \
+    awk -v a="$three" -v b="$one" 'BEGIN { exit !(a != "" && b != "" && a <= 1.05 * b && a >= 0.95 * b) }'
+  rows=$(cat "$tmp"/factors.* | grep -c '^row ')
+  check "... --save writes each trained row once, by its file id (4000, got $rows)" test "$rows" -eq 4000
+  check "... the ids are the file's" grep -q '^row 1003 ' "$tmp"/factors.*
+  # a bad line in the middle of the file: in node 1's part
+  awk 'NR == 100001 { print "1,2,notanumber,3"; next } { print }' "$f" >"$tmp/bad.csv"
+  timeout 120 "$augur" run -n 3 "$mf" "$tmp/bad.csv" "${args[@]}" >"$tmp/bad" 2>&1
+  rc=$?
+  cat "$tmp/bad"
+  check "a bad line in a part: exit status 2" test $rc -eq 2
+  check "... its node names the file, the line and what it expected" \
+    grep -q "^\[1\] augur-mf: $tmp/bad.csv: the line at byte [0-9]*: expected" "$tmp/bad"
+  ;;
 mf_modes)
   # replicate (3 nodes) and relocate (2 nodes) train as well as one node; small runs are
   # repeated, because a worker woken twice (a row and an arrival) once hung the run.

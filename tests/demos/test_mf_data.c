@@ -678,10 +678,67 @@ static void test_shuffle(void **state)
   mf_shuffle(&a, 1); /* empty: no-op */
 }
 
+/* mf_load_part: the parts of a file together hand over every rating once, in any number
+ * of parts (more parts than lines too), with or without a last newline; the CSV header is
+ * the first part's; a bad line names the part's line and byte; Matrix Market is refused. */
+typedef struct part_sum {
+  size_t n;
+  double ids, values;
+} part_sum_t;
+
+static int part_cb(void *arg, uint64_t row, uint64_t col, float v)
+{
+  part_sum_t *p = arg;
+  p->n++;
+  p->ids += (double)row * 1000.0 + (double)col;
+  p->values += v;
+  return 0;
+}
+
+static void test_load_part(void **state)
+{
+  (void)state;
+  char buf[8192];
+  size_t len = (size_t)snprintf(buf, sizeof(buf), "userId,movieId,rating,timestamp\n");
+  for (int i = 0; i < 97; i++)
+    len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%d,%d,%d.5,1700000000\n", i * 3, i % 11,
+                            i % 5);
+  const char *path = write_file("parts.csv", buf);
+  buf[len - 1] = '\0'; /* the same without the last newline */
+  const char *path2 = write_file("parts2.csv", buf);
+  const int counts[] = {1, 2, 3, 7, 50, 200};
+  char err[256];
+  for (int f = 0; f < 2; f++)
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+      part_sum_t sum = {0};
+      for (int k = 0; k < counts[c]; k++)
+        assert_int_equal(mf_load_part(f ? path2 : path, MF_FMT_AUTO, k, counts[c], part_cb, &sum,
+                                      err, sizeof(err)),
+                         0);
+      assert_int_equal(sum.n, 97);
+      double ids = 0, values = 0;
+      for (int i = 0; i < 97; i++)
+        ids += (double)(i * 3) * 1000.0 + (i % 11), values += i % 5 + 0.5;
+      assert_true(sum.ids == ids);
+      assert_true(sum.values == values);
+    }
+  /* a bad line in the second of two parts: named by the part's line and start byte */
+  const char *bad = write_file("partsbad.csv", "1,2,3\n4,5,6\n7,8,9\n10,x,12\n");
+  part_sum_t sum = {0};
+  assert_int_equal(mf_load_part(bad, MF_FMT_CSV, 0, 2, part_cb, &sum, err, sizeof(err)), 0);
+  assert_int_equal(mf_load_part(bad, MF_FMT_CSV, 1, 2, part_cb, &sum, err, sizeof(err)), MF_EPARSE);
+  assert_non_null(strstr(err, "the line at byte 18: expected")); /* "10,x,12" starts there */
+  const char *mm =
+      write_file("parts.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 3\n");
+  assert_int_equal(mf_load_part(mm, MF_FMT_AUTO, 0, 2, part_cb, &sum, err, sizeof(err)), MF_EINVAL);
+  assert_non_null(strstr(err, "read whole"));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_csv),
+      cmocka_unit_test(test_load_part),
       cmocka_unit_test(test_udata),
       cmocka_unit_test(test_dat),
       cmocka_unit_test(test_triples),
