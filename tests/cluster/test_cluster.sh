@@ -390,7 +390,12 @@ mf_modes)
   if [ $sanitizer = 0 ]; then timeout $limit "$mf" >"$tmp/one_default" 2>&1; fi
   timeout $limit "$augur" run -n 2 "$mf" "${mid[@]}" --mode relocate >"$tmp/relocate" 2>&1
   check "relocate: 2-node augur-mf exits 0" test $? -eq 0
-  specs=(relocate:one_mid:6:0.03)
+  # relocate within 5%: one node alone spreads 2.7% on this machine when loaded (0.2132-
+  # 0.2190 with two busy loops); since contended actors keep moving (2 ms holds, not
+  # 128 ms) relocate ended -1.2..+1.1% from one node unloaded, -1.7..+2.9% loaded, and
+  # once +3.8% in a parallel ctest beside a build. Lost or doubled updates are checked
+  # exactly elsewhere (test_cluster.sh relocate); this is about training as well.
+  specs=(relocate:one_mid:6:0.05)
   if [ $sanitizer = 0 ]; then
     # --stagger: the cluster order for replicas (DSGD's block schedule, bench/modes.sh's).
     # In augur-mf's default order every node takes steps on the same columns between two
