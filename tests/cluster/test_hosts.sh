@@ -178,12 +178,18 @@ check "augur run --hosts: the others stopped (in ${took} s)" test $took -lt 15
 if command -v mpirun >/dev/null; then
   ip addr add "$subnet.254/24" dev "$br"
   mpi=(timeout 120 mpirun --allow-run-as-root --oversubscribe --host "$subnet.1,$subnet.2,$subnet.3"
-    --mca plm_rsh_agent "$tmp/agent" --mca oob_tcp_if_include "$subnet.0/24"
+    --mca plm_rsh_agent "$tmp/agent" --mca plm_rsh_no_tree_spawn 1 --mca routed direct
+    --mca oob_tcp_if_include "$subnet.0/24"
     --mca btl self,tcp --mca btl_tcp_if_include "$subnet.0/24" -x AU_COORD=auhost0:$port -x AU_SECRET=$secret)
   # one job: each rank says where it runs, then runs the exchange
-  "${mpi[@]}" sh -c 'echo "rank=$OMPI_COMM_WORLD_RANK host=$(hostname -I | tr -d " ")"; exec "$0" exchange 1000 1024' \
-    "$node" >"$tmp/mpi" 2>&1
-  rc=$?
+  # once more if OpenMPI's own daemons did not start (ORTE's message; seen once in 20 runs
+  # of ctest -j2 beside the other mpirun test): that is not augur's to test
+  for try in 1 2; do
+    "${mpi[@]}" sh -c 'echo "rank=$OMPI_COMM_WORLD_RANK host=$(hostname -I | tr -d " ")"; exec "$0" exchange 1000 1024' \
+      "$node" >"$tmp/mpi" 2>&1
+    rc=$?
+    grep -q 'ORTE was unable to reliably start\|ORTE does not know how to route' "$tmp/mpi" || break
+  done
   cat "$tmp/mpi"
   check "mpirun --host on 3 hosts: exit 0" test $rc -eq 0
   check "mpirun --host on 3 hosts: every node ok" test "$(grep -c 'cluster_errors=0 .* ok$' "$tmp/mpi")" -eq 3
