@@ -534,21 +534,33 @@ static int load_finish(loader_t *L)
   return MF_EPARSE;
 }
 
-int mf_load(const char *path, mf_format_t fmt, mf_idmap_t *rows, mf_idmap_t *cols, int add_new_ids,
-            mf_ratings_t *out, size_t *skipped, char *err, size_t errlen)
+/* The file at path, buffered for reading ratings, its format decided (MF_FMT_AUTO: by
+ * mf_format_detect); NULL with a message in err (*rc: MF_EINVAL, MF_EIO). */
+static FILE *open_ratings(const char *path, mf_format_t *fmt, int *rc, char *err, size_t errlen)
 {
-  if (skipped) *skipped = 0;
-  if (fmt == MF_FMT_AUTO) fmt = mf_format_detect(path);
-  if ((unsigned)fmt > MF_FMT_MM) {
-    mf__set_err(err, errlen, "%s: unknown format %d", path, (int)fmt);
-    return MF_EINVAL;
+  if (*fmt == MF_FMT_AUTO) *fmt = mf_format_detect(path);
+  if ((unsigned)*fmt > MF_FMT_MM) {
+    mf__set_err(err, errlen, "%s: unknown format %d", path, (int)*fmt);
+    *rc = MF_EINVAL;
+    return NULL;
   }
   FILE *f = fopen(path, "r");
   if (!f) {
     mf__set_err(err, errlen, "%s: %s", path, strerror(errno));
-    return MF_EIO;
+    *rc = MF_EIO;
+    return NULL;
   }
   setvbuf(f, NULL, _IOFBF, 1 << 20);
+  return f;
+}
+
+int mf_load(const char *path, mf_format_t fmt, mf_idmap_t *rows, mf_idmap_t *cols, int add_new_ids,
+            mf_ratings_t *out, size_t *skipped, char *err, size_t errlen)
+{
+  if (skipped) *skipped = 0;
+  int rc = 0;
+  FILE *f = open_ratings(path, &fmt, &rc, err, errlen);
+  if (!f) return rc;
   loader_t L = {.path = path,
                 .fmt = fmt,
                 .rows = rows,
@@ -561,7 +573,6 @@ int mf_load(const char *path, mf_format_t fmt, mf_idmap_t *rows, mf_idmap_t *col
   char *line = NULL;
   size_t linecap = 0;
   ssize_t len;
-  int rc = 0;
   while (!rc && (len = getline(&line, &linecap, f)) >= 0) {
     L.lineno++;
     if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
@@ -585,18 +596,18 @@ int mf_load(const char *path, mf_format_t fmt, mf_idmap_t *rows, mf_idmap_t *col
 int mf_load_part(const char *path, mf_format_t fmt, int part, int nparts, mf_rating_fn fn,
                  void *arg, char *err, size_t errlen)
 {
-  if (fmt == MF_FMT_AUTO) fmt = mf_format_detect(path);
-  if ((unsigned)fmt > MF_FMT_MM || fmt == MF_FMT_MM || nparts < 1 || part < 0 || part >= nparts) {
-    mf__set_err(err, errlen, "%s: %s", path,
-                fmt == MF_FMT_MM ? "Matrix Market files are read whole" : "bad part");
+  int rc = 0;
+  if (nparts < 1 || part < 0 || part >= nparts) {
+    mf__set_err(err, errlen, "%s: part %d of %d", path, part, nparts);
     return MF_EINVAL;
   }
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    mf__set_err(err, errlen, "%s: %s", path, strerror(errno));
-    return MF_EIO;
+  FILE *f = open_ratings(path, &fmt, &rc, err, errlen);
+  if (!f) return rc;
+  if (fmt == MF_FMT_MM) {
+    mf__set_err(err, errlen, "%s: Matrix Market files are read whole", path);
+    fclose(f);
+    return MF_EINVAL;
   }
-  setvbuf(f, NULL, _IOFBF, 1 << 20);
   struct stat st;
   if (fstat(fileno(f), &st) != 0) {
     mf__set_err(err, errlen, "%s: %s", path, strerror(errno));
@@ -615,7 +626,6 @@ int mf_load_part(const char *path, mf_format_t fmt, int part, int nparts, mf_rat
                 .err = err,
                 .errlen = errlen};
   long long at = from;
-  int rc = 0;
   if (from > 0) { /* from the first line that starts at or after `from` */
     if (fseeko(f, (off_t)(from - 1), SEEK_SET) != 0) rc = MF_EIO;
     int c;
