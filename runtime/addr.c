@@ -39,6 +39,12 @@ int addr_split(const char *hostport, int zero_ok, char *host, size_t hostlen, in
   return 0;
 }
 
+/* The length of ss's address for connect() and bind(). */
+static socklen_t addr_len(const struct sockaddr_storage *ss)
+{
+  return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
 int addr_port(const struct sockaddr_storage *ss)
 {
   return ss->ss_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)ss)->sin6_port)
@@ -93,12 +99,10 @@ int addr_toward(const struct sockaddr_storage *to, struct sockaddr_storage *out,
     snprintf(err, errlen, "socket: %s", strerror(errno));
     return -1;
   }
-  socklen_t tl =
-      to->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
   struct sockaddr_storage dst = *to;
   if (addr_port(&dst) == 0) addr_set_port(&dst, 9); /* connect() wants a port; nothing is sent */
   socklen_t len = sizeof(*out);
-  int rc = connect(fd, (struct sockaddr *)&dst, tl);
+  int rc = connect(fd, (struct sockaddr *)&dst, addr_len(&dst));
   if (rc == 0) rc = getsockname(fd, (struct sockaddr *)out, &len);
   int e = errno;
   close(fd);
@@ -130,8 +134,8 @@ int addr_bind_spec(const char *spec, int family, struct sockaddr_storage *out, c
         if (fam != AF_INET && fam != AF_INET6) continue;
         if (pass == 0 && family != AF_UNSPEC && fam != family) continue;
         memset(out, 0, sizeof(*out));
-        memcpy(out, i->ifa_addr,
-               fam == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+        out->ss_family = (sa_family_t)fam;
+        memcpy(out, i->ifa_addr, addr_len(out));
         found = 1;
       }
     freeifaddrs(ifs);
@@ -156,9 +160,7 @@ int addr_port_free(const struct sockaddr_storage *ss)
   if (fd < 0) return 0;
   int one = 1; /* as the listener will: a port in TIME_WAIT is free */
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  socklen_t len =
-      ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-  int ok = bind(fd, (const struct sockaddr *)ss, len) == 0;
+  int ok = bind(fd, (const struct sockaddr *)ss, addr_len(ss)) == 0;
   close(fd);
   return ok;
 }

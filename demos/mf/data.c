@@ -367,7 +367,7 @@ static int add_rating(loader_t *L, uint64_t rid, uint64_t cid, float v)
     int rc = L->raw(L->raw_arg, rid, cid, v);
     if (rc)
       mf__set_err(L->err, L->errlen, "%s: %s", L->path,
-                  rc == MF_ENOMEM ? "out of memory" : "cannot pass the ratings on");
+                  rc == MF_ENOMEM ? "out of memory" : "cannot send its ratings to another node");
     return rc;
   }
   if (L->add_new_ids) {

@@ -165,6 +165,8 @@ void mf_rng_seed(mf_rng_t *r, uint64_t seed);
 uint64_t mf_rng_next(mf_rng_t *r);
 /* Standard normal (Box-Muller). */
 double mf_rng_normal(mf_rng_t *r);
+/* A 64-bit hash of x (splitmix64's step): what seeds the PRNG, for hashing ids. */
+uint64_t mf_hash64(uint64_t x);
 
 /* ---- split and shuffle ------------------------------------------------------------ */
 

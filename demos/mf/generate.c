@@ -21,6 +21,11 @@ static uint64_t splitmix64(uint64_t *x)
   return z ^ (z >> 31);
 }
 
+uint64_t mf_hash64(uint64_t x)
+{
+  return splitmix64(&x);
+}
+
 void mf_rng_seed(mf_rng_t *r, uint64_t seed)
 {
   for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);

@@ -88,25 +88,17 @@ typedef struct shard {
   int failed;         /* AU_ENOMEM / AU_EPROTO seen by the receiver */
 } shard_t;
 
-static uint64_t mix64(uint64_t x)
-{
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 /* The node that owns the row with this file id. */
 static int owner_of(uint64_t row_id, int nodes)
 {
-  return (int)(mix64(row_id ^ 0x726f77ull) % (uint64_t)nodes);
+  return (int)(mf_hash64(row_id ^ 0x726f77ull) % (uint64_t)nodes);
 }
 
 /* 1 if a rating of the training file is held out (by its ids, whatever part it is in). */
 static int held_out(const shard_t *s, uint64_t row, uint64_t col)
 {
   if (s->in->test || s->in->test_ratio <= 0) return 0;
-  uint64_t h = mix64(mix64(row ^ mix64(s->in->seed)) ^ col);
+  uint64_t h = mf_hash64(mf_hash64(row ^ mf_hash64(s->in->seed)) ^ col);
   return (double)(h >> 11) * 0x1p-53 < s->in->test_ratio;
 }
 
@@ -324,7 +316,7 @@ int mf_shard_load(au_node_t *node, const mf_shard_in_t *in, mf_shard_out_t *out,
    * rank (the stores number their rows as they came) */
   uint64_t *rids = NULL;
   size_t nr = 0, nids = s.own[0].rows.n + s.got[0].rows.n;
-  double flag[3] = {bad || rc ? 1 : 0, 0, 0};
+  const int failed_here = bad || rc;
   if (!rc && !anybad) {
     rids = malloc((nids ? nids : 1) * sizeof(uint64_t));
     if (!rids) rc = AU_ENOMEM;
@@ -332,14 +324,13 @@ int mf_shard_load(au_node_t *node, const mf_shard_in_t *in, mf_shard_out_t *out,
     for (size_t i = 0; rids && i < s.got[0].rows.n; i++)
       rids[s.own[0].rows.n + i] = s.got[0].rows.ids[i];
     if (rids) nr = sort_unique(rids, nids);
-    flag[1] = (double)nr;
   }
   /* who failed, and the most rows a node has, over the cluster (a sum of one-hots) */
   double *per = calloc((size_t)N + 1, sizeof(double));
   if (!per) rc = rc ? rc : AU_ENOMEM;
   if (per && !anybad) {
-    per[s.rank] = flag[1];
-    per[N] = flag[0];
+    per[s.rank] = (double)nr;
+    per[N] = failed_here;
     int ar = au_allreduce_sum(s.rt, per, (size_t)N + 1);
     if (ar && !rc) rc = ar;
   }
