@@ -182,13 +182,16 @@ if command -v mpirun >/dev/null; then
     --mca oob_tcp_if_include "$subnet.0/24"
     --mca btl self,tcp --mca btl_tcp_if_include "$subnet.0/24" -x AU_COORD=auhost0:$port -x AU_SECRET=$secret)
   # one job: each rank says where it runs, then runs the exchange
-  # once more if OpenMPI's own daemons did not start (ORTE's message; seen once in 20 runs
-  # of ctest -j2 beside the other mpirun test): that is not augur's to test
+  # once more if OpenMPI failed before any rank ran (its daemons did not start, or it
+  # stopped on a signal of its own: "Forwarding signal 18 to job"; each seen once in 20
+  # runs of ctest -j2 beside the other mpirun test): that is not augur's to test. A job
+  # whose ranks ran is judged as it is.
   for try in 1 2; do
     "${mpi[@]}" sh -c 'echo "rank=$OMPI_COMM_WORLD_RANK host=$(hostname -I | tr -d " ")"; exec "$0" exchange 1000 1024' \
       "$node" >"$tmp/mpi" 2>&1
     rc=$?
-    grep -q 'ORTE was unable to reliably start\|ORTE does not know how to route' "$tmp/mpi" || break
+    [ $rc -ne 0 ] && ! grep -q '^rank=[012] ' "$tmp/mpi" || break
+    echo "(mpirun started no rank: once more)"
   done
   cat "$tmp/mpi"
   check "mpirun --host on 3 hosts: exit 0" test $rc -eq 0
