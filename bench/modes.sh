@@ -53,10 +53,10 @@ for b in "$augur" "$mf"; do
 done
 # the data set: the generated default (20000 x 5000, 5M ratings), one thread per node, in
 # the cluster-staggered order (DSGD's block schedule: a column block is used by one node
-# at a time). augur-mf's default order has every node walk the same column block at the
-# same time, where replicas everywhere are the answer by construction (with plain SGD,
-# replicate diverges there at lr 0.02: docs/cluster.md): `-- --threads 1` measures it
-# with augur-mf's default AdaGrad (docs/benchmarks.md has both orders).
+# at a time), augur-mf's default on a cluster except in classic mode, which is given it
+# too so that every mode walks the same order. In the node order (`-- --threads 1
+# --no-stagger`) every node walks the same column block at the same time, where replicas
+# everywhere are the answer by construction (docs/benchmarks.md has both orders).
 data=(--threads 1 --stagger)
 [ $# -gt 0 ] && data=("$@")
 tmp=$(mktemp -d)

@@ -40,7 +40,9 @@ static void usage(FILE *f)
              "  --lookahead N     intents name the columns of the column block a worker\n"
              "                    enters and of the next N of its walk (0..1024, default 1)\n"
              "  --stagger         stagger all workers of the cluster over the column blocks,\n"
-             "                    so that a column is used by one node at a time\n"
+             "                    so that a column is used by one node at a time (default on\n"
+             "                    a cluster in every mode but classic)\n"
+             "  --no-stagger      every node walks the column blocks in its own order\n"
              "  --seed N          seed for generation, split, shuffle, initialization (default 1)\n"
              "  --mode M          parameter placement across nodes (docs/cluster.md):\n"
              "                    adaptive (default: by the intents, a column used by one node\n"
@@ -146,6 +148,8 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1 << 24, &u))) a->mf.batch = (uint32_t)u;
     } else if (!strcmp(f, "--stagger")) {
       a->mf.stagger = 1;
+    } else if (!strcmp(f, "--no-stagger")) {
+      a->mf.stagger = 0;
     } else if (!strcmp(f, "--lookahead")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, 1024, &u))) a->mf.lookahead = (int)u;
     } else if (!strcmp(f, "--seed")) {
@@ -364,7 +368,7 @@ int main(int argc, char **argv)
            a.mf.rank, a.mf.biases, nodes, threads, info.workers,
            a.mf.kernel == AU_KERNEL_ADD ? "exact" : "hogwild", au_place_name(a.mf.place),
            a.mf.optim == MF_ADAGRAD ? "adagrad" : "sgd", a.mf.lr, a.mf.reg, a.mf.decay,
-           a.mf.stagger, mf_isa_name(info.isa), info.grid->nrb, info.grid->ncb,
+           info.stagger, mf_isa_name(info.isa), info.grid->nrb, info.grid->ncb,
            (double)info.memory / 1e6);
     fflush(stdout);
   }

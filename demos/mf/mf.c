@@ -102,6 +102,7 @@ void mf_opts_default(mf_opts_t *o)
                    .workers = 0,
                    .batch = 8192,
                    .lookahead = 1,
+                   .stagger = -1,
                    .place = AU_PLACE_ADAPTIVE,
                    .kernel = AU_KERNEL_HOGWILD,
                    .seed = 1};
@@ -507,6 +508,8 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
   m->rank = au_node_rank(node);
   m->nodes = au_node_nodes(node);
   m->o = *o;
+  /* Auto: staggered on a cluster where rows follow their users (mf.h) */
+  if (m->o.stagger < 0) m->o.stagger = m->nodes > 1 && o->place != AU_PLACE_CLASSIC;
   m->nrows = nrows;
   m->ncols = ncols;
   m->dim = o->rank + (o->biases ? 1 : 0);
@@ -623,6 +626,7 @@ void mf_info(const mf_t *m, mf_info_t *out)
                      .qstride = m->qstride,
                      .mean = m->mean,
                      .workers = m->nworkers,
+                     .stagger = m->o.stagger,
                      .memory = mf_grid_memory(&m->train) + mf_grid_memory(&m->test) +
                                ((size_t)m->node_rows + 1) * m->pstride * sizeof(float) +
                                au_table_memory(m->cols)};

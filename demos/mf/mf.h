@@ -31,7 +31,9 @@ typedef struct mf_opts {
   int workers;        /* worker actors; 0 = one per scheduler thread */
   uint32_t batch;     /* most ratings per step */
   int lookahead;      /* column blocks announced ahead of the one a worker enters */
-  int stagger;        /* column blocks staggered over all workers of the cluster */
+  int stagger;        /* column blocks staggered over all workers of the cluster; -1
+                         (default): on a cluster in every mode but classic, where the
+                         order buys no locality (docs/mf.md, Across nodes) */
   int sharded;        /* the ratings given are this node's rows only (shard.h): the
                          column counts are summed over the cluster */
   au_kernel_t kernel; /* AU_KERNEL_HOGWILD (default) or AU_KERNEL_ADD (exact) */
@@ -40,8 +42,8 @@ typedef struct mf_opts {
   uint64_t hot; /* AU_PLACE_HOT: this many most rated columns are hot (0: 1%) */
 } mf_opts_t;
 
-/* Defaults: rank 16, adagrad (below), batch 8192, lookahead 1, adaptive placement,
- * Hogwild, seed 1. */
+/* Defaults: rank 16, adagrad (below), batch 8192, lookahead 1, stagger auto, adaptive
+ * placement, Hogwild, seed 1. */
 void mf_opts_default(mf_opts_t *o);
 /* Sets the optimizer with its defaults: adagrad lr 0.1, reg 0.05, decay 0; sgd lr 0.02,
  * reg 0.02, decay 0.1; both init_sd 0.1 (docs/mf.md says how they were chosen). */
@@ -93,6 +95,7 @@ typedef struct mf_info {
   size_t qstride;        /* floats per column factor row of the table */
   float mean;            /* the training ratings' mean */
   int workers;           /* on this node */
+  int stagger;           /* the walking order in use (mf_opts_t's, auto resolved) */
   size_t memory;         /* bytes: blocks (train and test), row factors, this node's table */
 } mf_info_t;
 void mf_info(const mf_t *m, mf_info_t *out);
