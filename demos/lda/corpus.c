@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 const char *lda_strerror(int err)
@@ -130,6 +131,113 @@ int lda__each_line(const char *path, lda__line_fn fn, void *state, size_t *lines
   return rc;
 }
 
+const char *lda__where(char *buf, size_t cap, const char *path, size_t lineno, long long at)
+{
+  if (at >= 0)
+    snprintf(buf, cap, "%s: the line at byte %lld", path, at);
+  else
+    snprintf(buf, cap, "%s:%zu", path, lineno);
+  return buf;
+}
+
+/* The last non-blank line that starts in [body, s) (s a line start), into *line (malloc'd,
+ * without its '\n'). 1 if there is one, 0 if not, LDA_EIO / LDA_ENOMEM. */
+static int prev_line(FILE *f, long long body, long long s, char **line, size_t *len)
+{
+  for (long long w = 4096;; w *= 2) {
+    const long long from = s - w < body ? body : s - w;
+    const size_t n = (size_t)(s - from);
+    char *b = malloc(n + 1);
+    if (!b) return LDA_ENOMEM;
+    if (fseeko(f, (off_t)from, SEEK_SET) != 0 || fread(b, 1, n, f) != n) {
+      free(b);
+      return LDA_EIO;
+    }
+    size_t e = n; /* the lines of the window, last first: [st, end) */
+    while (e > 0) {
+      size_t end = b[e - 1] == '\n' ? e - 1 : e, st = end;
+      while (st > 0 && b[st - 1] != '\n') st--;
+      if (st == 0 && from > body) break; /* it may begin before the window: widen it */
+      size_t q = end;
+      while (q > st && b[q - 1] == '\r') q--;
+      int blank = 1;
+      for (size_t x = st; x < q; x++) blank &= is_ws(b[x]);
+      if (!blank) {
+        *len = q - st;
+        memmove(b, b + st, *len);
+        b[*len] = '\0';
+        *line = b;
+        return 1;
+      }
+      e = st;
+    }
+    free(b);
+    if (e == 0) return 0; /* back at body: no line before */
+  }
+}
+
+int lda__each_line_part(const char *path, long long body, size_t body_lines, int part,
+                        int nparts, int extend, lda__part_fn fn, void *state, char *err,
+                        size_t errlen)
+{
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    lda__set_err(err, errlen, "%s: %s", path, strerror(errno));
+    return LDA_EIO;
+  }
+  struct stat st;
+  int rc = 0;
+  if (fstat(fileno(f), &st) != 0) {
+    lda__set_err(err, errlen, "%s: %s", path, strerror(errno));
+    fclose(f);
+    return LDA_EIO;
+  }
+  const long long size = (long long)st.st_size, span = size > body ? size - body : 0;
+  const long long from = body + span * part / nparts, to = body + span * (part + 1) / nparts;
+  long long at = from;
+  char *line = NULL;
+  size_t cap = 0;
+  if (from > body) { /* from the first line that starts at or after `from` */
+    int c = 0;
+    if (fseeko(f, (off_t)(from - 1), SEEK_SET) != 0) rc = LDA_EIO;
+    at = from - 1;
+    while (!rc && (c = getc(f)) != EOF) {
+      at++;
+      if (c == '\n') break;
+    }
+    if (c == EOF) at = size;
+    size_t plen = 0;
+    int got = rc ? 0 : prev_line(f, body, at, &line, &plen);
+    if (got < 0) rc = got;
+    if (got == 1) {
+      cap = plen + 1;
+      rc = fn(state, line, plen, 0, 0, -1);
+    }
+  }
+  if (!rc && fseeko(f, (off_t)at, SEEK_SET) != 0) rc = LDA_EIO;
+  if (rc == LDA_EIO || rc == LDA_ENOMEM)
+    lda__set_err(err, errlen, "%s: %s", path, rc == LDA_EIO ? "cannot read it" : "out of memory");
+  ssize_t len;
+  size_t lineno = body_lines;
+  while (!rc && (at < to || extend) && (len = getline(&line, &cap, f)) >= 0) {
+    const long long here = at;
+    at += len;
+    lineno++;
+    if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+    if (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
+    rc = fn(state, line, (size_t)len, lineno, part ? here : -1, here >= to);
+  }
+  if (rc == LDA__STOP) {
+    rc = 0;
+  } else if (!rc && ferror(f)) {
+    lda__set_err(err, errlen, "%s: %s", path, strerror(errno));
+    rc = errno == ENOMEM ? LDA_ENOMEM : LDA_EIO;
+  }
+  free(line);
+  fclose(f);
+  return rc;
+}
+
 /* ---- UCI bag-of-words ------------------------------------------------------------------- */
 
 typedef struct {
@@ -146,12 +254,19 @@ typedef struct {
   entry_t *e;         /* entries read so far */
   size_t n, cap;      /* entries */
   uint64_t tokens;    /* sum of their counts */
+  long long at;       /* in a part: the byte where the line starts (-1: whole file) */
+  /* in a part: documents (1-based ids) as they come */
+  uint64_t prev_doc;  /* of the line before the part (0: none); its lines are not ours */
+  uint64_t first_doc, last_doc, max_doc; /* 0: none yet */
+  int skip;           /* still at lines of prev_doc */
+  int unsorted;       /* a document's id fell */
 } uci_t;
 
 static int uci_bad(uci_t *u, size_t lineno, const char *what, const char *line, size_t len)
 {
-  char buf[80];
-  lda__set_err(u->err, u->errlen, "%s:%zu: expected %s, got '%s'", u->path, lineno, what,
+  char buf[80], where[600];
+  lda__set_err(u->err, u->errlen, "%s: expected %s, got '%s'",
+               lda__where(where, sizeof(where), u->path, lineno, u->at), what,
                lda__shown(buf, sizeof(buf), line, len));
   return LDA_EPARSE;
 }
@@ -200,8 +315,9 @@ static int uci_line(void *state, char *line, size_t len, size_t lineno)
     return uci_bad(u, lineno, what, line, len);
   }
   if (count > LDA_MAX_TOKENS || (u->tokens += count) > LDA_MAX_TOKENS) {
-    lda__set_err(u->err, u->errlen, "%s:%zu: more than %u tokens in all", u->path, lineno,
-                 LDA_MAX_TOKENS);
+    char where[600];
+    lda__set_err(u->err, u->errlen, "%s: more than %u tokens in all",
+                 lda__where(where, sizeof(where), u->path, lineno, u->at), LDA_MAX_TOKENS);
     return LDA_ERANGE;
   }
   if (u->n == u->cap) {
@@ -212,16 +328,46 @@ static int uci_line(void *state, char *line, size_t len, size_t lineno)
     u->cap = cap;
   }
   u->e[u->n++] = (entry_t){(uint32_t)(doc - 1), (uint32_t)(word - 1), (uint32_t)count};
+  if (doc < u->last_doc) u->unsorted = 1;
+  if (!u->first_doc || doc < u->first_doc) u->first_doc = doc;
+  if (doc > u->max_doc) u->max_doc = doc;
+  u->last_doc = doc;
   return 0;
 nomem:
-  lda__set_err(u->err, u->errlen, "%s:%zu: out of memory", u->path, lineno);
+  lda__set_err(u->err, u->errlen, "%s: out of memory", u->path);
   return LDA_ENOMEM;
+}
+
+/* The entries of documents [first, first + ndocs) into out (a counting sort by document;
+ * within one, the file's order). */
+static int uci_build(const uci_t *u, uint64_t first, uint64_t ndocs, lda_corpus_t *out)
+{
+  out->ndocs = (uint32_t)ndocs;
+  out->nwords = (uint32_t)u->w;
+  out->ntokens = (size_t)u->tokens;
+  out->doc_start = calloc((size_t)ndocs + 1, sizeof(size_t));
+  out->words = malloc((u->tokens ? (size_t)u->tokens : 1) * sizeof(uint32_t));
+  size_t *fill = malloc(((size_t)ndocs + 1) * sizeof(size_t));
+  if (!out->doc_start || !out->words || !fill) {
+    free(fill);
+    lda__set_err(u->err, u->errlen, "%s: out of memory for %llu tokens", u->path,
+                 (unsigned long long)u->tokens);
+    return LDA_ENOMEM;
+  }
+  for (size_t i = 0; i < u->n; i++) out->doc_start[u->e[i].doc - first + 1] += u->e[i].count;
+  for (uint64_t d = 0; d < ndocs; d++) out->doc_start[d + 1] += out->doc_start[d];
+  memcpy(fill, out->doc_start, ((size_t)ndocs + 1) * sizeof(size_t));
+  for (size_t i = 0; i < u->n; i++)
+    for (uint32_t k = 0; k < u->e[i].count; k++)
+      out->words[fill[u->e[i].doc - first]++] = u->e[i].word;
+  free(fill);
+  return 0;
 }
 
 int lda_load_uci(const char *path, lda_corpus_t *out, char *err, size_t errlen)
 {
   memset(out, 0, sizeof(*out));
-  uci_t u = {.path = path, .err = err, .errlen = errlen};
+  uci_t u = {.path = path, .err = err, .errlen = errlen, .at = -1};
   size_t lines;
   int rc = lda__each_line(path, uci_line, &u, &lines, err, errlen);
   if (!rc && u.header < 3) {
@@ -237,29 +383,86 @@ int lda_load_uci(const char *path, lda_corpus_t *out, char *err, size_t errlen)
                  path, lines, (unsigned long long)u.nnz, u.nnz_line, u.n);
     rc = LDA_EPARSE;
   }
-  if (!rc) {
-    /* counting sort by document; within one, the file's order */
-    out->ndocs = (uint32_t)u.d;
-    out->nwords = (uint32_t)u.w;
-    out->ntokens = (size_t)u.tokens;
-    out->doc_start = calloc((size_t)u.d + 1, sizeof(size_t));
-    out->words = malloc((u.tokens ? (size_t)u.tokens : 1) * sizeof(uint32_t));
-    size_t *fill = malloc(((size_t)u.d + 1) * sizeof(size_t));
-    if (!out->doc_start || !out->words || !fill) {
-      lda__set_err(err, errlen, "%s: out of memory for %llu tokens", path,
-                   (unsigned long long)u.tokens);
-      rc = LDA_ENOMEM;
-    } else {
-      for (size_t i = 0; i < u.n; i++) out->doc_start[u.e[i].doc + 1] += u.e[i].count;
-      for (uint64_t d = 0; d < u.d; d++) out->doc_start[d + 1] += out->doc_start[d];
-      memcpy(fill, out->doc_start, ((size_t)u.d + 1) * sizeof(size_t));
-      for (size_t i = 0; i < u.n; i++)
-        for (uint32_t k = 0; k < u.e[i].count; k++) out->words[fill[u.e[i].doc]++] = u.e[i].word;
-    }
-    free(fill);
-  }
+  if (!rc) rc = uci_build(&u, 0, u.d, out);
   free(u.e);
   if (rc) lda_corpus_free(out);
+  return rc;
+}
+
+/* A line of a part of a UCI file (lda__each_line_part): a document is the part's in which
+ * its first line starts, so lines of the document before the part are skipped, and the
+ * part goes on past its end while its last document does. */
+static int uci_part_line(void *state, char *line, size_t len, size_t lineno, long long at,
+                         int where)
+{
+  uci_t *u = state;
+  field_t f[4];
+  uint64_t doc = 0;
+  int n = split_ws(line, line + len, f, 3);
+  if (n == 0) return 0; /* blank */
+  int has_doc = n == 3 && parse_u64(&f[0], &doc);
+  if (where < 0) { /* the line before the part */
+    if (has_doc) u->prev_doc = doc;
+    u->skip = has_doc;
+    return 0;
+  }
+  /* a malformed line is the part's in which it starts; past the end, the next part's */
+  if (where > 0 && (!has_doc || doc != u->last_doc || !u->last_doc)) return LDA__STOP;
+  if (u->skip && has_doc && doc == u->prev_doc) return 0;
+  u->skip = 0;
+  u->at = at;
+  return uci_line(u, line, len, lineno);
+}
+
+int lda_load_uci_part(const char *path, int part, int nparts, lda_uci_part_t *out, char *err,
+                      size_t errlen)
+{
+  memset(out, 0, sizeof(*out));
+  if (nparts < 1 || part < 0 || part >= nparts) {
+    lda__set_err(err, errlen, "%s: part %d of %d", path, part, nparts);
+    return LDA_EINVAL;
+  }
+  uci_t u = {.path = path, .err = err, .errlen = errlen, .at = -1};
+  /* the header, on every node: D, W and NNZ, and where the entries begin */
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    lda__set_err(err, errlen, "%s: %s", path, strerror(errno));
+    return LDA_EIO;
+  }
+  char *line = NULL;
+  size_t cap = 0, lineno = 0;
+  long long body = 0;
+  ssize_t len;
+  int rc = 0;
+  while (!rc && u.header < 3 && (len = getline(&line, &cap, f)) >= 0) {
+    body += len;
+    lineno++;
+    if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+    if (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
+    rc = uci_line(&u, line, (size_t)len, lineno);
+  }
+  free(line);
+  fclose(f);
+  if (!rc && u.header < 3) {
+    static const char *const what[] = {"the number of documents D", "the vocabulary size W",
+                                       "the number of entries NNZ"};
+    lda__set_err(err, errlen, "%s:%zu: expected %s, got the end of the file", path, lineno + 1,
+                 what[u.header]);
+    rc = LDA_EPARSE;
+  }
+  if (!rc)
+    rc = lda__each_line_part(path, body, lineno, part, nparts, 1, uci_part_line, &u, err, errlen);
+  if (!rc && u.first_doc) rc = uci_build(&u, u.first_doc - 1, u.max_doc - u.first_doc + 1, &out->c);
+  if (!rc) {
+    out->first_doc = u.first_doc ? u.first_doc - 1 : 0;
+    out->docs = u.d;
+    out->nnz = u.nnz;
+    out->entries = u.n;
+    out->sorted = !u.unsorted;
+    out->c.nwords = (uint32_t)u.w;
+  }
+  free(u.e);
+  if (rc) lda_corpus_free(&out->c);
   return rc;
 }
 

@@ -34,6 +34,24 @@ typedef int (*lda__line_fn)(void *state, char *line, size_t len, size_t lineno);
 int lda__each_line(const char *path, lda__line_fn fn, void *state, size_t *lines, char *err,
                    size_t errlen);
 
+/* Internal: "PATH:LINE", or "PATH: the line at byte AT" when at >= 0 (a line of a part). */
+const char *lda__where(char *buf, size_t cap, const char *path, size_t lineno, long long at);
+/* Internal: calls fn(state, line, len, lineno, at, where) for the lines of part `part` of
+ * `nparts` of the bytes [body, end of file) of path, body_lines lines into the file: those
+ * that start in the part (where 0; a line belongs to the part in which it starts, so the
+ * parts together read every line once), before them the last non-blank line that starts
+ * before the part, if one does at or after body (where -1), and with extend the lines
+ * after the part (where 1) until fn returns LDA__STOP. In part 0 lineno is the line's
+ * number in the file and at -1; in the others at is the byte where the line starts
+ * (lda__where names it either way). 0, fn's error, or LDA_EIO / LDA_ENOMEM with a message
+ * in err. */
+#define LDA__STOP 1
+typedef int (*lda__part_fn)(void *state, char *line, size_t len, size_t lineno, long long at,
+                            int where);
+int lda__each_line_part(const char *path, long long body, size_t body_lines, int part,
+                        int nparts, int extend, lda__part_fn fn, void *state, char *err,
+                        size_t errlen);
+
 #define LDA_MAX_TOKENS 0xffffffffu /* tokens one corpus holds */
 #define LDA_MAX_WORDS  0x7fffffffu /* vocabulary size */
 
@@ -62,6 +80,25 @@ const char *lda_corpus_word(const lda_corpus_t *c, uint32_t w, char *buf, size_t
  * ("PATH:LINE: expected 'docID wordID count', got 'abc'"). On failure out is empty. */
 int lda_load_uci(const char *path, lda_corpus_t *out, char *err, size_t errlen);
 
+/* Part `part` of `nparts` of a UCI file, for a cluster whose nodes each read one
+ * (demos/lda/shard.c): every part reads the header, then the entries of the documents
+ * whose first entry line starts in its share of the bytes after it (documents are taken
+ * whole across a cut, so a file must list each document's entries together: sorted by
+ * document, as UCI's are). c holds documents first_doc .. first_doc + c.ndocs - 1 (0-based;
+ * none when the part has no entry) over the header's W words; `sorted` is 0 when a
+ * document id fell within the part (the parts then do not hold whole documents: read the
+ * file whole). NNZ can only be checked over all parts (entries, summed). Messages name a
+ * line by its byte ("PATH: the line at byte B: expected ..."). */
+typedef struct lda_uci_part {
+  lda_corpus_t c;
+  uint64_t first_doc;
+  uint64_t docs, nnz; /* the header's D and NNZ */
+  uint64_t entries;   /* entry lines this part read */
+  int sorted;
+} lda_uci_part_t;
+int lda_load_uci_part(const char *path, int part, int nparts, lda_uci_part_t *out, char *err,
+                      size_t errlen);
+
 /* A vocabulary for c (vocab.*.txt): one word per line, line i naming word i - 1; exactly
  * c->nwords non-blank lines. 0, or an error with a message (c's vocabulary unchanged). */
 int lda_load_vocab(const char *path, lda_corpus_t *c, char *err, size_t errlen);
@@ -74,6 +111,33 @@ int lda_load_vocab(const char *path, lda_corpus_t *c, char *err, size_t errlen);
  * input. 0, or an error with a message. */
 int lda_load_text(const char *path, uint32_t min_count, lda_corpus_t *out, char *err,
                   size_t errlen);
+/* Plain text in parts, for a cluster whose nodes each read one (demos/lda/shard.c) and
+ * agree on one vocabulary: lda_load_text is read (part 0 of 1), vocab, docs. */
+typedef struct lda_text lda_text_t;
+/* The documents of the lines that start in part `part` of `nparts` of the file's bytes
+ * (every line a document, words as lda_load_text finds them), with ids in order of first
+ * appearance in the part. 0 or an error with a message (a line named by its byte). */
+int lda_text_read(const char *path, int part, int nparts, lda_text_t **out, char *err,
+                  size_t errlen);
+/* An empty one (no words, no documents), to merge words into; NULL when out of memory. */
+lda_text_t *lda_text_new(void);
+void lda_text_free(lda_text_t *t);
+/* t's *n words in order of their ids, NUL-terminated one after the other (*len bytes),
+ * and how often each occurs. */
+const char *lda_text_words(const lda_text_t *t, uint32_t *n, size_t *len);
+const uint64_t *lda_text_counts(const lda_text_t *t);
+/* Adds n words (as lda_text_words gives them) with their counts to t's: a new word gets
+ * the next id, a known one adds its count. 0, LDA_ENOMEM or LDA_ERANGE. */
+int lda_text_merge(lda_text_t *t, const char *blob, uint32_t n, const uint64_t *counts);
+/* The id of word w (n bytes) in t, or UINT32_MAX. */
+uint32_t lda_text_find(const lda_text_t *t, const char *w, size_t n);
+/* The words of t that occur min_count times, in id order, as out's vocabulary (nwords,
+ * vocab); map[i] gets word i's id there or UINT32_MAX. 0 or LDA_ENOMEM. */
+int lda_text_vocab(const lda_text_t *t, uint32_t min_count, uint32_t *map, lda_corpus_t *out);
+/* t's documents into out (ndocs, ntokens, doc_start, words), word i as map[i] (dropped
+ * where UINT32_MAX); t's tokens move there. 0 or LDA_ENOMEM. */
+int lda_text_docs(lda_text_t *t, const uint32_t *map, lda_corpus_t *out);
+
 /* 1 if the lower-case word w (of length n) is in the built-in stop-word list. */
 int lda_is_stop_word(const char *w, size_t n);
 /* The built-in stop words: how many, and the i-th (sorted, for bsearch). */

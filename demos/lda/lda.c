@@ -7,6 +7,7 @@
  * each change, and applies all of them as exact -1/+1 deltas before it returns.
  */
 #include "model.h"
+#include "shard.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -427,11 +428,13 @@ static int make_docs(shard_t *s, const uint32_t *doc_start, uint32_t K)
   return 0;
 }
 
-/* Deals this node's documents (d % nodes == rank) to the shards: node document l = d /
- * nodes goes to shard l % nshards. */
+/* Deals this node's documents (d % nodes == rank, or all of a sharded corpus) to the
+ * shards: node document l goes to shard l % nshards. */
 static int deal(lda_t *m, const lda_corpus_t *c)
 {
   const uint32_t nodes = (uint32_t)m->nodes, rank = (uint32_t)m->rank, ns = (uint32_t)m->nshards;
+  /* a sharded corpus is this node's documents: shard sh takes d = sh, sh + ns, ... */
+  const uint64_t d0 = m->o.sharded ? 0 : rank, dstep = m->o.sharded ? 1 : nodes;
   const uint32_t K = m->p.K;
   uint32_t *mark = malloc(((size_t)c->nwords + 1) * sizeof(uint32_t));
   if (!mark) return AU_ENOMEM;
@@ -446,7 +449,7 @@ static int deal(lda_t *m, const lda_corpus_t *c)
     s->m = m;
     uint64_t ntok = 0;
     uint32_t nd = 0;
-    for (uint64_t d = rank + (uint64_t)nodes * sh; d < c->ndocs; d += (uint64_t)nodes * ns) {
+    for (uint64_t d = d0 + dstep * sh; d < c->ndocs; d += dstep * ns) {
       ntok += c->doc_start[d + 1] - c->doc_start[d];
       nd++;
     }
@@ -461,7 +464,7 @@ static int deal(lda_t *m, const lda_corpus_t *c)
     }
     uint32_t t = 0, i = 0;
     doc_start[0] = 0;
-    for (uint64_t d = rank + (uint64_t)nodes * sh; d < c->ndocs; d += (uint64_t)nodes * ns) {
+    for (uint64_t d = d0 + dstep * sh; d < c->ndocs; d += dstep * ns) {
       for (size_t j = c->doc_start[d]; j < c->doc_start[d + 1]; j++) tw[t++] = c->words[j];
       doc_start[++i] = t;
     }
@@ -504,7 +507,7 @@ static int check_opts(const lda_opts_t *o, const lda_corpus_t *c, char *err, siz
     snprintf(err, errlen, "alpha and beta must be positive, got %g and %g", o->alpha, o->beta);
   else if (o->batch < 1 || o->mh_steps < 1 || o->lookahead < 0 || o->workers < 0)
     snprintf(err, errlen, "batch and mh_steps must be at least 1, lookahead and workers >= 0");
-  else if (c->nwords < 1 || c->ntokens < 1)
+  else if (c->nwords < 1 || (c->ntokens < 1 && !o->sharded))
     snprintf(err, errlen, "the corpus has no tokens");
   else
     return 0;
@@ -566,6 +569,21 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
   m->word_count = malloc((size_t)c->nwords * sizeof(uint64_t));
   if (!m->word_count) goto nomem;
   lda_corpus_word_counts(c, m->word_count);
+  if (o->sharded) { /* the cluster's counts: V words, then the tokens */
+    double *v = malloc(((size_t)c->nwords + 1) * sizeof(double));
+    if (!v) goto nomem;
+    for (uint32_t w = 0; w < c->nwords; w++) v[w] = (double)m->word_count[w];
+    v[c->nwords] = (double)c->ntokens;
+    rc = lda_allreduce(au_node_runtime(node), v, (size_t)c->nwords + 1);
+    for (uint32_t w = 0; w < c->nwords && rc == 0; w++) m->word_count[w] = (uint64_t)v[w];
+    m->tokens = (uint64_t)v[c->nwords];
+    free(v);
+    if (rc != 0) {
+      snprintf(err, errlen, "counting the words across the cluster: %s", au_strerror(rc));
+      lda_free(m);
+      return rc;
+    }
+  }
   if (lda_lgamma_init(&m->lga, o->alpha, 1u << 12) != 0 ||
       lda_lgamma_init(&m->lgb, o->beta, 1u << 16) != 0)
     goto nomem;
@@ -600,7 +618,9 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
   }
 
   uint64_t node_docs =
-      c->ndocs / (uint32_t)m->nodes + ((uint32_t)m->rank < c->ndocs % (uint32_t)m->nodes ? 1 : 0);
+      o->sharded ? c->ndocs
+                 : c->ndocs / (uint32_t)m->nodes +
+                       ((uint32_t)m->rank < c->ndocs % (uint32_t)m->nodes ? 1 : 0);
   int ns = o->workers > 0 ? o->workers : au_runtime_threads(au_node_runtime(node));
   if ((uint64_t)ns > node_docs) ns = node_docs ? (int)node_docs : 1;
   m->nshards = ns;

@@ -28,6 +28,8 @@ typedef struct lda_opts {
   int mh_steps;       /* Metropolis-Hastings steps per token */
   uint64_t seed;
   au_place_t place; /* both count tables across nodes (default AU_PLACE_ADAPTIVE) */
+  int sharded;      /* the corpus given is this node's documents only (shard.h), over the
+                       cluster's vocabulary: word and token counts are summed over it */
 } lda_opts_t;
 
 /* topics 20, alpha 0.1, beta 0.01, workers 0, batch 65536, lookahead 2, mh_steps 1,

@@ -12,6 +12,7 @@
 #include "corpus.h"
 #include "lda.h"
 #include "sampler.h"
+#include "shard.h"
 
 #define PROG "augur-lda"
 
@@ -206,7 +207,24 @@ static int detect_format(const char *path)
   return fmt;
 }
 
-/* Returns 0, or an exit status after printing why. */
+/* The file's format, with the flags that go with one format only checked: FMT_UCI or
+ * FMT_TEXT, or -1 after printing why. */
+static int file_format(args_t *a)
+{
+  int fmt = a->format == FMT_AUTO ? detect_format(a->file) : a->format;
+  if (fmt == FMT_TEXT && a->vocab) {
+    fprintf(stderr, PROG ": --vocab goes with uci files; a text corpus brings its words\n");
+    return -1;
+  }
+  if (fmt == FMT_UCI && a->have_min_count) {
+    fprintf(stderr, PROG ": --min-count goes with text files, not uci\n");
+    return -1;
+  }
+  return fmt;
+}
+
+/* The generated corpus, or the whole FILE. Returns 0, or an exit status after printing
+ * why. */
 static int load_data(args_t *a, lda_corpus_t *c)
 {
   char err[512];
@@ -218,15 +236,8 @@ static int load_data(args_t *a, lda_corpus_t *c)
       return 1;
     }
   } else {
-    int fmt = a->format == FMT_AUTO ? detect_format(a->file) : a->format;
-    if (fmt == FMT_TEXT && a->vocab) {
-      fprintf(stderr, PROG ": --vocab goes with uci files; a text corpus brings its words\n");
-      return 2;
-    }
-    if (fmt == FMT_UCI && a->have_min_count) {
-      fprintf(stderr, PROG ": --min-count goes with text files, not uci\n");
-      return 2;
-    }
+    int fmt = file_format(a);
+    if (fmt < 0) return 2;
     rc = fmt == FMT_UCI ? lda_load_uci(a->file, c, err, sizeof(err))
                         : lda_load_text(a->file, a->min_count, c, err, sizeof(err));
     if (rc == 0 && a->vocab) rc = lda_load_vocab(a->vocab, c, err, sizeof(err));
@@ -246,6 +257,32 @@ static int load_data(args_t *a, lda_corpus_t *c)
 bad:
   fprintf(stderr, PROG ": %s\n", err);
   return 2;
+}
+
+/* FILE on a cluster: this node's part of it (shard.h), or the whole file when it cannot
+ * be cut (*sh.whole). Collective. Returns 0, or an exit status after printing why. */
+static int load_part(args_t *a, au_node_t *node, lda_corpus_t *c, lda_shard_t *sh)
+{
+  char err[512];
+  int fmt = file_format(a);
+  if (fmt < 0) return 2; /* every node sees the same flags and file */
+  int rc = lda_shard_load(node, a->file, fmt == FMT_UCI, a->min_count, c, sh, err, sizeof(err));
+  if (rc == 0 && sh->whole) return load_data(a, c);
+  if (rc == 0 && a->vocab) rc = lda_load_vocab(a->vocab, c, err, sizeof(err));
+  if (rc != 0) {
+    lda_corpus_free(c);
+    fprintf(stderr, PROG ": %s\n", err);
+    return rc == LDA_ENOMEM ? 1 : 2; /* bad input, here or on another node */
+  }
+  a->format = fmt;
+  if (sh->tokens == 0) {
+    lda_corpus_free(c);
+    fprintf(stderr, PROG ": %s: no tokens%s\n", a->file,
+            fmt == FMT_TEXT ? " (after dropping stop words and rare words)" : "");
+    return 2;
+  }
+  a->lda.sharded = 1;
+  return 0;
 }
 
 /* The top n words of each topic, one line per topic: topic=3 tokens=51234 words=a,b,c.
@@ -280,9 +317,14 @@ int main(int argc, char **argv)
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;
 
+  /* A FILE on a cluster: each node reads its part (shard.h), so the node comes first.
+   * Otherwise every node loads or generates the whole corpus and keeps its documents. */
   lda_corpus_t c = {0};
+  au_cluster_opts_t co;
+  char cerr[256];
+  const int parts = a.file && au_cluster_opts_from_env(&co, cerr, sizeof(cerr)) == 1;
   uint64_t t0 = au_now_ns();
-  if ((rc = load_data(&a, &c)) != 0) return rc;
+  if (!parts && (rc = load_data(&a, &c)) != 0) return rc;
   double load_s = (double)(au_now_ns() - t0) / 1e9;
 
   au_node_t *node;
@@ -291,6 +333,15 @@ int main(int argc, char **argv)
     fprintf(stderr, PROG ": starting the node: %s\n", au_strerror(rc));
     lda_corpus_free(&c);
     return 1;
+  }
+  lda_shard_t sh = {.docs = c.ndocs, .tokens = c.ntokens};
+  if (parts) {
+    if ((rc = load_part(&a, node, &c, &sh)) != 0) {
+      au_node_destroy(node);
+      return rc;
+    }
+    if (sh.whole) sh = (lda_shard_t){.docs = c.ndocs, .tokens = c.ntokens, .whole = 1};
+    load_s = (double)(au_now_ns() - t0) / 1e9;
   }
   /* every node computes the same lines; rank 0 prints them */
   int talk = au_node_rank(node) == 0, nodes = au_node_nodes(node);
@@ -301,8 +352,10 @@ int main(int argc, char **argv)
     return 1;
   }
   if (talk) {
-    printf("data=%s docs=%u vocab=%u tokens=%zu load_seconds=%.2f\n", a.file ? a.file : "generated",
-           c.ndocs, c.nwords, c.ntokens, load_s);
+    printf("data=%s docs=%llu vocab=%u tokens=%llu load_seconds=%.2f%s\n",
+           a.file ? a.file : "generated", (unsigned long long)sh.docs, c.nwords,
+           (unsigned long long)sh.tokens, load_s,
+           a.lda.sharded ? " read=parts" : parts ? " read=whole" : "");
     fflush(stdout);
   }
   char err[512];
@@ -352,7 +405,7 @@ int main(int argc, char **argv)
       fprintf(stderr, PROG ": check: %s\n", au_strerror(rc));
       status = 1;
     } else {
-      int ok = lda_check_ok(&ck, c.ntokens);
+      int ok = lda_check_ok(&ck, sh.tokens);
       if (talk)
         printf("check=%s negative=%llu row_sums=%llu totals=%llu recount=%llu docs=%llu "
                "tokens=%llu\n",

@@ -165,7 +165,7 @@ static void intern_free(intern_t *t)
 
 /* ---- reading ---------------------------------------------------------------------------- */
 
-typedef struct {
+struct lda_text {
   const char *path;
   char *err;
   size_t errlen;
@@ -176,7 +176,8 @@ typedef struct {
   size_t ndocs, capdocs;
   char *word; /* the word being read, lower-cased */
   size_t wcap;
-} text_t;
+  long long at; /* in a part: the byte where the line starts (-1: whole file) */
+};
 
 static inline int is_letter(unsigned char c)
 {
@@ -184,9 +185,10 @@ static inline int is_letter(unsigned char c)
 }
 
 /* Adds a finished word of the current line. */
-static int add_word(text_t *t, size_t n, size_t lineno)
+static int add_word(lda_text_t *t, size_t n, size_t lineno)
 {
   if (n < 2 || (n <= 10 && lda_is_stop_word(t->word, n))) return 0;
+  char where[600];
   uint32_t id;
   int rc = intern(&t->words, t->word, n, &id);
   if (!rc && t->ntok >= LDA_MAX_TOKENS) rc = LDA_ERANGE;
@@ -199,12 +201,12 @@ static int add_word(text_t *t, size_t n, size_t lineno)
       t->tok = p, t->captok = cap;
   }
   if (rc == LDA_ERANGE) {
-    lda__set_err(t->err, t->errlen, "%s:%zu: more than %u tokens or distinct words", t->path,
-                 lineno, LDA_MAX_TOKENS);
+    lda__set_err(t->err, t->errlen, "%s: more than %u tokens or distinct words",
+                 lda__where(where, sizeof(where), t->path, lineno, t->at), LDA_MAX_TOKENS);
     return rc;
   }
   if (rc) {
-    lda__set_err(t->err, t->errlen, "%s:%zu: out of memory", t->path, lineno);
+    lda__set_err(t->err, t->errlen, "%s: out of memory", t->path);
     return rc;
   }
   t->tok[t->ntok++] = id;
@@ -213,15 +215,17 @@ static int add_word(text_t *t, size_t n, size_t lineno)
 
 static int text_line(void *state, char *line, size_t len, size_t lineno)
 {
-  text_t *t = state;
-  char buf[80];
+  lda_text_t *t = state;
+  char buf[80], where[600];
   if (memchr(line, '\0', len)) {
-    lda__set_err(t->err, t->errlen, "%s:%zu: expected text without NUL bytes, got '%s'", t->path,
-                 lineno, lda__shown(buf, sizeof(buf), line, len));
+    lda__set_err(t->err, t->errlen, "%s: expected text without NUL bytes, got '%s'",
+                 lda__where(where, sizeof(where), t->path, lineno, t->at),
+                 lda__shown(buf, sizeof(buf), line, len));
     return LDA_EPARSE;
   }
   if (t->ndocs + 1 >= 0xffffffffu) {
-    lda__set_err(t->err, t->errlen, "%s:%zu: more than %u documents", t->path, lineno, 0xfffffffeu);
+    lda__set_err(t->err, t->errlen, "%s: more than %u documents",
+                 lda__where(where, sizeof(where), t->path, lineno, t->at), 0xfffffffeu);
     return LDA_ERANGE;
   }
   if (t->wcap < len + 1) {
@@ -252,66 +256,162 @@ static int text_line(void *state, char *line, size_t len, size_t lineno)
   t->doc_start[++t->ndocs] = t->ntok;
   return 0;
 nomem:
-  lda__set_err(t->err, t->errlen, "%s:%zu: out of memory", t->path, lineno);
+  lda__set_err(t->err, t->errlen, "%s: out of memory", t->path);
   return LDA_ENOMEM;
+}
+
+static int text_part_line(void *state, char *line, size_t len, size_t lineno, long long at,
+                          int where)
+{
+  lda_text_t *t = state;
+  if (where < 0) return 0; /* the line before: another part's document */
+  t->at = at;
+  return text_line(t, line, len, lineno);
+}
+
+lda_text_t *lda_text_new(void)
+{
+  lda_text_t *t = calloc(1, sizeof(*t));
+  if (t) t->at = -1;
+  return t;
+}
+
+void lda_text_free(lda_text_t *t)
+{
+  if (!t) return;
+  intern_free(&t->words);
+  free(t->tok);
+  free(t->doc_start);
+  free(t->word);
+  free(t);
+}
+
+int lda_text_read(const char *path, int part, int nparts, lda_text_t **out, char *err,
+                  size_t errlen)
+{
+  *out = NULL;
+  lda_text_t *t = lda_text_new();
+  if (!t) {
+    lda__set_err(err, errlen, "%s: out of memory", path);
+    return LDA_ENOMEM;
+  }
+  t->path = path, t->err = err, t->errlen = errlen;
+  int rc;
+  if (nparts == 1) {
+    size_t lines;
+    rc = lda__each_line(path, text_line, t, &lines, err, errlen);
+  } else {
+    rc = lda__each_line_part(path, 0, 0, part, nparts, 0, text_part_line, t, err, errlen);
+  }
+  if (rc) {
+    lda_text_free(t);
+    return rc;
+  }
+  t->path = NULL, t->err = NULL;
+  *out = t;
+  return 0;
+}
+
+const char *lda_text_words(const lda_text_t *t, uint32_t *n, size_t *len)
+{
+  *n = t->words.n;
+  *len = t->words.blen;
+  return t->words.blob;
+}
+
+const uint64_t *lda_text_counts(const lda_text_t *t) { return t->words.count; }
+
+int lda_text_merge(lda_text_t *t, const char *blob, uint32_t n, const uint64_t *counts)
+{
+  for (uint32_t i = 0; i < n; i++) {
+    size_t len = strlen(blob);
+    uint32_t id;
+    int rc = intern(&t->words, blob, len, &id);
+    if (rc) return rc;
+    t->words.count[id] += counts[i] - 1; /* intern counted one */
+    blob += len + 1;
+  }
+  return 0;
+}
+
+uint32_t lda_text_find(const lda_text_t *t, const char *w, size_t n)
+{
+  const intern_t *in = &t->words;
+  if (!in->slots) return UINT32_MAX;
+  for (size_t i = str_hash(w, n) & in->mask; in->slots[i]; i = (i + 1) & in->mask) {
+    uint32_t k = in->slots[i] - 1;
+    if (in->len[k] == n && !memcmp(in->blob + in->off[k], w, n)) return k;
+  }
+  return UINT32_MAX;
+}
+
+int lda_text_vocab(const lda_text_t *t, uint32_t min_count, uint32_t *map, lda_corpus_t *out)
+{
+  const intern_t *w = &t->words;
+  uint32_t kept = 0;
+  size_t blob = 0;
+  for (uint32_t i = 0; i < w->n; i++) {
+    map[i] = w->count[i] >= min_count ? kept++ : UINT32_MAX;
+    if (map[i] != UINT32_MAX) blob += w->len[i] + 1;
+  }
+  char **vocab = malloc(((size_t)kept + 1) * sizeof(char *));
+  char *vblob = malloc(blob + 1);
+  if (!vocab || !vblob) {
+    free(vocab);
+    free(vblob);
+    return LDA_ENOMEM;
+  }
+  for (uint32_t i = 0, at = 0; i < w->n; i++) {
+    if (map[i] == UINT32_MAX) continue;
+    memcpy(vblob + at, w->blob + w->off[i], w->len[i] + 1);
+    vocab[map[i]] = vblob + at;
+    at += w->len[i] + 1;
+  }
+  free(out->vocab);
+  free(out->vocab_blob);
+  out->vocab = vocab;
+  out->vocab_blob = vblob;
+  out->nwords = kept;
+  return 0;
+}
+
+int lda_text_docs(lda_text_t *t, const uint32_t *map, lda_corpus_t *out)
+{
+  out->doc_start = malloc((t->ndocs + 1) * sizeof(size_t));
+  if (!out->doc_start) return LDA_ENOMEM;
+  size_t n = 0;
+  out->doc_start[0] = 0;
+  for (size_t d = 0; d < t->ndocs; d++) {
+    for (size_t i = t->doc_start[d]; i < t->doc_start[d + 1]; i++)
+      if (map[t->tok[i]] != UINT32_MAX) t->tok[n++] = map[t->tok[i]];
+    out->doc_start[d + 1] = n;
+  }
+  out->ndocs = (uint32_t)t->ndocs;
+  out->ntokens = n;
+  out->words = t->tok; /* compacted in place */
+  t->tok = NULL, t->ntok = t->captok = 0;
+  if (n) {
+    uint32_t *p = realloc(out->words, n * sizeof(uint32_t));
+    if (p) out->words = p;
+  }
+  return 0;
 }
 
 int lda_load_text(const char *path, uint32_t min_count, lda_corpus_t *out, char *err, size_t errlen)
 {
   memset(out, 0, sizeof(*out));
-  text_t t = {.path = path, .err = err, .errlen = errlen};
-  size_t lines;
-  int rc = lda__each_line(path, text_line, &t, &lines, err, errlen);
-  (void)lines;
-  if (rc) goto done;
+  lda_text_t *t;
+  int rc = lda_text_read(path, 0, 1, &t, err, errlen);
+  if (rc) return rc;
   /* keep the words seen min_count times, renumbered in order of first appearance */
-  intern_t *w = &t.words;
-  uint32_t *map = malloc(((size_t)w->n + 1) * sizeof(*map)), kept = 0;
-  size_t blob = 0;
-  if (!map) goto nomem;
-  for (uint32_t i = 0; i < w->n; i++) {
-    map[i] = w->count[i] >= min_count ? kept++ : UINT32_MAX;
-    if (map[i] != UINT32_MAX) blob += w->len[i] + 1;
-  }
-  out->vocab = malloc(((size_t)kept + 1) * sizeof(char *));
-  out->vocab_blob = malloc(blob + 1);
-  out->doc_start = malloc((t.ndocs + 1) * sizeof(size_t));
-  if (!out->vocab || !out->vocab_blob || !out->doc_start) {
-    free(map);
-    goto nomem;
-  }
-  for (uint32_t i = 0, at = 0; i < w->n; i++) {
-    if (map[i] == UINT32_MAX) continue;
-    memcpy(out->vocab_blob + at, w->blob + w->off[i], w->len[i] + 1);
-    out->vocab[map[i]] = out->vocab_blob + at;
-    at += w->len[i] + 1;
-  }
-  size_t n = 0;
-  out->doc_start[0] = 0;
-  for (size_t d = 0; d < t.ndocs; d++) {
-    for (size_t i = t.doc_start[d]; i < t.doc_start[d + 1]; i++)
-      if (map[t.tok[i]] != UINT32_MAX) t.tok[n++] = map[t.tok[i]];
-    out->doc_start[d + 1] = n;
+  uint32_t *map = malloc(((size_t)t->words.n + 1) * sizeof(*map));
+  rc = map ? lda_text_vocab(t, min_count, map, out) : LDA_ENOMEM;
+  if (!rc) rc = lda_text_docs(t, map, out);
+  if (rc) {
+    lda__set_err(err, errlen, "%s: out of memory", path);
+    lda_corpus_free(out);
   }
   free(map);
-  out->ndocs = (uint32_t)t.ndocs;
-  out->nwords = kept;
-  out->ntokens = n;
-  out->words = t.tok; /* compacted in place */
-  t.tok = NULL;
-  if (n) {
-    uint32_t *p = realloc(out->words, n * sizeof(uint32_t));
-    if (p) out->words = p;
-  }
-  goto done;
-nomem:
-  lda__set_err(err, errlen, "%s: out of memory", path);
-  rc = LDA_ENOMEM;
-done:
-  intern_free(&t.words);
-  free(t.tok);
-  free(t.doc_start);
-  free(t.word);
-  if (rc) lda_corpus_free(out);
+  lda_text_free(t);
   return rc;
 }

@@ -163,5 +163,50 @@ if [ -n "$augur" ]; then
   done
 fi
 
+if [ -n "$augur" ]; then
+  # A corpus FILE on a cluster: each node reads its part of the bytes (read=parts) and the
+  # nodes agree on what one node reading it whole finds: documents, vocabulary (text:
+  # numbered by first appearance, --min-count over the whole file), tokens
+  awk 'BEGIN { srand(5); for (d = 0; d < 600; d++) { n = 5 + d % 17; line = "";
+         for (k = 0; k < n; k++) { w = int(rand() * rand() * 400); line = line (k ? " " : "") "w" sprintf("%c%c", 97 + w % 26, 97 + int(w / 26)) }
+         print line; if (d % 97 == 3) print "" } }' >"$tmp/corpus.txt"
+  awk 'BEGIN { srand(6); nnz = 0; for (d = 1; d <= 500; d++) for (w = 1 + d % 7; w <= 300; w += 11 + d % 13) { e[++nnz] = d " " w " " 1 + (d + w) % 3 }
+         print 500; print 300; print nnz; for (i = 1; i <= nnz; i++) print e[i] }' >"$tmp/docword.txt"
+  for f in corpus.txt docword.txt; do
+    pargs=("$tmp/$f" --topics 6 --iterations 3 --top-words 0 --check)
+    one=$("$lda" "${pargs[@]}" --save "$tmp/one.$f" 2>&1)
+    out=$(timeout 120 "$augur" run -n 3 "$lda" "${pargs[@]}" --save "$tmp/parts.$f" 2>&1)
+    rc=$?
+    echo "$out" | grep '^\[0\]'
+    check "$f on 3 nodes: exit 0" test $rc -eq 0
+    check "$f on 3 nodes: read in parts" grep -q '^\[0\] data=.* read=parts$' <<<"$out"
+    want=$(grep -o '^data=.* tokens=[0-9]*' <<<"$one")
+    check "$f on 3 nodes: the same documents, words and tokens as one node ($want)" \
+      grep -qF "[0] $want " <<<"$out"
+    check "$f on 3 nodes: counts exact" grep -q '^\[0\] check=ok ' <<<"$out"
+  done
+  check "corpus.txt on 3 nodes: the vocabulary one node finds" \
+    cmp -s "$tmp/one.corpus.txt/vocab.txt" "$tmp/parts.corpus.txt/vocab.txt"
+  # entries not together by document cannot be cut: every node reads the file whole
+  { head -3 "$tmp/docword.txt"; tail -n +4 "$tmp/docword.txt" | sort -r; } >"$tmp/unsorted.txt"
+  out=$(timeout 120 "$augur" run -n 3 "$lda" "$tmp/unsorted.txt" --topics 6 --iterations 2 \
+    --top-words 0 --check 2>&1)
+  rc=$?
+  check "unsorted UCI on 3 nodes: exit 0, read whole" \
+    test $rc -eq 0 -a "$(grep -c '^\[0\] data=.* read=whole$' <<<"$out")" -eq 1
+  check "unsorted UCI on 3 nodes: counts exact" grep -q '^\[0\] check=ok ' <<<"$out"
+  # a bad line in the middle part: named there by its byte, every node stops with 2
+  n=$(wc -l <"$tmp/docword.txt")
+  sed "$((n / 2))s/.*/7 x 1/" "$tmp/docword.txt" >"$tmp/bad.txt"
+  out=$(timeout 120 "$augur" run -n 3 "$lda" "$tmp/bad.txt" --iterations 1 2>&1)
+  rc=$?
+  echo "$out" | grep 'augur-lda:'
+  check "bad line on 3 nodes: exit 2" test $rc -eq 2
+  check "bad line on 3 nodes: named by its byte" \
+    grep -q "^\[1\] augur-lda: $tmp/bad.txt: the line at byte [0-9]*: expected 'docID wordID count', got '7 x 1'" <<<"$out"
+  check "bad line on 3 nodes: the others say why they stop" \
+    test "$(grep -c 'another node could not read its part of' <<<"$out")" -eq 2
+fi
+
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all checks passed"

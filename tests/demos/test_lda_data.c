@@ -288,6 +288,156 @@ static void test_text_malformed(void **state)
   assert_non_null(strstr(err, want));
 }
 
+/* ---- reading in parts (a cluster's nodes, demos/lda/shard.c) ---------------------------- */
+
+/* A sorted UCI file of 60 documents (some empty, some long enough to straddle cuts), with
+ * blank lines; every cut into 1..40 parts gives each document to exactly one part, whole,
+ * as the whole-file loader reads it. */
+static void test_uci_parts(void **state)
+{
+  (void)state;
+  char *text = malloc(1 << 16);
+  size_t at = 0, nnz = 0;
+  char body[1 << 15];
+  size_t bl = 0;
+  for (int d = 1; d <= 60; d++) {
+    if (d % 7 == 0) continue; /* an empty document */
+    int n = d % 5 == 0 ? 40 : 1 + d % 4;
+    for (int k = 0; k < n; k++) {
+      bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "%d %d %d\n", d, 1 + (d * 7 + k) % 30,
+                             1 + k % 3);
+      if (k == 2) bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "\n");
+      nnz++;
+    }
+  }
+  at = (size_t)snprintf(text, 1 << 16, "60\n30\n%zu\n%s", nnz, body);
+  const char *p = write_bytes("parts.uci.txt", text, at);
+  lda_corpus_t whole;
+  char err[256];
+  assert_int_equal(lda_load_uci(p, &whole, err, sizeof(err)), 0);
+  for (int nparts = 1; nparts <= 40; nparts++) {
+    uint64_t next = 0, entries = 0, tokens = 0;
+    for (int part = 0; part < nparts; part++) {
+      lda_uci_part_t u;
+      assert_int_equal(lda_load_uci_part(p, part, nparts, &u, err, sizeof(err)), 0);
+      assert_true(u.sorted);
+      assert_int_equal(u.docs, 60);
+      assert_int_equal(u.nnz, nnz);
+      assert_int_equal(u.c.nwords, 30);
+      entries += u.entries;
+      tokens += u.c.ntokens;
+      if (u.c.ndocs) {
+        assert_true(u.first_doc >= next); /* rising, no document twice */
+        for (uint32_t d = 0; d < u.c.ndocs; d++) {
+          char mine[1024];
+          strcpy(mine, doc_words(&u.c, d));
+          assert_string_equal(mine, doc_words(&whole, (uint32_t)u.first_doc + d));
+        }
+        /* the documents a part skipped over are empty in the whole file */
+        for (uint64_t d = next; d < u.first_doc; d++)
+          assert_int_equal(whole.doc_start[d + 1], whole.doc_start[d]);
+        next = u.first_doc + u.c.ndocs;
+      }
+      lda_corpus_free(&u.c);
+    }
+    assert_int_equal(entries, nnz);
+    assert_int_equal(tokens, whole.ntokens);
+  }
+  lda_corpus_free(&whole);
+
+  /* the entries shuffled: some part sees a document id fall */
+  at = (size_t)snprintf(text, 1 << 16, "3\n4\n4\n2 1 1\n1 2 1\n3 1 1\n1 4 2\n");
+  p = write_bytes("parts.unsorted.txt", text, at);
+  lda_uci_part_t u;
+  assert_int_equal(lda_load_uci_part(p, 0, 1, &u, err, sizeof(err)), 0);
+  assert_false(u.sorted);
+  lda_corpus_free(&u.c);
+
+  /* a bad line is named by its byte in a part after the first, by its line in the first */
+  at = (size_t)snprintf(text, 1 << 16, "3\n4\n4\n1 1 1\n1 2 1\n2 x 1\n3 4 2\n");
+  p = write_bytes("parts.bad.txt", text, at);
+  int bad = 0;
+  for (int part = 0; part < 2; part++) {
+    int rc = lda_load_uci_part(p, part, 2, &u, err, sizeof(err));
+    if (rc == 0) {
+      lda_corpus_free(&u.c);
+      continue;
+    }
+    bad++;
+    char want[600];
+    assert_int_equal(rc, LDA_EPARSE);
+    if (part == 0)
+      snprintf(want, sizeof(want), "%s:6: expected 'docID wordID count'", p);
+    else
+      snprintf(want, sizeof(want), "%s: the line at byte 18: expected 'docID wordID count'", p);
+    assert_memory_equal(err, want, strlen(want));
+  }
+  assert_int_equal(bad, 1);
+  free(text);
+}
+
+/* Text in parts, merged rank by rank as shard.c does: the vocabulary and the documents of
+ * every cut into 1..30 parts are those of the whole file. */
+static void test_text_parts(void **state)
+{
+  (void)state;
+  char text[4096];
+  size_t at = 0;
+  static const char *const w[] = {"apple", "pear", "plum", "fig", "kiwi", "lime", "date"};
+  for (int d = 0; d < 40; d++) {
+    for (int k = 0; k < d % 6; k++) at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s",
+                                                         k ? " " : "", w[(d * 3 + k * k) % 7]);
+    at += (size_t)snprintf(text + at, sizeof(text) - at, d % 9 == 4 ? "\r\n" : "\n");
+  }
+  const char *p = write_bytes("parts.text.txt", text, at);
+  for (uint32_t min = 1; min <= 12; min += 11) {
+    lda_corpus_t whole;
+    char err[256];
+    assert_int_equal(lda_load_text(p, min, &whole, err, sizeof(err)), 0);
+    for (int nparts = 1; nparts <= 30; nparts++) {
+      lda_text_t *t[30], *all = lda_text_new();
+      assert_non_null(all);
+      for (int part = 0; part < nparts; part++) {
+        assert_int_equal(lda_text_read(p, part, nparts, &t[part], err, sizeof(err)), 0);
+        uint32_t n;
+        size_t len;
+        const char *b = lda_text_words(t[part], &n, &len);
+        assert_int_equal(lda_text_merge(all, b, n, lda_text_counts(t[part])), 0);
+      }
+      uint32_t an, gmap[64], map[64];
+      size_t alen;
+      lda_text_words(all, &an, &alen);
+      lda_corpus_t v = {0};
+      assert_int_equal(lda_text_vocab(all, min, gmap, &v), 0);
+      assert_int_equal(v.nwords, whole.nwords);
+      for (uint32_t i = 0; i < v.nwords; i++) assert_string_equal(v.vocab[i], whole.vocab[i]);
+      uint32_t d0 = 0;
+      for (int part = 0; part < nparts; part++) {
+        uint32_t n;
+        size_t len;
+        const char *b = lda_text_words(t[part], &n, &len);
+        for (uint32_t i = 0; i < n; i++, b += strlen(b) + 1)
+          map[i] = gmap[lda_text_find(all, b, strlen(b))];
+        lda_corpus_t c = {0};
+        assert_int_equal(lda_text_docs(t[part], map, &c), 0);
+        for (uint32_t d = 0; d < c.ndocs; d++) {
+          char mine[1024];
+          strcpy(mine, doc_words(&c, d));
+          assert_string_equal(mine, doc_words(&whole, d0 + d));
+        }
+        d0 += c.ndocs;
+        lda_corpus_free(&c);
+        lda_text_free(t[part]);
+      }
+      assert_int_equal(d0, whole.ndocs);
+      assert_int_equal(lda_text_find(all, "none", 4), UINT32_MAX);
+      lda_corpus_free(&v);
+      lda_text_free(all);
+    }
+    lda_corpus_free(&whole);
+  }
+}
+
 /* ---- generator ------------------------------------------------------------------------ */
 
 static void test_generator_shapes_and_determinism(void **state)
@@ -457,6 +607,8 @@ int main(void)
       cmocka_unit_test(test_vocab_malformed),
       cmocka_unit_test(test_text_reads_documents),
       cmocka_unit_test(test_text_malformed),
+      cmocka_unit_test(test_uci_parts),
+      cmocka_unit_test(test_text_parts),
       cmocka_unit_test(test_generator_shapes_and_determinism),
       cmocka_unit_test(test_generator_zipf),
       cmocka_unit_test(test_generator_options),
