@@ -473,7 +473,7 @@ static int mm_line(loader_t *L, const char *line, size_t len)
     /* A hint only: a wrong count in the file must not make us allocate gigabytes. */
     uint64_t want = L->mm_nnz * (L->mm_symmetric ? 2 : 1);
     if (want > (1u << 24)) want = 1u << 24;
-    if (mf_ratings_reserve(L->out, L->out->n + (size_t)want)) {
+    if (L->out && mf_ratings_reserve(L->out, L->out->n + (size_t)want)) {
       mf__set_err(L->err, L->errlen, "%s:%zu: out of memory", L->path, L->lineno);
       return MF_ENOMEM;
     }
@@ -594,50 +594,59 @@ int mf_load(const char *path, mf_format_t fmt, mf_idmap_t *rows, mf_idmap_t *col
 }
 
 int mf_load_part(const char *path, mf_format_t fmt, int part, int nparts, mf_rating_fn fn,
-                 void *arg, char *err, size_t errlen)
+                 void *arg, uint64_t *mm_entries, uint64_t *mm_nnz, char *err, size_t errlen)
 {
   int rc = 0;
+  if (mm_entries) *mm_entries = 0;
+  if (mm_nnz) *mm_nnz = 0;
   if (nparts < 1 || part < 0 || part >= nparts) {
     mf__set_err(err, errlen, "%s: part %d of %d", path, part, nparts);
     return MF_EINVAL;
   }
   FILE *f = open_ratings(path, &fmt, &rc, err, errlen);
   if (!f) return rc;
-  if (fmt == MF_FMT_MM) {
-    mf__set_err(err, errlen, "%s: Matrix Market files are read whole", path);
-    fclose(f);
-    return MF_EINVAL;
-  }
   struct stat st;
   if (fstat(fileno(f), &st) != 0) {
     mf__set_err(err, errlen, "%s: %s", path, strerror(errno));
     fclose(f);
     return MF_EIO;
   }
-  /* [from, to) of the bytes; a line belongs to the part in which it starts */
-  const long long size = (long long)st.st_size;
-  const long long from = size * part / nparts, to = size * (part + 1) / nparts;
   loader_t L = {.path = path,
                 .fmt = fmt,
                 .raw = fn,
                 .raw_arg = arg,
-                .part_at = from,
                 .seen_data = part > 0, /* a CSV header is the file's first line only */
                 .err = err,
                 .errlen = errlen};
+  char *line = NULL;
+  size_t linecap = 0;
+  ssize_t len;
+  /* Matrix Market: the header on every part, its lines numbered; the parts cut the rest */
+  long long body = 0;
+  while (!rc && fmt == MF_FMT_MM && L.mm_state < 2 && (len = getline(&line, &linecap, f)) >= 0) {
+    body += len;
+    L.lineno++;
+    if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+    if (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
+    rc = load_line(&L, line, (size_t)len);
+  }
+  if (!rc && fmt == MF_FMT_MM && L.mm_state < 2) rc = load_finish(&L);
+  /* [from, to) of the bytes; a line belongs to the part in which it starts */
+  const long long size = (long long)st.st_size, span = size > body ? size - body : 0;
+  const long long from = body + span * part / nparts, to = body + span * (part + 1) / nparts;
+  L.part_at = part > 0 ? from : 0;
   long long at = from;
-  if (from > 0) { /* from the first line that starts at or after `from` */
-    if (fseeko(f, (off_t)(from - 1), SEEK_SET) != 0) rc = MF_EIO;
-    int c;
+  int seek = 0;
+  if (!rc && from > body) { /* from the first line that starts at or after `from` */
+    seek = fseeko(f, (off_t)(from - 1), SEEK_SET) != 0;
     at = from - 1;
-    while (!rc && (c = getc(f)) != EOF) {
+    for (int c; !seek && (c = getc(f)) != EOF;) {
       at++;
       if (c == '\n') break;
     }
   }
-  char *line = NULL;
-  size_t linecap = 0;
-  ssize_t len;
+  if (!rc && !seek) seek = fseeko(f, (off_t)at, SEEK_SET) != 0;
+  if (!rc && seek) rc = MF_EIO;
   while (!rc && at < to && (len = getline(&line, &linecap, f)) >= 0) {
     L.line_at = at;
     at += len;
@@ -646,9 +655,13 @@ int mf_load_part(const char *path, mf_format_t fmt, int part, int nparts, mf_rat
     if (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
     rc = load_line(&L, line, (size_t)len);
   }
-  if (!rc && ferror(f)) {
-    mf__set_err(err, errlen, "%s: %s", path, strerror(errno));
+  if ((!rc && ferror(f)) || seek) {
+    mf__set_err(err, errlen, "%s: %s", path, strerror(errno ? errno : EIO));
     rc = errno == ENOMEM ? MF_ENOMEM : MF_EIO;
+  }
+  if (!rc && fmt == MF_FMT_MM) {
+    if (mm_entries) *mm_entries = L.mm_count;
+    if (mm_nnz) *mm_nnz = L.mm_nnz;
   }
   free(line);
   fclose(f);

@@ -116,12 +116,14 @@ int mf_load(const char *path, mf_format_t fmt, mf_idmap_t *rows, mf_idmap_t *col
 typedef int (*mf_rating_fn)(void *arg, uint64_t row_id, uint64_t col_id, float value);
 /* Reads part `part` of `nparts` of the file's bytes, cut at line starts (a line belongs to
  * the part in which it starts, so the parts together read every line once), and hands
- * each rating to fn, ids unmapped. CSV, UDATA, DAT, TRIPLES; a Matrix Market file is
- * MF_EINVAL (its entries follow a header: read it whole, mf_load). 0, or MF_EIO,
- * MF_EPARSE ("PATH: the line at byte B: expected ..."; in part 0 "PATH:LINE: ..."),
- * MF_ENOMEM, MF_EINVAL. */
+ * each rating to fn, ids unmapped. Every format; of a Matrix Market file every part reads
+ * the header (banner, comments, size line) and cuts the bytes after it, and since its
+ * entry count can only be checked over all parts, *mm_entries (may be NULL) gets the
+ * entries this part read and *mm_nnz the count the size line declares (both 0 for the
+ * other formats). 0, or MF_EIO, MF_EPARSE ("PATH: the line at byte B: expected ..."; in
+ * part 0 "PATH:LINE: ..."), MF_ENOMEM, MF_EINVAL. */
 int mf_load_part(const char *path, mf_format_t fmt, int part, int nparts, mf_rating_fn fn,
-                 void *arg, char *err, size_t errlen);
+                 void *arg, uint64_t *mm_entries, uint64_t *mm_nnz, char *err, size_t errlen);
 
 /* ---- generator -------------------------------------------------------------------- */
 

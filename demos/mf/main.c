@@ -292,12 +292,11 @@ int main(int argc, char **argv)
   }
   dataset_t d = {0};
   /* A training file on a cluster: each node reads its part (shard.h), so the node comes
-   * first. Otherwise every node loads or generates the whole set and keeps its rows.
-   * Matrix Market files are read whole (their entries follow a header). */
+   * first. Otherwise every node loads or generates the whole set and keeps its rows. */
   au_cluster_opts_t co;
   mf_format_t fmt = a.format == MF_FMT_AUTO && a.train ? mf_format_detect(a.train) : a.format;
   const int sharded =
-      a.train && fmt != MF_FMT_MM && au_cluster_opts_from_env(&co, err, sizeof(err)) == 1;
+      a.train && au_cluster_opts_from_env(&co, err, sizeof(err)) == 1;
   uint64_t t0 = au_now_ns();
   if (!sharded && (rc = load_data(&a, &d)) != 0) return rc;
   double load_s = (double)(au_now_ns() - t0) / 1e9;

@@ -265,7 +265,7 @@ int mf_shard_load(au_node_t *node, const mf_shard_in_t *in, mf_shard_out_t *out,
   char why[512] = "";
   mf_idmap_t mine = {0}, colmap = {0};
   s.colmap = &mine;
-  int bad = mf_load_part(in->train, in->format, s.rank, N, on_col, &s, why, sizeof(why));
+  int bad = mf_load_part(in->train, in->format, s.rank, N, on_col, &s, NULL, NULL, why, sizeof(why));
   uint64_t *cols = NULL;
   size_t ncols = 0;
   int anybad = 0, big = 0;
@@ -282,6 +282,7 @@ int mf_shard_load(au_node_t *node, const mf_shard_in_t *in, mf_shard_out_t *out,
   }
   /* pass 2 (everyone or no one: the failure is known everywhere now): each rating to its
    * row's node, while this node's run takes the others' as they come */
+  uint64_t mm[2] = {0, 0}, nnz[2] = {0, 0}; /* Matrix Market: entries read, declared */
   if (!rc && !anybad && !big) {
     s.colmap = &colmap;
     pthread_t th;
@@ -289,10 +290,12 @@ int mf_shard_load(au_node_t *node, const mf_shard_in_t *in, mf_shard_out_t *out,
     rc = au_allreduce_sum(s.rt, &ready, 1);
     if (!rc && pthread_create(&th, NULL, run_thread, &s) != 0) rc = AU_ENOMEM;
     if (!rc) {
-      bad = mf_load_part(in->train, in->format, s.rank, N, on_rating, &s, why, sizeof(why));
+      bad = mf_load_part(in->train, in->format, s.rank, N, on_rating, &s, &mm[0], &nnz[0], why,
+                         sizeof(why));
       if (!bad && in->test) {
         s.which = 1;
-        bad = mf_load_part(in->test, in->format, s.rank, N, on_rating, &s, why, sizeof(why));
+        bad = mf_load_part(in->test, in->format, s.rank, N, on_rating, &s, &mm[1], &nnz[1], why,
+                           sizeof(why));
       }
       int sent = 0;
       for (int which = 0; which < 2 && !sent; which++)
@@ -325,15 +328,23 @@ int mf_shard_load(au_node_t *node, const mf_shard_in_t *in, mf_shard_out_t *out,
       rids[s.own[0].rows.n + i] = s.got[0].rows.ids[i];
     if (rids) nr = sort_unique(rids, nids);
   }
-  /* who failed, and the most rows a node has, over the cluster (a sum of one-hots) */
-  double *per = calloc((size_t)N + 1, sizeof(double));
+  /* who failed, the most rows a node has (a sum of one-hots), Matrix Market entries */
+  double *per = calloc((size_t)N + 3, sizeof(double));
   if (!per) rc = rc ? rc : AU_ENOMEM;
   if (per && !anybad) {
     per[s.rank] = (double)nr;
     per[N] = failed_here;
-    int ar = au_allreduce_sum(s.rt, per, (size_t)N + 1);
+    per[N + 1] = (double)mm[0], per[N + 2] = (double)mm[1];
+    int ar = au_allreduce_sum(s.rt, per, (size_t)N + 3);
     if (ar && !rc) rc = ar;
   }
+  for (int which = 0; which < 2 && per && !rc && !anybad && !(per[N] > 0); which++)
+    if (nnz[which] && (uint64_t)per[N + 1 + which] != nnz[which]) { /* known everywhere */
+      snprintf(why, sizeof(why), "%s: expected %llu entries (its size line), got %llu in all",
+               which ? in->test : in->train, (unsigned long long)nnz[which],
+               (unsigned long long)per[N + 1 + which]);
+      bad = MF_EPARSE;
+    }
   uint32_t maxrows = 0;
   for (int r = 0; per && r < N; r++)
     if (per[r] > maxrows) maxrows = (uint32_t)per[r];

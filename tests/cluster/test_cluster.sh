@@ -357,6 +357,26 @@ mfparts)
   check "a bad line in a part: exit status 2" test $rc -eq 2
   check "... its node names the file, the line and what it expected" \
     grep -q "^\[1\] augur-mf: $tmp/bad.csv: the line at byte [0-9]*: expected" "$tmp/bad"
+  # Matrix Market: every node reads the header, the entries are cut; the same data as the
+  # CSV trains the same; an entry count off by one stops every node
+  awk -F, 'NR > 1 { print ($1 - 1000) / 3 + 1, ($2 - 50000) / 7 + 1, $3 }' "$f" >"$tmp/body"
+  { echo "%%MatrixMarket matrix coordinate real general"; echo "% the CSV's ratings"
+    echo "4000 1000 200000"; cat "$tmp/body"; } >"$tmp/ratings.mtx"
+  timeout 200 "$augur" run -n 3 "$mf" "$tmp/ratings.mtx" "${args[@]}" >"$tmp/mm" 2>&1
+  rc=$?
+  grep '^\[0\]' "$tmp/mm"
+  check "Matrix Market on 3 nodes: exit 0, read=parts" \
+    test $rc -eq 0 -a "$(grep -c '^\[0\] data=.* read=parts' "$tmp/mm")" -eq 1
+  mm=$(grep '^\[0\] epoch=8' "$tmp/mm" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+  check "... trains like the CSV on 3 nodes ($mm against $three, within 5%)" \
+    awk -v a="$mm" -v b="$three" 'BEGIN { exit !(a != "" && b != "" && a <= 1.05 * b && a >= 0.95 * b) }'
+  { echo "%%MatrixMarket matrix coordinate real general"; echo "4000 1000 200001"
+    cat "$tmp/body"; } >"$tmp/short.mtx"
+  timeout 120 "$augur" run -n 3 "$mf" "$tmp/short.mtx" "${args[@]}" >"$tmp/short" 2>&1
+  rc=$?
+  cat "$tmp/short"
+  check "Matrix Market short of its count: exit 2, every node says so" test $rc -eq 2 -a \
+    "$(grep -c "short.mtx: expected 200001 entries (its size line), got 200000 in all" "$tmp/short")" -eq 3
   ;;
 mf_modes)
   # replicate (3 nodes) and relocate (2 nodes) train as well as one node; small runs are

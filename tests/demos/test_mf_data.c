@@ -713,7 +713,7 @@ static void test_load_part(void **state)
       part_sum_t sum = {0};
       for (int k = 0; k < counts[c]; k++)
         assert_int_equal(mf_load_part(f ? path2 : path, MF_FMT_AUTO, k, counts[c], part_cb, &sum,
-                                      err, sizeof(err)),
+                                      NULL, NULL, err, sizeof(err)),
                          0);
       assert_int_equal(sum.n, 97);
       double ids = 0, values = 0;
@@ -725,13 +725,48 @@ static void test_load_part(void **state)
   /* a bad line in the second of two parts: named by the part's line and start byte */
   const char *bad = write_file("partsbad.csv", "1,2,3\n4,5,6\n7,8,9\n10,x,12\n");
   part_sum_t sum = {0};
-  assert_int_equal(mf_load_part(bad, MF_FMT_CSV, 0, 2, part_cb, &sum, err, sizeof(err)), 0);
-  assert_int_equal(mf_load_part(bad, MF_FMT_CSV, 1, 2, part_cb, &sum, err, sizeof(err)), MF_EPARSE);
+  assert_int_equal(mf_load_part(bad, MF_FMT_CSV, 0, 2, part_cb, &sum, NULL, NULL, err, sizeof(err)),
+                   0);
+  assert_int_equal(mf_load_part(bad, MF_FMT_CSV, 1, 2, part_cb, &sum, NULL, NULL, err, sizeof(err)),
+                   MF_EPARSE);
   assert_non_null(strstr(err, "the line at byte 18: expected")); /* "10,x,12" starts there */
-  const char *mm =
-      write_file("parts.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 3\n");
-  assert_int_equal(mf_load_part(mm, MF_FMT_AUTO, 0, 2, part_cb, &sum, err, sizeof(err)), MF_EINVAL);
-  assert_non_null(strstr(err, "read whole"));
+  /* Matrix Market: every part reads the header, the entries are cut; a symmetric entry off
+   * the diagonal is two ratings; each part says how many entries it read */
+  len = (size_t)snprintf(buf, sizeof(buf), "%%%%MatrixMarket matrix coordinate real symmetric\n"
+                                           "%% a comment\n%%\n40 40 61\n");
+  for (int i = 0; i < 61; i++)
+    len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%d %d %d.5\n", 1 + i % 40,
+                            1 + (i * 7) % 40 < 1 + i % 40 ? 1 + (i * 7) % 40 : 1 + i % 40, i % 5);
+  const char *mm = write_file("parts.mtx", buf);
+  mf_ratings_t whole = {0};
+  mf_idmap_t rows = {0}, cols = {0};
+  assert_int_equal(mf_load(mm, MF_FMT_AUTO, &rows, &cols, 1, &whole, NULL, err, sizeof(err)), 0);
+  for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+    part_sum_t s = {0};
+    uint64_t entries = 0;
+    for (int k = 0; k < counts[c]; k++) {
+      uint64_t e, nnz;
+      assert_int_equal(mf_load_part(mm, MF_FMT_AUTO, k, counts[c], part_cb, &s, &e, &nnz, err,
+                                    sizeof(err)),
+                       0);
+      assert_int_equal(nnz, 61);
+      entries += e;
+    }
+    assert_int_equal(entries, 61);
+    assert_int_equal(s.n, whole.n);
+  }
+  mf_ratings_free(&whole);
+  mf_idmap_free(&rows);
+  mf_idmap_free(&cols);
+  /* a bad entry in the second part is named by its byte; the first part's by its line */
+  mm = write_file("partsbad.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 4\n"
+                                  "1 1 3\n2 2 4\n3 x 1\n3 3 2\n");
+  assert_int_equal(mf_load_part(mm, MF_FMT_AUTO, 1, 2, part_cb, &sum, NULL, NULL, err, sizeof(err)),
+                   MF_EPARSE);
+  assert_non_null(strstr(err, "partsbad.mtx: the line at byte 64: expected 'row col value'"));
+  assert_int_equal(mf_load_part(mm, MF_FMT_AUTO, 0, 1, part_cb, &sum, NULL, NULL, err, sizeof(err)),
+                   MF_EPARSE);
+  assert_non_null(strstr(err, "partsbad.mtx:5: expected 'row col value'"));
 }
 
 int main(void)
