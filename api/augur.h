@@ -230,9 +230,10 @@ int au_send_to_finish(au_outbuf_t *ob);
  * queue to it is full, and then `self` receives an empty message of `type` once it has
  * drained; 0 when it may go on sending. */
 int au_link_wait(au_actor_t *self, uint32_t node, uint32_t type);
-/* Collective (every node calls it, from outside behaviours, in the same order):
- * element-wise sum of v[0..n-1] over all nodes, left in v on every node. */
-int au_allreduce_sum(au_runtime_t *rt, double *v, int n);
+/* Collective (every node calls it, from outside behaviours, in the same order, with the
+ * same n): element-wise sum of v[0..n-1] over all nodes, left in v on every node. Any n:
+ * it goes as reductions of at most 2^20 values each. */
+int au_allreduce_sum(au_runtime_t *rt, double *v, size_t n);
 
 /* --- tracing ---------------------------------------------------------------------------
  * Placement and scheduler events (relocations, replicas, remote accesses, forwards,

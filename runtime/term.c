@@ -324,12 +324,29 @@ int au__cluster_run(au_runtime_t *rt)
   }
 }
 
-int au_allreduce_sum(au_runtime_t *rt, double *v, int n)
+#define REDUCE_MAX (1 << 20) /* values per reduction message (8 MiB) */
+
+static int allreduce_chunk(au_runtime_t *rt, double *v, int n);
+
+int au_allreduce_sum(au_runtime_t *rt, double *v, size_t n)
 {
-  if (!rt || (n && !v) || n < 0) return AU_EINVAL;
+  if (!rt || (n && !v)) return AU_EINVAL;
+  if (!rt->net) return 0;
+  /* one reduction per chunk (at least one: n = 0 is a barrier); every node cuts the same
+   * n the same way */
+  size_t at = 0;
+  do {
+    size_t k = n - at < REDUCE_MAX ? n - at : REDUCE_MAX;
+    int rc = allreduce_chunk(rt, k ? v + at : v, (int)k);
+    if (rc) return rc;
+    at += k;
+  } while (at < n);
+  return 0;
+}
+
+static int allreduce_chunk(au_runtime_t *rt, double *v, int n)
+{
   net_t *net = rt->net;
-  if (!net) return 0;
-  if (n > (1 << 20)) return AU_EINVAL;
   pthread_mutex_lock(&net->mu);
   uint64_t seq = ++net->term.reduce_seq;
   int rc = net->error;

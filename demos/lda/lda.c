@@ -574,7 +574,7 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
     if (!v) goto nomem;
     for (uint32_t w = 0; w < c->nwords; w++) v[w] = (double)m->word_count[w];
     v[c->nwords] = (double)c->ntokens;
-    rc = lda_allreduce(au_node_runtime(node), v, (size_t)c->nwords + 1);
+    rc = au_allreduce_sum(au_node_runtime(node), v, (size_t)c->nwords + 1);
     for (uint32_t w = 0; w < c->nwords && rc == 0; w++) m->word_count[w] = (uint64_t)v[w];
     m->tokens = (uint64_t)v[c->nwords];
     free(v);

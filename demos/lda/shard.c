@@ -6,18 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REDUCE_MAX (1u << 20) /* au_allreduce_sum's most values per call */
-#define PACK       6          /* bytes per double: below 2^53, exact through the sum */
-
-int lda_allreduce(au_runtime_t *rt, double *v, size_t n)
-{
-  for (size_t at = 0; at < n; at += REDUCE_MAX) {
-    size_t k = n - at < REDUCE_MAX ? n - at : REDUCE_MAX;
-    int rc = au_allreduce_sum(rt, v + at, (int)k);
-    if (rc) return rc;
-  }
-  return 0;
-}
+#define PACK 6 /* bytes per double: below 2^53, exact through the sum */
 
 /* Every node's n values, rank after rank: *all (malloc'd) and each rank's count in
  * per[rank] (nodes entries). */
@@ -27,7 +16,7 @@ static int allgather(au_runtime_t *rt, int rank, int nodes, const double *mine, 
   double *cnt = calloc((size_t)nodes, sizeof(double));
   if (!cnt) return AU_ENOMEM;
   cnt[rank] = (double)n;
-  int rc = lda_allreduce(rt, cnt, (size_t)nodes);
+  int rc = au_allreduce_sum(rt, cnt, (size_t)nodes);
   size_t total = 0, at = 0;
   for (int r = 0; r < nodes; r++) {
     per[r] = (size_t)cnt[r];
@@ -39,7 +28,7 @@ static int allgather(au_runtime_t *rt, int rank, int nodes, const double *mine, 
   double *v = calloc(total ? total : 1, sizeof(double));
   if (!v) return AU_ENOMEM; /* the others then wait in the allreduce: a lost job */
   if (n) memcpy(v + at, mine, n * sizeof(double));
-  if ((rc = lda_allreduce(rt, v, total)) != 0) {
+  if ((rc = au_allreduce_sum(rt, v, total)) != 0) {
     free(v);
     return rc;
   }
@@ -133,7 +122,7 @@ int lda_shard_load(au_node_t *node, const char *path, int uci, uint32_t min_coun
       v[4 + 2 * rank] = up.c.ndocs ? (double)up.first_doc + 1 : 0;
       v[5 + 2 * rank] = up.c.ndocs ? (double)(up.first_doc + up.c.ndocs) : 0;
     }
-    rc = lda_allreduce(rt, v, nv);
+    rc = au_allreduce_sum(rt, v, nv);
   }
   if (!rc && v[0] > 0 && !bad) {
     snprintf(err, errlen, "another node could not read its part of %s", path);
@@ -168,7 +157,7 @@ int lda_shard_load(au_node_t *node, const char *path, int uci, uint32_t min_coun
     if (!rc && lda_text_docs(t, map, c) != 0) rc = AU_ENOMEM;
     free(map);
     double tot[2] = {(double)c->ndocs, (double)c->ntokens};
-    if (!rc) rc = lda_allreduce(rt, tot, 2);
+    if (!rc) rc = au_allreduce_sum(rt, tot, 2);
     out->docs = (uint64_t)tot[0], out->tokens = (uint64_t)tot[1];
   }
   if (rc && !bad) {

@@ -26,7 +26,4 @@ typedef struct lda_shard {
 int lda_shard_load(au_node_t *node, const char *path, int uci, uint32_t min_count,
                    lda_corpus_t *c, lda_shard_t *out, char *err, size_t errlen);
 
-/* au_allreduce_sum over any n (it takes at most 2^20 values at a time). */
-int lda_allreduce(au_runtime_t *rt, double *v, size_t n);
-
 #endif
