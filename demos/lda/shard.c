@@ -49,7 +49,8 @@ static int text_vocab(au_runtime_t *rt, int rank, int nodes, const lda_text_t *t
   const uint64_t *count = lda_text_counts(t);
   size_t packs = (blen + PACK - 1) / PACK;
   double *mine = calloc(packs + (size_t)n + 1, sizeof(double)), *words = NULL, *counts = NULL;
-  size_t *per_w = calloc((size_t)nodes, sizeof(size_t)), *per_c = calloc((size_t)nodes, sizeof(size_t));
+  size_t *per_w = calloc((size_t)nodes, sizeof(size_t)),
+         *per_c = calloc((size_t)nodes, sizeof(size_t));
   lda_text_t *all = lda_text_new();
   uint32_t *gmap = NULL;
   char *bytes = NULL;
@@ -97,8 +98,8 @@ static int text_vocab(au_runtime_t *rt, int rank, int nodes, const lda_text_t *t
   return rc;
 }
 
-int lda_shard_load(au_node_t *node, const char *path, int uci, uint32_t min_count,
-                   lda_corpus_t *c, lda_shard_t *out, char *err, size_t errlen)
+int lda_shard_load(au_node_t *node, const char *path, int uci, uint32_t min_count, lda_corpus_t *c,
+                   lda_shard_t *out, char *err, size_t errlen)
 {
   au_runtime_t *rt = au_node_runtime(node);
   const int rank = au_node_rank(node), nodes = au_node_nodes(node);

@@ -23,7 +23,7 @@ typedef struct lda_shard {
 /* Collective. 0 with c holding this node's documents over the cluster's vocabulary (text:
  * with its words), or with out->whole set and c empty; else an LDA_* error with a message in
  * err on every node (on the others: "another node could not read its part of PATH"). */
-int lda_shard_load(au_node_t *node, const char *path, int uci, uint32_t min_count,
-                   lda_corpus_t *c, lda_shard_t *out, char *err, size_t errlen);
+int lda_shard_load(au_node_t *node, const char *path, int uci, uint32_t min_count, lda_corpus_t *c,
+                   lda_shard_t *out, char *err, size_t errlen);
 
 #endif

@@ -12,12 +12,15 @@
 #include "data.h"
 #include "mf.h"
 #include "shard.h"
+#include "use.h"
 
 #define PROG "augur-mf"
 
 static void usage(FILE *f)
 {
   fprintf(f, "usage: " PROG " [FLAGS] [TRAIN_FILE]\n"
+             "       " PROG " predict MODEL RATINGS     (see " PROG " predict --help)\n"
+             "       " PROG " recommend MODEL --user ID (see " PROG " recommend --help)\n"
              "\n"
              "Matrix factorization on augur (AdaGrad or SGD). Without TRAIN_FILE, trains on a\n"
              "generated low-rank data set. Prints one key=value line per epoch:\n"
@@ -66,7 +69,8 @@ static void usage(FILE *f)
              "  --test FILE       held-out ratings (same format); unknown ids are skipped\n"
              "  --test-ratio R    hold out this share of the training ratings instead\n"
              "                    (default 0.1 when there is no --test; 0 = no test set)\n"
-             "  --save FILE       write the factors as text after training\n"
+             "  --save DIR        write the model into DIR after training: one model on a\n"
+             "                    cluster too, with the file's ids (docs/mf.md)\n"
              "\n"
              "generated data (without TRAIN_FILE):\n"
              "  --rows N          rows (default 20000)\n"
@@ -172,7 +176,7 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_double(f, VALUE(), 0, 0.9, &d)))
         a->test_ratio = d, a->have_test_ratio = 1;
     } else if (!strcmp(f, "--save")) {
-      if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a file name");
+      if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a directory");
     } else if (!strcmp(f, "--rows")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, UINT32_MAX - 1, &u))) a->gen.rows = (uint32_t)u;
     } else if (!strcmp(f, "--cols")) {
@@ -280,6 +284,8 @@ fail_msg:
 
 int main(int argc, char **argv)
 {
+  if (argc > 1 && !strcmp(argv[1], "predict")) return mf_predict_main(argc - 1, argv + 1);
+  if (argc > 1 && !strcmp(argv[1], "recommend")) return mf_recommend_main(argc - 1, argv + 1);
   args_t a;
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;
@@ -392,17 +398,19 @@ int main(int argc, char **argv)
     fflush(stdout);
   }
   if (status == 0 && a.save) {
-    /* one file per node: each writes its rows and the columns it holds */
-    char path[4096];
-    if (nodes > 1)
-      snprintf(path, sizeof(path), "%s.%d", a.save, au_node_rank(node));
-    else
-      snprintf(path, sizeof(path), "%s", a.save);
-    if (mf_save(m, path, &d.rows, &d.cols, err, sizeof(err)) != 0) {
-      fprintf(stderr, PROG ": %s\n", err);
+    /* the whole model, gathered on every node; rank 0 writes it */
+    mf_model_t md;
+    if ((rc = mf_model_gather(m, &d.rows, &d.cols, &md)) != 0) {
+      fprintf(stderr, PROG ": gathering the model: %s\n", au_strerror(rc));
       status = 1;
-    } else if (talk) {
-      printf("saved=%s%s\n", a.save, nodes > 1 ? ".<rank> (one file per node)" : "");
+    } else {
+      if (talk && mf_model_save(&md, a.save, err, sizeof(err)) != 0) {
+        fprintf(stderr, PROG ": --save: %s\n", err);
+        status = 1;
+      } else if (talk) {
+        printf("saved=%s rows=%u cols=%u\n", a.save, md.nrows, md.ncols);
+      }
+      mf_model_free(&md);
     }
   }
   if (a.trace && (rc = au_trace_stop(au_node_runtime(node))) != 0) {

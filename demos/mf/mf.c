@@ -715,49 +715,57 @@ int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
   return mf_evaluate(m, &out->test_rmse);
 }
 
-static void write_vec(FILE *f, const char *kind, uint64_t id, const float *v, uint32_t n)
+int mf_model_gather(mf_t *m, const mf_idmap_t *rows, const mf_idmap_t *cols, mf_model_t *out)
 {
-  fprintf(f, "%s %llu", kind, (unsigned long long)id);
-  for (uint32_t j = 0; j < n; j++) fprintf(f, " %.9g", v[j]);
-  fputc('\n', f);
-}
-
-int mf_save(mf_t *m, const char *path, const mf_idmap_t *rows, const mf_idmap_t *cols, char *err,
-            size_t errlen)
-{
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    return MF_EIO;
-  }
-  fprintf(f, "# augur-mf factors rank=%u biases=%d mean=%.9g rows=%u cols=%u node=%d/%d\n",
-          m->o.rank, m->o.biases, m->mean, m->nrows, m->ncols, m->rank, m->nodes);
-  fprintf(f, "# prediction = mean + row . col%s\n",
-          m->o.biases ? " + row_bias + col_bias (the last value of each line)" : "");
-  /* this node's rows, then the columns it holds */
-  for (uint64_t g = (uint64_t)m->rank; g < m->nrows; g += (uint64_t)m->nodes) {
-    const uint64_t l = g / (uint64_t)m->nodes;
-    if (rows && g < rows->n && rows->ids[g] == MF_NO_ID) continue; /* a row no file has */
-    write_vec(f, "row", rows && g < rows->n ? rows->ids[g] : g,
-              &m->P[(size_t)m->row_map[l] * m->pstride], m->dim);
-  }
+  /* the vector: row factors, column factors, then per row (named, id high, id low 32
+   * bits): a node that read its part of a file knows only its own rows' ids */
+  const size_t dim = m->dim, np = (size_t)m->nrows * dim, nq = (size_t)m->ncols * dim;
+  const size_t n = np + nq + 3 * (size_t)m->nrows;
+  double *v = calloc(n ? n : 1, sizeof(double)), *ids = v ? v + np + nq : NULL;
   float *q = malloc(au_table_dim(m->cols) * sizeof(float));
-  if (!q) {
-    fclose(f);
-    snprintf(err, errlen, "%s: out of memory for a column row", path);
-    return MF_ENOMEM;
+  int rc = v && q ? 0 : AU_ENOMEM; /* (the others then wait in the allreduce) */
+  /* each value from its node: this node's rows, the columns whose actors it owns */
+  for (uint64_t g = (uint64_t)m->rank; !rc && g < m->nrows; g += (uint64_t)m->nodes) {
+    const float *p = &m->P[(size_t)m->row_map[g / (uint64_t)m->nodes] * m->pstride];
+    for (size_t j = 0; j < dim; j++) v[g * dim + j] = p[j];
+    const uint64_t id = rows && g < rows->n ? rows->ids[g] : g;
+    ids[3 * g] = id != MF_NO_ID; /* padding of a file read in parts: left out */
+    ids[3 * g + 1] = (double)(id >> 32), ids[3 * g + 2] = (double)(id & 0xffffffffu);
   }
-  for (uint32_t c = 0; c < m->ncols; c++) {
+  for (uint32_t c = 0; !rc && c < m->ncols; c++) {
     au_key_t k = m->col_key[c];
-    if (au_table_read(m->cols, &k, 1, q) == 0)
-      write_vec(f, "col", cols && c < cols->n ? cols->ids[c] : c, q, m->dim);
+    if (au_table_owns(m->cols, k) != 1) continue;
+    if ((rc = au_table_read(m->cols, &k, 1, q)) != 0) break;
+    for (size_t j = 0; j < dim; j++) v[np + c * dim + j] = q[j];
   }
+  if (!rc) rc = au_allreduce_sum(au_node_runtime(m->node), v, n);
+  uint32_t kept = 0;
+  for (uint32_t g = 0; !rc && g < m->nrows; g++) kept += ids[3 * (size_t)g] > 0;
+  *out = (mf_model_t){.rank = m->o.rank,
+                      .nrows = kept,
+                      .ncols = m->ncols,
+                      .biases = m->o.biases,
+                      .mean = m->mean};
+  if (!rc && mf_model_alloc(out) != 0) rc = AU_ENOMEM;
+  const uint32_t k = m->o.rank;
+  for (uint32_t g = 0, r = 0; !rc && g < m->nrows; g++) {
+    const double *id = &ids[3 * (size_t)g];
+    if (id[0] <= 0) continue;
+    out->row_ids[r] = (uint64_t)id[1] << 32 | (uint64_t)id[2];
+    for (uint32_t j = 0; j < k; j++) out->P[(size_t)r * k + j] = (float)v[(size_t)g * dim + j];
+    if (out->biases) out->row_bias[r] = (float)v[(size_t)g * dim + k];
+    r++;
+  }
+  for (uint32_t c = 0; !rc && c < m->ncols; c++) {
+    out->col_ids[c] = cols && c < cols->n ? cols->ids[c] : c;
+    for (uint32_t j = 0; j < k; j++)
+      out->Q[(size_t)c * k + j] = (float)v[np + (size_t)c * dim + j];
+    if (out->biases) out->col_bias[c] = (float)v[np + (size_t)c * dim + k];
+  }
+  free(v);
   free(q);
-  if (ferror(f) | fclose(f)) {
-    snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
-    return MF_EIO;
-  }
-  return 0;
+  if (rc) mf_model_free(out);
+  return rc;
 }
 
 void mf_free(mf_t *m)

@@ -17,6 +17,7 @@
 #include <augur.h>
 
 #include "data.h"
+#include "model.h"
 #include "grid.h"
 #include "kernel.h"
 
@@ -79,11 +80,11 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
 int mf_epoch(mf_t *m, int e, mf_epoch_t *out);
 /* Test RMSE of the current model (NaN without test ratings). Collective. */
 int mf_evaluate(mf_t *m, double *rmse);
-/* Writes this node's factors as text: header lines, then `row ID v...` for its rows and
- * `col ID v...` for the columns it holds, with the external ids of the maps. On one
- * node that is the whole model. 0 or MF_EIO with a message in err. */
-int mf_save(mf_t *m, const char *path, const mf_idmap_t *rows, const mf_idmap_t *cols, char *err,
-            size_t errlen);
+/* Collective: the whole model on every node (model.h), a gather through the allreduce
+ * (each row from its node, each column from the owner of its parameter actor), under the
+ * maps' file ids (the index where a map is empty); rows whose id is MF_NO_ID (padding of
+ * a file read in parts) are left out. 0 or an AU_* error. */
+int mf_model_gather(mf_t *m, const mf_idmap_t *rows, const mf_idmap_t *cols, mf_model_t *out);
 void mf_free(mf_t *m);
 
 /* What the model is made of, for the benchmark's serial baseline (which walks the same

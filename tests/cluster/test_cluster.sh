@@ -346,9 +346,19 @@ mfparts)
   echo "one node test_rmse=$one, 3 nodes (parts) test_rmse=$three"
   check "... trains like one node (within 5%; another held-out split)" \
     awk -v a="$three" -v b="$one" 'BEGIN { exit !(a != "" && b != "" && a <= 1.05 * b && a >= 0.95 * b) }'
-  rows=$(cat "$tmp"/factors.* | grep -c '^row ')
-  check "... --save writes each trained row once, by its file id (4000, got $rows)" test "$rows" -eq 4000
-  check "... the ids are the file's" grep -q '^row 1003 ' "$tmp"/factors.*
+  # --save DIR: one model of the whole cluster, written by rank 0
+  rows=$(sort -u "$tmp/factors/row_ids.txt" | wc -l)
+  check "... --save writes one model, each trained row once (4000, got $rows)" \
+    test "$rows" -eq 4000 -a "$(wc -l <"$tmp/factors/P.txt")" -eq 4000
+  check "... the ids are the file's" grep -qx '1003' "$tmp/factors/row_ids.txt"
+  check "... every column, once" test "$(sort -u "$tmp/factors/col_ids.txt" | wc -l)" -eq 1000 -a \
+    "$(wc -l <"$tmp/factors/Q.txt")" -eq 1000
+  # the model predicts the file as the run trained it: within a few percent of its RMSE
+  pr=$("$mf" predict "$tmp/factors" "$f" --out "$tmp/pred" | grep -o 'rmse=[0-9.]*' | cut -d= -f2)
+  tr=$(grep '^\[0\] epoch=8' "$tmp/three" | grep -o 'train_rmse=[0-9.]*' | cut -d= -f2)
+  check "... predict on the file: rmse $pr, near the run's train/test ($tr/$three)" \
+    awk -v p="$pr" -v a="$tr" -v b="$three" 'BEGIN { exit !(p != "" && p < 1.1 * (a > b ? a : b)) }'
+  check "... predict: a line per rating" test "$(wc -l <"$tmp/pred")" -eq 200000
   # a bad line in the middle of the file: in node 1's part
   awk 'NR == 100001 { print "1,2,notanumber,3"; next } { print }' "$f" >"$tmp/bad.csv"
   timeout 120 "$augur" run -n 3 "$mf" "$tmp/bad.csv" "${args[@]}" >"$tmp/bad" 2>&1

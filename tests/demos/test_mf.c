@@ -57,6 +57,9 @@ static void train_and_check(mf_optim_t optim, au_kernel_t kernel, int threads, c
   mf_t *m;
   char err[256];
   const size_t ntrain = train.n;
+  mf_ratings_t kept = {0}; /* the test ratings, for the saved model's predictions */
+  for (size_t i = 0; i < test.n; i++)
+    assert_int_equal(mf_ratings_push(&kept, test.r[i].row, test.r[i].col, test.r[i].value), 0);
   assert_int_equal(mf_create(node, &o, nrows, ncols, &train, &test, &m, err, sizeof(err)), 0);
   assert_int_equal(train.n, 0); /* taken */
 
@@ -80,42 +83,72 @@ static void train_and_check(mf_optim_t optim, au_kernel_t kernel, int threads, c
   assert_true(last <= (optim == MF_ADAGRAD ? 1.05 : 1.1) * g.sigma);
 
   if (save) {
-    assert_int_equal(mf_save(m, save, NULL, NULL, err, sizeof(err)), 0);
-    FILE *f = fopen(save, "r");
+    /* the model as it leaves the run: written, read back, the same predictions */
+    mf_model_t md, back;
+    assert_int_equal(mf_model_gather(m, NULL, NULL, &md), 0);
+    assert_int_equal(md.nrows, nrows);
+    assert_int_equal(md.ncols, ncols);
+    assert_int_equal(mf_model_save(&md, save, err, sizeof(err)), 0);
+    assert_int_equal(mf_model_load(save, &back, err, sizeof(err)), 0);
+    assert_int_equal(back.rank, md.rank);
+    assert_memory_equal(back.P, md.P, (size_t)nrows * md.rank * sizeof(float));
+    assert_memory_equal(back.Q, md.Q, (size_t)ncols * md.rank * sizeof(float));
+    assert_true(back.mean == md.mean);
+    double sse = 0;
+    for (size_t i = 0; i < kept.n; i++) {
+      const mf_rating_t *x = &kept.r[i];
+      const double d = mf_model_predict(&back, x->row, x->col) - x->value;
+      sse += d * d;
+    }
+    const double rmse = sqrt(sse / (double)kept.n);
+    print_message("saved model: test_rmse %.6f, the run's %.6f\n", rmse, last);
+    assert_true(fabs(rmse - last) <= 1e-4 * last);
+    /* P.txt: one line of rank numbers per row */
+    char path[512], line[4096];
+    snprintf(path, sizeof(path), "%s/P.txt", save);
+    FILE *f = fopen(path, "r");
     assert_non_null(f);
-    char line[4096];
-    int rows = 0, cols = 0, header = 0;
+    uint32_t lines = 0;
     while (fgets(line, sizeof(line), f)) {
-      if (line[0] == '#')
-        header++;
-      else if (!strncmp(line, "row ", 4))
-        rows++;
-      else if (!strncmp(line, "col ", 4))
-        cols++;
+      uint32_t fields = 0;
+      for (char *t = strtok(line, " \n"); t; t = strtok(NULL, " \n")) fields++;
+      assert_int_equal(fields, md.rank);
+      lines++;
     }
     fclose(f);
-    assert_true(header >= 1);
-    assert_int_equal(rows, nrows);
-    assert_int_equal(cols, ncols);
-    assert_int_not_equal(mf_save(m, "/nonexistent-dir/x", NULL, NULL, err, sizeof(err)), 0);
+    assert_int_equal(lines, nrows);
+    mf_model_free(&back);
+    /* a cut .npy file is named */
+    snprintf(path, sizeof(path), "%s/Q.npy", save);
+    assert_int_equal(truncate(path, 200), 0);
+    assert_int_equal(mf_model_load(save, &back, err, sizeof(err)), MF_EPARSE);
+    assert_non_null(strstr(err, "Q.npy: expected"));
+    assert_int_not_equal(mf_model_save(&md, "/nonexistent-dir/x", err, sizeof(err)), 0);
     assert_non_null(strstr(err, "/nonexistent-dir/x"));
+    mf_model_free(&md);
   }
   au_node_destroy(node);
   mf_free(m);
   mf_ratings_free(&all);
   mf_ratings_free(&train);
   mf_ratings_free(&test);
+  mf_ratings_free(&kept);
 }
 
 static void test_hogwild_two_threads_reaches_noise(void **state)
 {
   (void)state;
-  char path[] = "/tmp/augur-mf-factors-XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  close(fd);
+  char path[] = "/tmp/augur-mf-model-XXXXXX";
+  assert_non_null(mkdtemp(path));
   train_and_check(MF_SGD, AU_KERNEL_HOGWILD, 2, path);
-  unlink(path);
+  static const char *const files[] = {"model.txt", "P.txt", "Q.txt", "P.npy", "Q.npy",
+                                      "row_ids.txt", "col_ids.txt", "row_ids.npy", "col_ids.npy"};
+  for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+    char f[512];
+    snprintf(f, sizeof(f), "%s/%s", path, files[i]);
+    assert_int_equal(unlink(f), 0); /* each was written */
+  }
+  assert_int_equal(rmdir(path), 0); /* and nothing else (no temporary left) */
 }
 
 static void test_exact_reaches_noise(void **state)

@@ -57,14 +57,75 @@ expect_error "malformed line" "$tmp/bad.txt:3:" "$tmp/bad.txt" --format triples
   echo "1,1001,3.0,1"
   echo "999,1001,3.0,1"
 } >"$tmp/test.csv"
-out=$("$mf" "$tmp/ratings.csv" --test "$tmp/test.csv" --epochs 3 --rank 4 --save "$tmp/f.txt" 2>&1); rc=$?
+out=$("$mf" "$tmp/ratings.csv" --test "$tmp/test.csv" --epochs 3 --rank 4 --save "$tmp/model" 2>&1); rc=$?
 echo "$out"
 check "csv run: exit 0" test $rc -eq 0
 check "csv run: 3 epoch lines" test "$(grep -c '^epoch=' <<<"$out")" -eq 3
 check "csv run: epoch line keys" grep -q 'epoch=3 train_rmse=[0-9.]* test_rmse=[0-9.]* seconds=[0-9.]* updates_per_s=[0-9.e+]* local=1.000' <<<"$out"
 check "csv run: unknown test id skipped" grep -q 'test_skipped=1' <<<"$out"
-check "csv run: factors saved with external ids" grep -q '^col 1001 ' "$tmp/f.txt"
-check "csv run: 60 rows saved" test "$(grep -c '^row ' "$tmp/f.txt")" -eq 60
+check "csv run: model saved" grep -q "^saved=$tmp/model rows=60 cols=40$" <<<"$out"
+check "csv run: the file's ids" test "$(head -1 "$tmp/model/col_ids.txt")" -ge 1001 -a \
+  "$(sort -n "$tmp/model/col_ids.txt" | tail -1)" = 1040 -a "$(wc -l <"$tmp/model/row_ids.txt")" -eq 60
+check "csv run: P.txt is 60 lines of 4 numbers" test "$(awk 'NF == 4' "$tmp/model/P.txt" | wc -l)" -eq 60
+check "csv run: Q.npy is a NumPy array (40, 4) of float32" \
+  grep -qa "'descr': '<f4', 'fortran_order': False, 'shape': (40, 4)" "$tmp/model/Q.npy"
+qsize=$(stat -c %s "$tmp/model/Q.npy")
+check "csv run: Q.npy: a header padded to 64 bytes, then 40 x 4 floats" \
+  test $(((qsize - 40 * 4 * 4) % 64)) -eq 0 -a $qsize -gt $((40 * 4 * 4))
+check "csv run: model.txt" grep -qx 'rank=4' "$tmp/model/model.txt"
+# where NumPy is there: np.load and np.loadtxt read the files as they are, and agree
+py=""
+for p in python3 /usr/bin/python3; do
+  if command -v "$p" >/dev/null && "$p" -c 'import numpy' 2>/dev/null; then py=$p; break; fi
+done
+if [ -n "$py" ]; then
+  check "csv run: NumPy reads the model (np.load, np.loadtxt)" "$py" -c "
+import numpy as np, sys
+d = sys.argv[1]
+P, Q, Pt, Qt = np.load(d + '/P.npy'), np.load(d + '/Q.npy'), np.loadtxt(d + '/P.txt'), np.loadtxt(d + '/Q.txt')
+r, rt = np.load(d + '/row_ids.npy'), np.loadtxt(d + '/row_ids.txt', dtype=np.uint64)
+assert P.shape == (60, 4) and Q.shape == (40, 4) and P.dtype == np.float32, (P.shape, Q.shape)
+assert abs(P - Pt).max() < 1e-6 and abs(Q - Qt).max() < 1e-6 and (r == rt).all() and r.dtype == np.uint64
+" "$tmp/model"
+else
+  echo "skip: no NumPy here to read the model with"
+fi
+
+# predict: the saved model on the test file gives the run's test RMSE
+want=$(grep '^epoch=3 ' <<<"$out" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+pout=$("$mf" predict "$tmp/model" "$tmp/test.csv" 2>&1); rc=$?
+echo "$pout"
+check "predict: exit 0, one line per known rating" test $rc -eq 0 -a "$(grep -c '^1 1001 3 ' <<<"$pout")" -eq 1
+check "predict: the run's test RMSE ($want)" \
+  awk -v w="$want" -v g="$(grep -o 'rmse=[0-9.]*' <<<"$pout" | cut -d= -f2)" 'BEGIN { exit !(w != "" && g - w < 0.00006 && w - g < 0.00006) }'
+check "predict: the unknown row skipped" grep -q '^predict ratings=1 skipped=1 rmse=' <<<"$pout"
+# each prediction is mean + P[row] . Q[col], from the text files
+p1=$(awk -v r=0 'NR == FNR { if ($1 == 1) row = FNR; next } FNR == row { print }' "$tmp/model/row_ids.txt" "$tmp/model/P.txt")
+q1=$(awk 'NR == FNR { if ($1 == 1001) col = FNR; next } FNR == col { print }' "$tmp/model/col_ids.txt" "$tmp/model/Q.txt")
+mean=$(grep '^mean=' "$tmp/model/model.txt" | cut -d= -f2)
+byhand=$(awk -v p="$p1" -v q="$q1" -v m="$mean" 'BEGIN { n = split(p, a, " "); split(q, b, " "); s = m; for (i = 1; i <= n; i++) s += a[i] * b[i]; printf "%.4f", s }')
+check "predict: mean + P[row] . Q[col] ($byhand)" \
+  awk -v h="$byhand" -v g="$(grep '^1 1001 ' <<<"$pout" | cut -d' ' -f4)" 'BEGIN { exit !(g - h < 0.0002 && h - g < 0.0002) }'
+
+# recommend: the best items, best first, those rated left out with --exclude
+rout=$("$mf" recommend "$tmp/model" --user 7 --top 5 2>&1); rc=$?
+echo "$rout"
+check "recommend: exit 0, 5 lines" test $rc -eq 0 -a "$(grep -c '^rank=[1-5] item=10[0-4][0-9] score=' <<<"$rout")" -eq 5
+check "recommend: best first" test "$(grep -o 'score=[-0-9.]*' <<<"$rout" | cut -d= -f2 | sort -gr | tr '\n' ' ')" = \
+  "$(grep -o 'score=[-0-9.]*' <<<"$rout" | cut -d= -f2 | tr '\n' ' ')"
+rout=$("$mf" recommend "$tmp/model" --user 7 --top 40 --exclude "$tmp/ratings.csv" 2>&1); rc=$?
+rated=$(grep -c '^7,' "$tmp/ratings.csv")
+check "recommend --exclude: the $((40 - rated)) items user 7 did not rate" \
+  test $rc -eq 0 -a "$(grep -c '^rank=' <<<"$rout")" -eq $((40 - rated))
+check "recommend --exclude: none of them rated" \
+  test -z "$(grep -o 'item=[0-9]*' <<<"$rout" | cut -d= -f2 | while read -r i; do grep "^7,$i," "$tmp/ratings.csv"; done)"
+err=$("$mf" recommend "$tmp/model" --user 12345 2>&1); rc=$?
+check "recommend: an unknown user, exit 2" test $rc -eq 2
+check "recommend: ... says so" grep -q -- '--user 12345: no such row' <<<"$err"
+err=$("$mf" predict "$tmp/nomodel" "$tmp/test.csv" 2>&1); rc=$?
+check "predict: no model there, exit 2, named" test $rc -eq 2 -a "$(grep -c "$tmp/nomodel/model.txt" <<<"$err")" -eq 1
+check "predict --help" "$mf" predict --help
+check "recommend --help" "$mf" recommend --help
 check "csv run: adagrad by default, the ISA named" grep -q 'optimizer=adagrad .*isa=' <<<"$out"
 
 # every vector loop this CPU runs trains the same file to the same error (one worker: one order)

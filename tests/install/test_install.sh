@@ -9,9 +9,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
-for f in include/augur.h lib/libaugur.a lib/pkgconfig/augur.pc lib/cmake/augur/augurConfig.cmake; do
+for f in include/augur.h lib/libaugur.a lib/pkgconfig/augur.pc lib/cmake/augur/augurConfig.cmake \
+  bin/augur bin/augur-mf bin/augur-lda bin/augur-ring; do
   [ -f "$tmp/prefix/$f" ] || { echo "missing after install: $f"; exit 1; }
 done
+# the installed demos run from there
+"$tmp/prefix/bin/augur-mf" --help >/dev/null || { echo "installed augur-mf --help failed"; exit 1; }
+out=$("$tmp/prefix/bin/augur-lda" --docs 200 --vocab-size 100 --iterations 2 --top-words 0 --check)
+grep -q '^check=ok ' <<<"$out" || { echo "installed augur-lda did not train: $out"; exit 1; }
 
 # 1. CMake package
 mkdir -p "$tmp/cmake-consumer"
