@@ -171,22 +171,22 @@ uint64_t au_now_ns(void);
  * actor's address in a cluster is (node rank, port). See docs/cluster.md. */
 
 typedef struct au_cluster_opts {
-  int rank;         /* this node, 0..nodes-1 */
-  int nodes;        /* nodes in the cluster */
-  char coord[256];  /* "host:port" where rank 0 listens and the others join */
-  char cluster[65]; /* cluster id: nodes of different clusters refuse each other */
-  char bind[64];    /* where this node listens: an address, a host name or an interface
-                     * ("eth0"); "": rank 0 on coord's address, the others on the address
-                     * from which their host reaches coord */
-  char secret[256]; /* shared secret proven by HMAC-SHA256 at each connection; "" = none,
-                     * which a node listening off loopback refuses unless insecure */
-  int insecure;     /* AU_INSECURE=1: off loopback without a secret all the same */
+  int rank;             /* this node, 0..nodes-1 */
+  int nodes;            /* nodes in the cluster */
+  char coord[256];      /* "host:port" where rank 0 listens and the others join */
+  char cluster[65];     /* cluster id: nodes of different clusters refuse each other */
+  char bind[64];        /* where this node listens: an address, a host name or an interface
+                         * ("eth0"); "": rank 0 on coord's address, the others on the address
+                         * from which their host reaches coord */
+  char secret[256];     /* shared secret proven by HMAC-SHA256 at each connection; "" = none,
+                         * which a node listening off loopback refuses unless insecure */
+  int insecure;         /* AU_INSECURE=1: off loopback without a secret all the same */
   int port_lo, port_hi; /* AU_PORTS=LO-HI: the ranks but 0 listen on a port in it (0: any) */
-  int timeout_ms;   /* forming the cluster must finish within this (0 = 30000) */
-  int heartbeat_ms; /* send something to each peer at least this often (0 = 500) */
-  int dead_ms;      /* a peer silent this long is lost (0 = 5000) */
-  long queue_bytes; /* bytes queued to one peer before senders are asked to wait
-                     * (au_link_wait); they resume below a quarter of it (0 = 4 MiB) */
+  int timeout_ms;       /* forming the cluster must finish within this (0 = 30000) */
+  int heartbeat_ms;     /* send something to each peer at least this often (0 = 500) */
+  int dead_ms;          /* a peer silent this long is lost (0 = 5000) */
+  long queue_bytes;     /* bytes queued to one peer before senders are asked to wait
+                         * (au_link_wait); they resume below a quarter of it (0 = 4 MiB) */
 } au_cluster_opts_t;
 
 /* Fills o from the environment: AU_RANK, AU_NODES, AU_COORD (host:port, a name or an

@@ -176,9 +176,8 @@ static int prev_line(FILE *f, long long body, long long s, char **line, size_t *
   }
 }
 
-int lda__each_line_part(const char *path, long long body, size_t body_lines, int part,
-                        int nparts, int extend, lda__part_fn fn, void *state, char *err,
-                        size_t errlen)
+int lda__each_line_part(const char *path, long long body, size_t body_lines, int part, int nparts,
+                        int extend, lda__part_fn fn, void *state, char *err, size_t errlen)
 {
   FILE *f = fopen(path, "r");
   if (!f) {
@@ -256,10 +255,10 @@ typedef struct {
   uint64_t tokens;    /* sum of their counts */
   long long at;       /* in a part: the byte where the line starts (-1: whole file) */
   /* in a part: documents (1-based ids) as they come */
-  uint64_t prev_doc;  /* of the line before the part (0: none); its lines are not ours */
+  uint64_t prev_doc; /* of the line before the part (0: none); its lines are not ours */
   uint64_t first_doc, last_doc, max_doc; /* 0: none yet */
-  int skip;           /* still at lines of prev_doc */
-  int unsorted;       /* a document's id fell */
+  int skip;                              /* still at lines of prev_doc */
+  int unsorted;                          /* a document's id fell */
 } uci_t;
 
 static int uci_bad(uci_t *u, size_t lineno, const char *what, const char *line, size_t len)

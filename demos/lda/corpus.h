@@ -48,9 +48,8 @@ const char *lda__where(char *buf, size_t cap, const char *path, size_t lineno, l
 #define LDA__STOP 1
 typedef int (*lda__part_fn)(void *state, char *line, size_t len, size_t lineno, long long at,
                             int where);
-int lda__each_line_part(const char *path, long long body, size_t body_lines, int part,
-                        int nparts, int extend, lda__part_fn fn, void *state, char *err,
-                        size_t errlen);
+int lda__each_line_part(const char *path, long long body, size_t body_lines, int part, int nparts,
+                        int extend, lda__part_fn fn, void *state, char *err, size_t errlen);
 
 #define LDA_MAX_TOKENS 0xffffffffu /* tokens one corpus holds */
 #define LDA_MAX_WORDS  0x7fffffffu /* vocabulary size */

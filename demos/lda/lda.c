@@ -617,10 +617,9 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
     return rc;
   }
 
-  uint64_t node_docs =
-      o->sharded ? c->ndocs
-                 : c->ndocs / (uint32_t)m->nodes +
-                       ((uint32_t)m->rank < c->ndocs % (uint32_t)m->nodes ? 1 : 0);
+  uint64_t node_docs = o->sharded ? c->ndocs
+                                  : c->ndocs / (uint32_t)m->nodes +
+                                        ((uint32_t)m->rank < c->ndocs % (uint32_t)m->nodes ? 1 : 0);
   int ns = o->workers > 0 ? o->workers : au_runtime_threads(au_node_runtime(node));
   if ((uint64_t)ns > node_docs) ns = node_docs ? (int)node_docs : 1;
   m->nshards = ns;

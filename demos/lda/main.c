@@ -355,7 +355,9 @@ int main(int argc, char **argv)
     printf("data=%s docs=%llu vocab=%u tokens=%llu load_seconds=%.2f%s\n",
            a.file ? a.file : "generated", (unsigned long long)sh.docs, c.nwords,
            (unsigned long long)sh.tokens, load_s,
-           a.lda.sharded ? " read=parts" : parts ? " read=whole" : "");
+           a.lda.sharded ? " read=parts"
+           : parts       ? " read=whole"
+                         : "");
     fflush(stdout);
   }
   char err[512];

@@ -319,7 +319,10 @@ const char *lda_text_words(const lda_text_t *t, uint32_t *n, size_t *len)
   return t->words.blob;
 }
 
-const uint64_t *lda_text_counts(const lda_text_t *t) { return t->words.count; }
+const uint64_t *lda_text_counts(const lda_text_t *t)
+{
+  return t->words.count;
+}
 
 int lda_text_merge(lda_text_t *t, const char *blob, uint32_t n, const uint64_t *counts)
 {

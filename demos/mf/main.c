@@ -301,8 +301,7 @@ int main(int argc, char **argv)
    * first. Otherwise every node loads or generates the whole set and keeps its rows. */
   au_cluster_opts_t co;
   mf_format_t fmt = a.format == MF_FMT_AUTO && a.train ? mf_format_detect(a.train) : a.format;
-  const int sharded =
-      a.train && au_cluster_opts_from_env(&co, err, sizeof(err)) == 1;
+  const int sharded = a.train && au_cluster_opts_from_env(&co, err, sizeof(err)) == 1;
   uint64_t t0 = au_now_ns();
   if (!sharded && (rc = load_data(&a, &d)) != 0) return rc;
   double load_s = (double)(au_now_ns() - t0) / 1e9;

@@ -741,11 +741,8 @@ int mf_model_gather(mf_t *m, const mf_idmap_t *rows, const mf_idmap_t *cols, mf_
   if (!rc) rc = au_allreduce_sum(au_node_runtime(m->node), v, n);
   uint32_t kept = 0;
   for (uint32_t g = 0; !rc && g < m->nrows; g++) kept += ids[3 * (size_t)g] > 0;
-  *out = (mf_model_t){.rank = m->o.rank,
-                      .nrows = kept,
-                      .ncols = m->ncols,
-                      .biases = m->o.biases,
-                      .mean = m->mean};
+  *out = (mf_model_t){
+      .rank = m->o.rank, .nrows = kept, .ncols = m->ncols, .biases = m->o.biases, .mean = m->mean};
   if (!rc && mf_model_alloc(out) != 0) rc = AU_ENOMEM;
   const uint32_t k = m->o.rank;
   for (uint32_t g = 0, r = 0; !rc && g < m->nrows; g++) {
@@ -758,8 +755,7 @@ int mf_model_gather(mf_t *m, const mf_idmap_t *rows, const mf_idmap_t *cols, mf_
   }
   for (uint32_t c = 0; !rc && c < m->ncols; c++) {
     out->col_ids[c] = cols && c < cols->n ? cols->ids[c] : c;
-    for (uint32_t j = 0; j < k; j++)
-      out->Q[(size_t)c * k + j] = (float)v[np + (size_t)c * dim + j];
+    for (uint32_t j = 0; j < k; j++) out->Q[(size_t)c * k + j] = (float)v[np + (size_t)c * dim + j];
     if (out->biases) out->col_bias[c] = (float)v[np + (size_t)c * dim + k];
   }
   free(v);

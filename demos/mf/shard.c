@@ -265,7 +265,8 @@ int mf_shard_load(au_node_t *node, const mf_shard_in_t *in, mf_shard_out_t *out,
   char why[512] = "";
   mf_idmap_t mine = {0}, colmap = {0};
   s.colmap = &mine;
-  int bad = mf_load_part(in->train, in->format, s.rank, N, on_col, &s, NULL, NULL, why, sizeof(why));
+  int bad =
+      mf_load_part(in->train, in->format, s.rank, N, on_col, &s, NULL, NULL, why, sizeof(why));
   uint64_t *cols = NULL;
   size_t ncols = 0;
   int anybad = 0, big = 0;

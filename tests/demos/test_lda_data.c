@@ -385,8 +385,9 @@ static void test_text_parts(void **state)
   size_t at = 0;
   static const char *const w[] = {"apple", "pear", "plum", "fig", "kiwi", "lime", "date"};
   for (int d = 0; d < 40; d++) {
-    for (int k = 0; k < d % 6; k++) at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s",
-                                                         k ? " " : "", w[(d * 3 + k * k) % 7]);
+    for (int k = 0; k < d % 6; k++)
+      at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", k ? " " : "",
+                             w[(d * 3 + k * k) % 7]);
     at += (size_t)snprintf(text + at, sizeof(text) - at, d % 9 == 4 ? "\r\n" : "\n");
   }
   const char *p = write_bytes("parts.text.txt", text, at);

@@ -141,8 +141,9 @@ static void test_hogwild_two_threads_reaches_noise(void **state)
   char path[] = "/tmp/augur-mf-model-XXXXXX";
   assert_non_null(mkdtemp(path));
   train_and_check(MF_SGD, AU_KERNEL_HOGWILD, 2, path);
-  static const char *const files[] = {"model.txt", "P.txt", "Q.txt", "P.npy", "Q.npy",
-                                      "row_ids.txt", "col_ids.txt", "row_ids.npy", "col_ids.npy"};
+  static const char *const files[] = {"model.txt",   "P.txt",       "Q.txt",
+                                      "P.npy",       "Q.npy",       "row_ids.txt",
+                                      "col_ids.txt", "row_ids.npy", "col_ids.npy"};
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
     char f[512];
     snprintf(f, sizeof(f), "%s/%s", path, files[i]);

@@ -732,8 +732,9 @@ static void test_load_part(void **state)
   assert_non_null(strstr(err, "the line at byte 18: expected")); /* "10,x,12" starts there */
   /* Matrix Market: every part reads the header, the entries are cut; a symmetric entry off
    * the diagonal is two ratings; each part says how many entries it read */
-  len = (size_t)snprintf(buf, sizeof(buf), "%%%%MatrixMarket matrix coordinate real symmetric\n"
-                                           "%% a comment\n%%\n40 40 61\n");
+  len = (size_t)snprintf(buf, sizeof(buf),
+                         "%%%%MatrixMarket matrix coordinate real symmetric\n"
+                         "%% a comment\n%%\n40 40 61\n");
   for (int i = 0; i < 61; i++)
     len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%d %d %d.5\n", 1 + i % 40,
                             1 + (i * 7) % 40 < 1 + i % 40 ? 1 + (i * 7) % 40 : 1 + i % 40, i % 5);
@@ -746,9 +747,8 @@ static void test_load_part(void **state)
     uint64_t entries = 0;
     for (int k = 0; k < counts[c]; k++) {
       uint64_t e, nnz;
-      assert_int_equal(mf_load_part(mm, MF_FMT_AUTO, k, counts[c], part_cb, &s, &e, &nnz, err,
-                                    sizeof(err)),
-                       0);
+      assert_int_equal(
+          mf_load_part(mm, MF_FMT_AUTO, k, counts[c], part_cb, &s, &e, &nnz, err, sizeof(err)), 0);
       assert_int_equal(nnz, 61);
       entries += e;
     }
