@@ -363,7 +363,39 @@ int lda_save(lda_t *m, const char *dir, const lda_corpus_t *c, char *err, size_t
     }
   }
   free(row);
+  /* this node's documents: their topic counts */
+  snprintf(path, sizeof(path), "%s/doc_topic.txt%s", dir, suffix);
+  if (!(f = fopen(path, "w"))) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return -1;
+  }
+  fprintf(f, "# augur-lda document-topic counts topics=%u alpha=%g node=%d/%d\n", m->p.K,
+          m->p.alpha, m->rank, m->nodes);
+  fprintf(f, "# one line per document of this node: doc tokens topic:count ... (nonzero); "
+             "theta_k = (count_k + alpha) / (tokens + topics alpha)\n");
+  for (int i = 0; i < m->nshards; i++) {
+    const shard_t *s = &m->shards[i];
+    for (uint32_t d = 0; d < s->ndocs; d++) {
+      const lda_doc_t *doc = (const lda_doc_t *)(s->dmem + (size_t)s->doc_block[d] * 64);
+      fprintf(f, "%llu %u", (unsigned long long)s->doc_id[d], doc->len);
+      for (uint32_t e = 0; e < doc->n; e++)
+        fprintf(f, " %u:%.0f", lda_doc_topic(doc, e), (double)lda_doc_count(doc, e));
+      fputc('\n', f);
+    }
+  }
+  if (close_file(f, path, err, errlen) != 0) return -1;
   if (m->rank != 0) return 0;
+  /* the hyperparameters and sizes (augur-lda infer reads them) */
+  snprintf(path, sizeof(path), "%s/model.txt", dir);
+  if (!(f = fopen(path, "w"))) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return -1;
+  }
+  fprintf(f,
+          "# augur-lda model: word_topic.txt* (counts), totals.txt*, vocab.txt, doc_topic.txt*\n"
+          "format=1\ntopics=%u\nalpha=%.9g\nbeta=%.9g\nwords=%u\ntokens=%llu\nnodes=%d\n",
+          m->p.K, m->p.alpha, m->p.beta, m->V, (unsigned long long)m->tokens, m->nodes);
+  if (close_file(f, path, err, errlen) != 0) return -1;
   snprintf(path, sizeof(path), "%s/vocab.txt", dir);
   if (!(f = fopen(path, "w"))) {
     snprintf(err, errlen, "%s: %s", path, strerror(errno));

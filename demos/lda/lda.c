@@ -326,6 +326,7 @@ static void shard_free(shard_t *s)
 {
   free(s->dmem);
   free(s->doc_block);
+  free(s->doc_id);
   free(s->keys);
   free(s->tstart);
   free(s->step_kstart);
@@ -464,8 +465,16 @@ static int deal(lda_t *m, const lda_corpus_t *c)
     }
     uint32_t t = 0, i = 0;
     doc_start[0] = 0;
+    s->doc_id = malloc(((size_t)nd + 1) * sizeof(uint64_t));
+    if (!s->doc_id) {
+      free(doc_start);
+      free(tw);
+      rc = AU_ENOMEM;
+      break;
+    }
     for (uint64_t d = d0 + dstep * sh; d < c->ndocs; d += dstep * ns) {
       for (size_t j = c->doc_start[d]; j < c->doc_start[d + 1]; j++) tw[t++] = c->words[j];
+      s->doc_id[i] = m->o.sharded ? m->o.doc_base + d : d;
       doc_start[++i] = t;
     }
     rc = make_docs(s, doc_start, K);

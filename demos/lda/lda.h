@@ -30,6 +30,7 @@ typedef struct lda_opts {
   au_place_t place; /* both count tables across nodes (default AU_PLACE_ADAPTIVE) */
   int sharded;      /* the corpus given is this node's documents only (shard.h), over the
                        cluster's vocabulary: word and token counts are summed over it */
+  uint64_t doc_base; /* sharded: the corpus's id of this node's first document */
 } lda_opts_t;
 
 /* topics 20, alpha 0.1, beta 0.01, workers 0, batch 65536, lookahead 2, mh_steps 1,

@@ -12,6 +12,7 @@
 #include "corpus.h"
 #include "lda.h"
 #include "sampler.h"
+#include "infer.h"
 #include "shard.h"
 
 #define PROG "augur-lda"
@@ -19,6 +20,7 @@
 static void usage(FILE *f)
 {
   fprintf(f, "usage: " PROG " [FLAGS] [FILE]\n"
+             "       " PROG " infer MODEL DOCS   (see " PROG " infer --help)\n"
              "\n"
              "Latent Dirichlet allocation by collapsed Gibbs sampling on augur (AliasLDA:\n"
              "SparseLDA's buckets, alias tables, Metropolis-Hastings). Without FILE, trains\n"
@@ -68,7 +70,8 @@ static void usage(FILE *f)
              "\n"
              "output:\n"
              "  --top-words N     words shown per topic at the end (default 10, 0 = none)\n"
-             "  --save DIR        write the word-topic counts and the vocabulary into DIR\n"
+             "  --save DIR        write the model into DIR: word-topic counts, document-topic\n"
+             "                    counts, vocabulary, hyperparameters (docs/lda.md)\n"
              "\n"
              "  --help            this text\n"
              "\n"
@@ -282,6 +285,7 @@ static int load_part(args_t *a, au_node_t *node, lda_corpus_t *c, lda_shard_t *s
     return 2;
   }
   a->lda.sharded = 1;
+  a->lda.doc_base = sh->first_doc;
   return 0;
 }
 
@@ -313,6 +317,7 @@ static int print_topics(lda_t *m, const lda_corpus_t *c, uint32_t K, uint32_t n,
 
 int main(int argc, char **argv)
 {
+  if (argc > 1 && !strcmp(argv[1], "infer")) return lda_infer_main(argc - 1, argv + 1);
   args_t a;
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;

@@ -38,6 +38,7 @@ typedef struct shard {
   uint32_t ndocs;
   uint8_t *dmem;         /* the documents' blocks, 64-byte aligned */
   uint32_t *doc_block;   /* ndocs: each document's block in dmem, in 64-byte units */
+  uint64_t *doc_id;      /* ndocs: each document's id in the corpus (for --save) */
   uint32_t nw;           /* distinct words */
   au_key_t *keys;        /* nw, ascending: the words as table keys */
   uint32_t *tstart;      /* nw + 1: each word's tokens in tok */

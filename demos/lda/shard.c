@@ -145,6 +145,7 @@ int lda_shard_load(au_node_t *node, const char *path, int uci, uint32_t min_coun
     } else {
       *c = up.c;
       up.c = (lda_corpus_t){0};
+      out->first_doc = up.first_doc;
       out->docs = up.docs;
       out->tokens = (uint64_t)v[3];
     }
@@ -157,9 +158,19 @@ int lda_shard_load(au_node_t *node, const char *path, int uci, uint32_t min_coun
     rc = map ? text_vocab(rt, rank, nodes, t, min_count, map, c) : AU_ENOMEM;
     if (!rc && lda_text_docs(t, map, c) != 0) rc = AU_ENOMEM;
     free(map);
-    double tot[2] = {(double)c->ndocs, (double)c->ntokens};
-    if (!rc) rc = au_allreduce_sum(rt, tot, 2);
-    out->docs = (uint64_t)tot[0], out->tokens = (uint64_t)tot[1];
+    /* every node's documents (its lines) and tokens; its first document's id */
+    double *tot = calloc((size_t)nodes + 1, sizeof(double));
+    if (!rc && !tot) rc = AU_ENOMEM;
+    if (!rc) {
+      tot[rank] = (double)c->ndocs, tot[nodes] = (double)c->ntokens;
+      rc = au_allreduce_sum(rt, tot, (size_t)nodes + 1);
+    }
+    for (int r = 0; !rc && r < nodes; r++) {
+      if (r < rank) out->first_doc += (uint64_t)tot[r];
+      out->docs += (uint64_t)tot[r];
+    }
+    if (!rc) out->tokens = (uint64_t)tot[nodes];
+    free(tot);
   }
   if (rc && !bad) {
     snprintf(err, errlen, "reading %s across the cluster: %s", path, au_strerror(rc));

@@ -17,6 +17,7 @@
 
 typedef struct lda_shard {
   uint64_t docs, tokens; /* over the cluster */
+  uint64_t first_doc;    /* the corpus's id of this node's first document */
   int whole;             /* 1: nothing read: the file is to be read whole (UCI unsorted) */
 } lda_shard_t;
 

@@ -187,6 +187,31 @@ if [ -n "$augur" ]; then
   done
   check "corpus.txt on 3 nodes: the vocabulary one node finds" \
     cmp -s "$tmp/one.corpus.txt/vocab.txt" "$tmp/parts.corpus.txt/vocab.txt"
+  saved_docs() { cat "$@" | grep -v '^#' | cut -d' ' -f1 | sort -n | tr '\n' ' '; }
+  check "corpus.txt on 3 nodes: every document's topics saved once, as one node numbers them" \
+    test "$(saved_docs "$tmp/parts.corpus.txt"/doc_topic.txt.*)" = "$(saved_docs "$tmp/one.corpus.txt/doc_topic.txt")" -a \
+    "$(grep -vc '^#' "$tmp/one.corpus.txt/doc_topic.txt")" -eq 607
+  # infer: a saved model's topics for documents, and their held-out log-likelihood
+  "$lda" "$tmp/corpus.txt" --topics 6 --iterations 30 --top-words 0 --save "$tmp/m30" >/dev/null
+  inf=$("$lda" infer "$tmp/m30" "$tmp/corpus.txt" --iterations 30 2>&1); rc=$?
+  tail -1 <<<"$inf"
+  docs=$(grep -c '^doc=' <<<"$inf")
+  check "infer: exit 0, a line per document ($docs)" test $rc -eq 0 -a "$docs" -eq 607
+  # a document's top topic is the one that training gave most of its tokens
+  same=$(grep -v '^#' "$tmp/m30/doc_topic.txt" | awk 'NR == FNR { best = -1; for (i = 3; i <= NF; i++) { split($i, a, ":"); if (a[2] > best) { best = a[2]; top = a[1] } } if (NF > 2) t[$1] = top; next }
+    /^doc=/ { split($1, d, "="); split($3, k, "[=,:]"); if (d[2] in t) { n++; if (t[d[2]] == k[2]) s++ } } END { printf "%d %d", s, n }' - <(grep '^doc=' <<<"$inf"))
+  check "infer: the top topic of training for most documents ($same)" \
+    awk -v a="${same% *}" -v b="${same#* }" 'BEGIN { exit !(b > 500 && a >= 0.7 * b) }'
+  llh=$(grep -o 'llh_per_token=[-0-9.]*' <<<"$inf" | cut -d= -f2)
+  check "infer: held-out llh/token $llh beats the uniform word (-log 363)" \
+    awk -v l="$llh" 'BEGIN { exit !(l != "" && l > -log(363)) }'
+  printf 'wab wab zzzz qqqq\n' >"$tmp/new.txt"
+  inf=$("$lda" infer "$tmp/m30" "$tmp/new.txt" 2>&1)
+  check "infer: words the model lacks counted ($(tail -1 <<<"$inf"))" \
+    grep -q '^infer docs=1 tokens=2 unknown=2 ' <<<"$inf"
+  err=$("$lda" infer "$tmp/nothing" "$tmp/new.txt" 2>&1); rc=$?
+  check "infer: no model there, exit 2, named" test $rc -eq 2 -a "$(grep -c "$tmp/nothing/model.txt" <<<"$err")" -eq 1
+  check "infer --help" "$lda" infer --help
   # entries not together by document cannot be cut: every node reads the file whole
   { head -3 "$tmp/docword.txt"; tail -n +4 "$tmp/docword.txt" | sort -r; } >"$tmp/unsorted.txt"
   out=$(timeout 120 "$augur" run -n 3 "$lda" "$tmp/unsorted.txt" --topics 6 --iterations 2 \

@@ -66,7 +66,7 @@ static const char *doc_words(const lda_corpus_t *c, uint32_t d)
   uint32_t w[256];
   size_t n = c->doc_start[d + 1] - c->doc_start[d], at = 0;
   assert_true(n <= 256);
-  memcpy(w, &c->words[c->doc_start[d]], n * sizeof(uint32_t));
+  if (n) memcpy(w, &c->words[c->doc_start[d]], n * sizeof(uint32_t));
   for (size_t i = 1; i < n; i++)
     for (size_t j = i; j > 0 && w[j - 1] > w[j]; j--) {
       uint32_t t = w[j];
