@@ -19,6 +19,7 @@ const char *au_strerror(int err)
       {AU_EPROTO, "protocol error, or refused by a peer"},
       {AU_ETIMEDOUT, "the cluster did not form in time"},
       {AU_ENODE, "a node of the cluster was lost"},
+      {AU_EIO, "input/output error (a file)"},
   };
   for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
     if (table[i].code == err) return table[i].text;

@@ -36,6 +36,7 @@ extern "C" {
 #define AU_EPROTO    (-71)  /* a peer spoke another protocol or was refused */
 #define AU_ETIMEDOUT (-110) /* the cluster did not form in time */
 #define AU_ENODE     (-113) /* a node of the cluster was lost */
+#define AU_EIO       (-5)   /* a file could not be read or written, or is not what it should be */
 
 const char *au_strerror(int err);
 
@@ -405,6 +406,22 @@ size_t au_table_memory(const au_table_t *t);
 int au_table_read(au_table_t *t, const au_key_t *keys, size_t n, void *out);
 /* The same for the rows' optimizer slots: n * au_table_slots() floats into out. */
 int au_table_read_slots(au_table_t *t, const au_key_t *keys, size_t n, float *out);
+/* Checkpoints (docs/checkpoints.md). Collective, between runs (every node calls it, with
+ * the same arguments): each node writes the parameter actors it owns, values and optimizer
+ * slots, of every table into DIR/ckpt-CLOCK/part-RANK.bin; rank 0 writes the manifest and
+ * then DIR/LATEST, each under a temporary name renamed into place, so a crash leaves the
+ * previous checkpoint whole. The cut is consistent: between runs nothing is in flight
+ * and every replica has synced. 0, or AU_EIO / AU_ENOMEM with a message in err (on every
+ * node: "another node failed" where the cause was elsewhere). */
+int au_checkpoint(au_node_t *node, const char *dir, uint64_t clock, char *err, size_t errlen);
+/* Collective, after creating the same tables (names, keys, dim, optimizer) and before the
+ * first run: every node reads the checkpoint DIR/LATEST names (or DIR itself, if it is
+ * one) and takes the rows whose actors it owns, bit for bit, whatever node count and
+ * placement wrote it. DIR must be readable by every node (one host, or a shared file
+ * system). *clock (may be NULL) gets the checkpoint's clock. 0, or AU_EIO / AU_EINVAL (the
+ * tables differ) / AU_ENOMEM with a message in err. */
+int au_restore(au_node_t *node, const char *dir, uint64_t *clock, char *err, size_t errlen);
+
 /* 1 if this node owns the key's parameter actor (a replica is held, not owned), 0 if not,
  * AU_ERANGE for a bad key. Between runs every key has exactly one owner in the cluster:
  * reductions over a table that may have replicas count the owners' rows only. */

@@ -87,14 +87,17 @@ int main(int argc, char **argv)
   setvbuf(stdout, NULL, _IOLBF, 0);
   au_place_t place;
   au_optim_t optim;
-  if (argc != 5 || (strcmp(argv[1], "turns") && strcmp(argv[1], "shared")) ||
-      au_place_parse(argv[2], &place) != 0 || au_optim_parse(argv[3], &optim) != 0 ||
-      optim == AU_OPTIM_NONE) {
+  if (argc < 5 || argc > 6 ||
+      (strcmp(argv[1], "turns") && strcmp(argv[1], "shared") && strcmp(argv[1], "restore")) ||
+      (!strcmp(argv[1], "restore") && argc != 6) || au_place_parse(argv[2], &place) != 0 ||
+      au_optim_parse(argv[3], &optim) != 0 || optim == AU_OPTIM_NONE) {
     fprintf(stderr, "usage: optim_node turns|shared classic|relocate|replicate|hot|adaptive "
-                    "sgd|adagrad|adagrad-row OUT\n");
+                    "sgd|adagrad|adagrad-row OUT [CHECKPOINT_DIR]\n"
+                    "       optim_node restore PLACE OPTIM OUT CHECKPOINT_DIR\n");
     return 2;
   }
-  const int shared = !strcmp(argv[1], "shared");
+  const int shared = !strcmp(argv[1], "shared"), restore = !strcmp(argv[1], "restore");
+  const char *ckpt = argc == 6 ? argv[5] : NULL;
   au_node_t *node;
   if (au_node_create(&(au_node_opts_t){.threads = 2}, &node) != 0) return 1;
   const int rank = au_node_rank(node), nodes = au_node_nodes(node);
@@ -122,7 +125,7 @@ int main(int argc, char **argv)
   party_t parties[PARTIES];
   int mine = 0;
   for (int q = 0; q < PARTIES; q++) {
-    if (q % nodes != rank) continue;
+    if (q % nodes != rank || restore) continue;
     parties[mine] = (party_t){.t = t, .q = q, .shared = shared};
     if ((rc = au_worker_spawn(node, &(au_worker_opts_t){step, &parties[mine]}, NULL)) != 0)
       return 1;
@@ -136,12 +139,25 @@ int main(int argc, char **argv)
       for (uint32_t j = 0; j < DIM; j++) first[k][j] = row[j];
   }
   if ((rc = au_allreduce_sum(au_node_runtime(node), &first[0][0], KEYS * DIM)) != 0) return 1;
-  for (int phase = 0; phase < (shared ? 1 : 2) && rc == 0; phase++) {
+  char err[512] = "";
+  uint64_t clock = 0;
+  if (restore) { /* no run: the rows as the checkpoint has them */
+    if ((rc = au_restore(node, ckpt, &clock, err, sizeof(err))) != 0) {
+      fprintf(stderr, "optim_node: rank %d: %s (%s)\n", rank, err, au_strerror(rc));
+      return 1;
+    }
+    printf("rank=%d restored clock=%llu\n", rank, (unsigned long long)clock);
+  }
+  for (int phase = 0; !restore && phase < (shared ? 1 : 2) && rc == 0; phase++) {
     for (int i = 0; i < mine; i++) parties[i].phase = phase, parties[i].u = 0;
     rc = au_node_run(node);
   }
   if (rc != 0) {
     fprintf(stderr, "optim_node: rank %d: run: %s\n", rank, au_strerror(rc));
+    return 1;
+  }
+  if (!restore && ckpt && (rc = au_checkpoint(node, ckpt, 2, err, sizeof(err))) != 0) {
+    fprintf(stderr, "optim_node: rank %d: %s (%s)\n", rank, err, au_strerror(rc));
     return 1;
   }
   int bound_errors = 0;

@@ -202,6 +202,47 @@ optim)
     done
   done
   ;;
+checkpoint)
+  # au_checkpoint / au_restore (docs/checkpoints.md): tables with optimizer state written
+  # by 4 nodes, with actors away from home at the cut (relocate) or replicated (adaptive),
+  # restored on 3 nodes and on 1 in another placement: every row, values and slots, the
+  # same to the bit; a damaged part, another table and a missing checkpoint refused
+  opt=$build/tests/optim_node
+  rows() { cat "$@" | sort; }
+  for place in relocate adaptive; do
+    rm -rf "$tmp/ck"
+    timeout 120 "$augur" run -n 4 "$opt" turns $place adagrad "$tmp/w.$place" "$tmp/ck" >"$tmp/out" 2>&1
+    rc=$?
+    cat "$tmp/out"
+    check "$place: 4 nodes write a checkpoint" test $rc -eq 0 -a -s "$tmp/ck/LATEST" -a \
+      "$(ls "$tmp/ck/$(cat "$tmp/ck/LATEST")" | tr '\n' ' ')" = "manifest.txt part-0.bin part-1.bin part-2.bin part-3.bin "
+    check "$place: no temporary file left" test -z "$(find "$tmp/ck" -name '*.tmp')"
+    for n in 3 1; do
+      timeout 120 "$augur" run -n $n "$opt" restore classic adagrad "$tmp/r$n.$place" "$tmp/ck" >"$tmp/out" 2>&1
+      rc=$?
+      cat "$tmp/out"
+      check "$place: restored on $n node(s), clock 2" test $rc -eq 0 -a "$(grep -c 'restored clock=2$' "$tmp/out")" -eq $n
+      check "$place: on $n node(s) every row and its state as at the cut (48 rows)" \
+        test "$(rows "$tmp/r$n.$place".* | wc -l)" -eq 48 -a "$(rows "$tmp/r$n.$place".*)" = "$(rows "$tmp/w.$place".*)"
+    done
+  done
+  # (a restore that took nothing would leave the table's first values: the comparisons
+  # above fail then)
+  timeout 60 "$opt" restore classic adagrad "$tmp/fresh" "$tmp/nothing" >"$tmp/out" 2>&1
+  rc=$?
+  check "no checkpoint there: refused, named" test $rc -ne 0 -a "$(grep -c "$tmp/nothing: no checkpoint" "$tmp/out")" -eq 1
+  part=$tmp/ck/$(cat "$tmp/ck/LATEST")/part-1.bin
+  printf '\x55' | dd of="$part" bs=1 seek=100 conv=notrunc 2>/dev/null
+  timeout 120 "$augur" run -n 2 "$opt" restore classic adagrad "$tmp/bad" "$tmp/ck" >"$tmp/out" 2>&1
+  rc=$?
+  cat "$tmp/out"
+  check "a damaged part: refused on every node, the file named" test $rc -ne 0 -a \
+    "$(grep -c "part-1.bin: not the part the manifest names" "$tmp/out")" -ge 1
+  timeout 60 "$opt" restore classic sgd "$tmp/sgd" "$tmp/ck" >"$tmp/out" 2>&1
+  rc=$?
+  cat "$tmp/out"
+  check "another table (sgd: no accumulators): refused" test $rc -ne 0 -a "$(grep -c 'differs' "$tmp/out")" -eq 1
+  ;;
 barrier)
   # au_worker_barrier across nodes (docs/examples/histogram.c): every node's workers push counts
   # into one classic table, pass the barrier, and each must then see every node's counts

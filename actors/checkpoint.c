@@ -1,0 +1,395 @@
+/* checkpoint.c — au_checkpoint and au_restore (augur.h; docs/checkpoints.md).
+ *
+ * Between runs every parameter actor has exactly one owner and no update is in flight (a
+ * run ends only when every node is idle, nothing is in transit and every replica has
+ * synced), so the owners' rows are the cut. Each node writes the actors it owns, values
+ * and optimizer slots (a row's `width` words), into DIR/ckpt-CLOCK/part-RANK.bin; rank 0
+ * then writes the manifest (sizes, checksums, the tables' shapes) and last DIR/LATEST,
+ * each under a temporary name renamed into place (after an fsync), so that a crash at any
+ * point leaves the previous checkpoint whole and named by LATEST.
+ *
+ * A restore reads every part (DIR must be where every node can read it: one host, or a
+ * shared file system) and copies each actor into the node that owns it now, so the node
+ * count and the placement may differ from the writer's.
+ *
+ * A part file, little-endian: "AUGURCK1", u32 rank, nodes, tables; per table u32 name
+ * length, the name, u64 keys, u32 dim, width, group, type, u64 records; per record u64
+ * actor, then rows x width u32 words (rows = the actor's keys); last u64 FNV-1a of all
+ * the bytes before it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "actors/ps.h"
+
+#define MAGIC    "AUGURCK1"
+#define FORMAT   1
+#define FNV_INIT 0xcbf29ce484222325ULL
+
+typedef struct wbuf {
+  FILE *f;
+  uint64_t fnv, bytes;
+} wbuf_t;
+
+static void put(wbuf_t *w, const void *p, size_t n)
+{
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) w->fnv = (w->fnv ^ b[i]) * 0x100000001b3ULL;
+  fwrite(p, 1, n, w->f);
+  w->bytes += n;
+}
+
+static void put32(wbuf_t *w, uint32_t v)
+{
+  put(w, &v, 4);
+}
+static void put64(wbuf_t *w, uint64_t v)
+{
+  put(w, &v, 8);
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+  if (!err || !errlen) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+static int mkdir_one(const char *path)
+{
+  struct stat st;
+  return mkdir(path, 0777) == 0 || (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+             ? 0
+             : -1;
+}
+
+/* fsyncs and renames tmp to path. */
+static int commit(FILE *f, const char *tmp, const char *path)
+{
+  int bad = fflush(f) != 0 || ferror(f);
+  bad |= fsync(fileno(f)) != 0;
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, path) != 0) {
+    remove(tmp);
+    return -1;
+  }
+  return 0;
+}
+
+static uint64_t actor_rows(const au_table_t *t, uint64_t a)
+{
+  uint64_t first = a << t->group_shift, left = t->keys - first;
+  return left < t->group ? left : t->group;
+}
+
+/* This node's part: every table's owned actors. */
+static int write_part(au_node_t *n, const char *path, uint64_t *bytes, uint64_t *fnv)
+{
+  char tmp[4400];
+  if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) return -1;
+  wbuf_t w = {.f = fopen(tmp, "wb"), .fnv = FNV_INIT};
+  if (!w.f) return -1;
+  put(&w, MAGIC, 8);
+  put32(&w, (uint32_t)n->rank), put32(&w, (uint32_t)n->nodes), put32(&w, (uint32_t)n->ntables);
+  for (int i = 0; i < n->ntables; i++) {
+    au_table_t *t = n->table_by_id[i];
+    uint64_t records = 0;
+    for (uint64_t a = 0; a < t->nactors; a++)
+      records += atomic_load(&t->actors[a].state) == PA_OWNER;
+    const uint32_t len = (uint32_t)strlen(t->name);
+    put32(&w, len);
+    put(&w, t->name, len);
+    put64(&w, t->keys);
+    put32(&w, t->dim), put32(&w, t->width), put32(&w, t->group), put32(&w, (uint32_t)t->type);
+    put64(&w, records);
+    for (uint64_t a = 0; a < t->nactors; a++) {
+      param_actor_t *pa = &t->actors[a];
+      if (atomic_load(&pa->state) != PA_OWNER) continue;
+      put64(&w, a);
+      for (uint64_t r = 0; r < actor_rows(t, a); r++)
+        put(&w, (const char *)pa->values + r * t->row_bytes, (size_t)t->width * 4);
+    }
+  }
+  const uint64_t sum = w.fnv;
+  put64(&w, sum);
+  *bytes = w.bytes, *fnv = sum;
+  return commit(w.f, tmp, path);
+}
+
+/* Every node's (ok, bytes, fnv as two 32-bit halves) through the allreduce. */
+static int gather_parts(au_node_t *n, int ok, uint64_t bytes, uint64_t fnv, double *v)
+{
+  const size_t N = (size_t)n->nodes;
+  memset(v, 0, 4 * N * sizeof(double));
+  v[4 * (size_t)n->rank] = ok;
+  v[4 * (size_t)n->rank + 1] = (double)bytes;
+  v[4 * (size_t)n->rank + 2] = (double)(fnv >> 32);
+  v[4 * (size_t)n->rank + 3] = (double)(fnv & 0xffffffffu);
+  return au_allreduce_sum(n->rt, v, 4 * N);
+}
+
+int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, char *err, size_t errlen)
+{
+  if (!n || !dir) return AU_EINVAL;
+  char sub[4096], path[4200], tmp[4400];
+  snprintf(sub, sizeof(sub), "%s/ckpt-%llu", dir, (unsigned long long)clock);
+  snprintf(path, sizeof(path), "%s/part-%d.bin", sub, n->rank);
+  uint64_t bytes = 0, fnv = 0;
+  int ok = mkdir_one(dir) == 0 && mkdir_one(sub) == 0 && write_part(n, path, &bytes, &fnv) == 0;
+  if (!ok) set_err(err, errlen, "checkpoint: %s: %s", path, strerror(errno));
+  double *v = calloc(4 * (size_t)n->nodes + 1, sizeof(double));
+  if (!v) return AU_ENOMEM; /* (the others then wait in the allreduce) */
+  int rc = gather_parts(n, ok, bytes, fnv, v);
+  int all = rc == 0;
+  for (int r = 0; all && r < n->nodes; r++) all = v[4 * r] > 0;
+  /* rank 0: the manifest, then LATEST; the others learn how it went */
+  double done = 0;
+  if (rc == 0 && n->rank == 0 && all) {
+    snprintf(path, sizeof(path), "%s/manifest.txt", sub);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (f) {
+      fprintf(f,
+              "# augur checkpoint (docs/checkpoints.md)\nformat=%d\nnodes=%d\nclock=%llu\n"
+              "tables=%d\n",
+              FORMAT, n->nodes, (unsigned long long)clock, n->ntables);
+      for (int i = 0; i < n->ntables; i++) {
+        const au_table_t *t = n->table_by_id[i];
+        fprintf(f, "table=%d name=%s keys=%llu dim=%u width=%u type=%d\n", i, t->name,
+                (unsigned long long)t->keys, t->dim, t->width, (int)t->type);
+      }
+      for (int r = 0; r < n->nodes; r++)
+        fprintf(f, "part=%d bytes=%.0f fnv=%016llx\n", r, v[4 * r + 1],
+                (unsigned long long)((uint64_t)v[4 * r + 2] << 32 | (uint64_t)v[4 * r + 3]));
+    }
+    int good = f && commit(f, tmp, path) == 0;
+    if (good) {
+      snprintf(path, sizeof(path), "%s/LATEST", dir);
+      snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+      f = fopen(tmp, "w");
+      if (f) fprintf(f, "ckpt-%llu\n", (unsigned long long)clock);
+      good = f && commit(f, tmp, path) == 0;
+    }
+    if (!good) set_err(err, errlen, "checkpoint: %s: %s", path, strerror(errno));
+    done = good;
+  }
+  memset(v, 0, (4 * (size_t)n->nodes + 1) * sizeof(double));
+  v[0] = done;
+  if (rc == 0) rc = au_allreduce_sum(n->rt, v, 1);
+  if (rc == 0 && v[0] <= 0) {
+    if (ok && !(n->rank == 0 && all)) set_err(err, errlen, "checkpoint: another node failed");
+    rc = AU_EIO;
+  }
+  free(v);
+  return rc;
+}
+
+/* ---- restore ----------------------------------------------------------------------------- */
+
+typedef struct manifest {
+  int nodes, tables;
+  uint64_t clock;
+  uint64_t *bytes, *fnv; /* per part */
+} manifest_t;
+
+/* DIR's LATEST names the checkpoint (or DIR is one: it holds manifest.txt). */
+static int find_checkpoint(const char *dir, char *sub, size_t cap)
+{
+  char path[4200], name[256];
+  snprintf(path, sizeof(path), "%s/manifest.txt", dir);
+  if (access(path, R_OK) == 0) return snprintf(sub, cap, "%s", dir) < (int)cap ? 0 : -1;
+  snprintf(path, sizeof(path), "%s/LATEST", dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int got = fscanf(f, "%255s", name) == 1 && !strchr(name, '/');
+  fclose(f);
+  return got && snprintf(sub, cap, "%s/%s", dir, name) < (int)cap ? 0 : -1;
+}
+
+static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err, size_t errlen)
+{
+  char path[4200], line[512];
+  snprintf(path, sizeof(path), "%s/manifest.txt", sub);
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    set_err(err, errlen, "restore: %s: %s", path, strerror(errno));
+    return AU_EIO;
+  }
+  int format = -1, rc = 0;
+  *m = (manifest_t){.nodes = -1, .tables = -1};
+  while (!rc && fgets(line, sizeof(line), f)) {
+    int i, dummy;
+    unsigned long long keys, a, b;
+    unsigned dim, width;
+    char name[64];
+    if (line[0] == '#') continue;
+    if (sscanf(line, "format=%d", &format) == 1) continue;
+    if (sscanf(line, "nodes=%d", &m->nodes) == 1) {
+      if (m->nodes < 1 || m->nodes > 65536) rc = AU_EIO;
+      m->bytes = rc ? NULL : calloc((size_t)m->nodes, sizeof(uint64_t));
+      m->fnv = rc ? NULL : calloc((size_t)m->nodes, sizeof(uint64_t));
+      if (!rc && (!m->bytes || !m->fnv)) rc = AU_ENOMEM;
+      continue;
+    }
+    if (sscanf(line, "clock=%llu", &a) == 1) {
+      m->clock = a;
+      continue;
+    }
+    if (sscanf(line, "tables=%d", &m->tables) == 1) continue;
+    if (sscanf(line, "table=%d name=%63s keys=%llu dim=%u width=%u type=%d", &i, name, &keys, &dim,
+               &width, &dummy) == 6) {
+      const au_table_t *t = i >= 0 && i < n->ntables ? n->table_by_id[i] : NULL;
+      if (!t || strcmp(t->name, name) || t->keys != keys || t->dim != dim || t->width != width ||
+          (int)t->type != dummy) {
+        set_err(err, errlen,
+                "restore: %s: table %d is '%s' of %llu keys x %u (%u words a row with the "
+                "optimizer's), this node's %s",
+                path, i, name, keys, dim, width,
+                t ? "differs (create the same tables first)" : "is missing");
+        rc = AU_EINVAL;
+      }
+      continue;
+    }
+    if (sscanf(line, "part=%d bytes=%llu fnv=%llx", &i, &a, &b) == 3 && m->bytes && i >= 0 &&
+        i < m->nodes) {
+      m->bytes[i] = a, m->fnv[i] = b;
+      continue;
+    }
+    set_err(err, errlen, "restore: %s: cannot read '%.60s'", path, line);
+    rc = AU_EIO;
+  }
+  fclose(f);
+  if (!rc && (format != FORMAT || m->nodes < 1 || m->tables != n->ntables)) {
+    set_err(err, errlen, "restore: %s: expected format=%d, nodes and tables=%d (this node's)", path,
+            FORMAT, n->ntables);
+    rc = AU_EINVAL;
+  }
+  return rc;
+}
+
+typedef struct rbuf {
+  const unsigned char *p;
+  size_t len, at;
+} rbuf_t;
+
+static int take(rbuf_t *r, void *out, size_t n)
+{
+  if (r->len - r->at < n) return -1;
+  memcpy(out, r->p + r->at, n);
+  r->at += n;
+  return 0;
+}
+
+/* Part r: checked against the manifest, its owned-here actors copied in. */
+static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *m, char *err,
+                        size_t errlen)
+{
+  char path[4200];
+  snprintf(path, sizeof(path), "%s/part-%d.bin", sub, r);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    set_err(err, errlen, "restore: %s: %s", path, strerror(errno));
+    return AU_EIO;
+  }
+  unsigned char *buf = malloc(m->bytes[r] ? m->bytes[r] : 1);
+  int rc = buf ? 0 : AU_ENOMEM;
+  if (!rc && (fread(buf, 1, m->bytes[r], f) != m->bytes[r] || fgetc(f) != EOF)) rc = AU_EIO;
+  fclose(f);
+  uint64_t fnv = FNV_INIT, stored = 0;
+  if (!rc) {
+    for (uint64_t i = 0; i + 8 < m->bytes[r]; i++) fnv = (fnv ^ buf[i]) * 0x100000001b3ULL;
+    memcpy(&stored, buf + m->bytes[r] - 8, 8);
+    if (m->bytes[r] < 8 + 20 || stored != fnv || fnv != m->fnv[r]) rc = AU_EIO;
+  }
+  if (rc == AU_EIO) {
+    set_err(err, errlen, "restore: %s: not the part the manifest names (size or checksum)", path);
+    free(buf);
+    return rc;
+  }
+  rbuf_t in = {buf, (size_t)m->bytes[r] - 8, 0};
+  char magic[8];
+  uint32_t rank, nodes, ntables;
+  if (!rc && (take(&in, magic, 8) || memcmp(magic, MAGIC, 8) || take(&in, &rank, 4) ||
+              take(&in, &nodes, 4) || take(&in, &ntables, 4) || ntables != (uint32_t)n->ntables))
+    rc = AU_EIO;
+  for (uint32_t i = 0; !rc && i < ntables; i++) {
+    au_table_t *t = n->table_by_id[i];
+    uint32_t len, dim, width, group, type;
+    uint64_t keys, records;
+    char name[64];
+    if (take(&in, &len, 4) || len >= sizeof(name) || take(&in, name, len) || take(&in, &keys, 8) ||
+        take(&in, &dim, 4) || take(&in, &width, 4) || take(&in, &group, 4) || take(&in, &type, 4) ||
+        take(&in, &records, 8)) {
+      rc = AU_EIO;
+      break;
+    }
+    name[len] = '\0';
+    if (strcmp(name, t->name) || keys != t->keys || width != t->width || group == 0 ||
+        (group & (group - 1))) {
+      rc = AU_EIO;
+      break;
+    }
+    /* the writer's actors may group keys otherwise: go by key */
+    for (uint64_t k = 0; !rc && k < records; k++) {
+      uint64_t a;
+      if (take(&in, &a, 8) || a > keys / group) {
+        rc = AU_EIO;
+        break;
+      }
+      const uint64_t first = a * group, rows = keys - first < group ? keys - first : group;
+      if (in.len - in.at < rows * width * 4) {
+        rc = AU_EIO;
+        break;
+      }
+      for (uint64_t j = 0; j < rows; j++) {
+        const au_key_t key = first + j;
+        const unsigned char *src = in.p + in.at + j * width * 4;
+        if (au_table_owns(t, key) == 1) {
+          memcpy(table_row(t, key), src, (size_t)width * 4);
+          table_mark(t, key);
+        }
+      }
+      in.at += rows * width * 4;
+    }
+  }
+  if (!rc && in.at != in.len) rc = AU_EIO;
+  if (rc == AU_EIO) set_err(err, errlen, "restore: %s: malformed", path);
+  free(buf);
+  return rc;
+}
+
+int au_restore(au_node_t *n, const char *dir, uint64_t *clock, char *err, size_t errlen)
+{
+  if (!n || !dir) return AU_EINVAL;
+  char sub[4096];
+  manifest_t m = {0};
+  int rc = 0;
+  if (find_checkpoint(dir, sub, sizeof(sub)) != 0) {
+    set_err(err, errlen, "restore: %s: no checkpoint (no LATEST, no manifest.txt)", dir);
+    rc = AU_EIO;
+  }
+  if (!rc) rc = read_manifest(n, sub, &m, err, errlen);
+  for (int r = 0; !rc && r < m.nodes; r++) rc = restore_part(n, sub, r, &m, err, errlen);
+  /* every node the same answer */
+  double v = rc ? 1 : 0;
+  int ar = au_allreduce_sum(n->rt, &v, 1);
+  if (!rc && ar) rc = ar;
+  if (!rc && v > 0) {
+    set_err(err, errlen, "restore: another node could not restore %s", dir);
+    rc = AU_EIO;
+  }
+  if (!rc && clock) *clock = m.clock;
+  free(m.bytes);
+  free(m.fnv);
+  return rc;
+}
