@@ -96,8 +96,9 @@ want=$(grep '^epoch=3 ' <<<"$out" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
 pout=$("$mf" predict "$tmp/model" "$tmp/test.csv" 2>&1); rc=$?
 echo "$pout"
 check "predict: exit 0, one line per known rating" test $rc -eq 0 -a "$(grep -c '^1 1001 3 ' <<<"$pout")" -eq 1
-check "predict: the run's test RMSE ($want)" \
-  awk -v w="$want" -v g="$(grep -o 'rmse=[0-9.]*' <<<"$pout" | cut -d= -f2)" 'BEGIN { exit !(w != "" && g - w < 0.00006 && w - g < 0.00006) }'
+got=$(grep -o 'rmse=[0-9.]*' <<<"$pout" | cut -d= -f2)
+check "predict: the run's test RMSE to the printed digits ($want, $got)" \
+  test -n "$want" -a "$(printf '%.4f' "$got")" = "$want"
 check "predict: the unknown row skipped" grep -q '^predict ratings=1 skipped=1 rmse=' <<<"$pout"
 # each prediction is mean + P[row] . Q[col], from the text files
 p1=$(awk -v r=0 'NR == FNR { if ($1 == 1) row = FNR; next } FNR == row { print }' "$tmp/model/row_ids.txt" "$tmp/model/P.txt")
