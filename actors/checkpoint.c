@@ -291,8 +291,8 @@ static int take(rbuf_t *r, void *out, size_t n)
 }
 
 /* Part r: checked against the manifest, its owned-here actors copied in. */
-static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *m, char *err,
-                        size_t errlen)
+static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *m,
+                        au_restore_map_fn map, void *arg, char *err, size_t errlen)
 {
   char path[4200];
   snprintf(path, sizeof(path), "%s/part-%d.bin", sub, r);
@@ -352,9 +352,9 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
         break;
       }
       for (uint64_t j = 0; j < rows; j++) {
-        const au_key_t key = first + j;
+        const au_key_t key = map ? map(arg, t, first + j) : first + j;
         const unsigned char *src = in.p + in.at + j * width * 4;
-        if (au_table_owns(t, key) == 1) {
+        if (key < t->keys && au_table_owns(t, key) == 1) {
           memcpy(table_row(t, key), src, (size_t)width * 4);
           table_mark(t, key);
         }
@@ -370,6 +370,12 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
 
 int au_restore(au_node_t *n, const char *dir, uint64_t *clock, char *err, size_t errlen)
 {
+  return au_restore_map(n, dir, NULL, NULL, clock, err, errlen);
+}
+
+int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *arg, uint64_t *clock,
+                   char *err, size_t errlen)
+{
   if (!n || !dir) return AU_EINVAL;
   char sub[4096];
   manifest_t m = {0};
@@ -379,7 +385,7 @@ int au_restore(au_node_t *n, const char *dir, uint64_t *clock, char *err, size_t
     rc = AU_EIO;
   }
   if (!rc) rc = read_manifest(n, sub, &m, err, errlen);
-  for (int r = 0; !rc && r < m.nodes; r++) rc = restore_part(n, sub, r, &m, err, errlen);
+  for (int r = 0; !rc && r < m.nodes; r++) rc = restore_part(n, sub, r, &m, map, arg, err, errlen);
   /* every node the same answer */
   double v = rc ? 1 : 0;
   int ar = au_allreduce_sum(n->rt, &v, 1);

@@ -421,6 +421,12 @@ int au_checkpoint(au_node_t *node, const char *dir, uint64_t clock, char *err, s
  * system). *clock (may be NULL) gets the checkpoint's clock. 0, or AU_EIO / AU_EINVAL (the
  * tables differ) / AU_ENOMEM with a message in err. */
 int au_restore(au_node_t *node, const char *dir, uint64_t *clock, char *err, size_t errlen);
+/* The same with each written key put where map(arg, table, key) says (a key of the table,
+ * or any larger value to leave the row out): for programs whose keys depend on the node
+ * count (augur-mf's column keys follow its block layout). */
+typedef au_key_t (*au_restore_map_fn)(void *arg, const au_table_t *t, au_key_t written);
+int au_restore_map(au_node_t *node, const char *dir, au_restore_map_fn map, void *arg,
+                   uint64_t *clock, char *err, size_t errlen);
 
 /* 1 if this node owns the key's parameter actor (a replica is held, not owned), 0 if not,
  * AU_ERANGE for a bad key. Between runs every key has exactly one owner in the cluster:

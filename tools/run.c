@@ -57,6 +57,7 @@ typedef struct options {
   int host_ranks;   /* ... how many ranks it names */
   double timeout_s; /* --timeout; 0: none */
   double grace_s;   /* --grace */
+  int restarts;     /* --restarts: start the job again this many times when a rank fails */
   bool prefix;      /* false with --no-prefix */
   char **argv;      /* PROGRAM ARGS..., NULL-terminated (main's argv) */
 } options_t;
@@ -91,6 +92,7 @@ typedef struct launcher {
   int status;                 /* the exit status, set by the first event that ends the run; -1 */
   int raise_sig;              /* the launcher was stopped by this signal: die of it at the end */
   bool stopping;              /* the stop signal was sent */
+  bool failed;                /* a process exited nonzero or was killed by a signal */
   bool killed;                /* SIGKILL was sent */
   int64_t kill_ms;            /* when SIGKILL follows the stop signal */
   int64_t deadline_ms;        /* --timeout; 0: none */
@@ -181,6 +183,10 @@ void run_help(FILE *out)
           "                   ranks read nothing else there\n"
           "  --timeout S      stop every process after S seconds and exit 124 (default: none)\n"
           "  --grace S        seconds between the stop signal and SIGKILL (default 2)\n"
+          "  --restarts K     when a process fails, stop the others and start the whole job\n"
+          "                   again, up to K times, with AU_RESTART=1, 2, ... set (a program\n"
+          "                   that writes checkpoints goes on from its last one: augur-mf\n"
+          "                   --checkpoint DIR); the exit status is the last attempt's\n"
           "  --no-prefix      relay lines without the \"[rank] \" prefix\n"
           "  -h, --help       this text\n"
           "Options end at PROGRAM or at --. S may have a fraction (0.5).\n"
@@ -316,7 +322,7 @@ static int parse(int argc, char **argv, options_t *o)
     bool known = strcmp(name, "-n") == 0 || strcmp(name, "--nodes") == 0 ||
                  strcmp(name, "--port") == 0 || strcmp(name, "--bind") == 0 ||
                  strcmp(name, "--hosts") == 0 || strcmp(name, "--timeout") == 0 ||
-                 strcmp(name, "--grace") == 0;
+                 strcmp(name, "--grace") == 0 || strcmp(name, "--restarts") == 0;
     if (!known) return usage_error("unknown option '%s'", a);
     if (!val) {
       if (i + 1 >= argc) return usage_error("%s: expected a value after it, got nothing", name);
@@ -342,6 +348,10 @@ static int parse(int argc, char **argv, options_t *o)
     } else if (strcmp(name, "--hosts") == 0) {
       int rc = parse_hosts(val, o);
       if (rc != 0) return rc;
+    } else if (strcmp(name, "--restarts") == 0) {
+      if (!parse_int(val, 0, 1000000, &v))
+        return usage_error("--restarts: expected a number of restarts, 0 or more, got '%s'", val);
+      o->restarts = (int)v;
     } else if (strcmp(name, "--timeout") == 0) {
       if (!parse_secs(val, 0, false, &o->timeout_s))
         return usage_error("--timeout: expected a number of seconds above 0 (at most %g), got "
@@ -519,6 +529,7 @@ static void child_exited(launcher_t *l, int rank, int st)
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   if (code == 0 || l->status >= 0) return; /* fine, or a consequence of the first event */
   l->status = code;
+  l->failed = true;
   const char *others = l->running > 0 ? "; stopping the others" : "";
   if (WIFEXITED(st))
     say(l, "rank %d exited with status %d%s", rank, code, others);
@@ -1030,8 +1041,8 @@ static int launch(launcher_t *l)
 
 int run_main(int argc, char **argv)
 {
-  launcher_t l = {.status = -1, .wake = {-1, -1}};
-  int rc = parse(argc, argv, &l.opt);
+  options_t opt;
+  int rc = parse(argc, argv, &opt);
   if (rc == 1) {
     run_help(stdout);
     return 0;
@@ -1039,19 +1050,34 @@ int run_main(int argc, char **argv)
   if (rc != 0) return rc;
 
   open_std_fds();
-  fflush(NULL); /* nothing buffered may be written twice by a child */
-  l.self = getpid();
-  l.stdin_tty = isatty(0);
-  raise_nofile(&l);
-  int status = launch(&l);
-  free(l.child);
-  free(l.opt.host);
-  free(l.opt.hosts_buf);
-  free(l.bufs);
-  free(l.pfd);
-  free(l.pst);
-  free(l.prank);
-  free(l.out);
+  launcher_t l;
+  int status = 0;
+  for (int attempt = 0;; attempt++) {
+    l = (launcher_t){.opt = opt, .status = -1, .wake = {-1, -1}};
+    fflush(NULL); /* nothing buffered may be written twice by a child */
+    l.self = getpid();
+    l.stdin_tty = isatty(0);
+    raise_nofile(&l);
+    status = launch(&l);
+    free(l.child);
+    free(l.bufs);
+    free(l.pfd);
+    free(l.pst);
+    free(l.prank);
+    free(l.out);
+    /* again after a failed process; not after a signal to the launcher, --timeout (124),
+     * a program that could not run (127) or a usage or launcher error */
+    if (status == 0 || l.raise_sig || attempt >= opt.restarts || status == 124 || status == 127 ||
+        !l.failed)
+      break;
+    char n[16];
+    snprintf(n, sizeof(n), "%d", attempt + 1);
+    if (setenv("AU_RESTART", n, 1) < 0) break;
+    fprintf(stderr, PROG ": starting the job again (restart %d of %d, AU_RESTART=%d)\n",
+            attempt + 1, opt.restarts, attempt + 1);
+  }
+  free(opt.host);
+  free(opt.hosts_buf);
   if (l.raise_sig) {
     /* Die of the signal we were stopped by, so that a shell or make sees it. */
     sigset_t set;

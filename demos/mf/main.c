@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <augur.h>
 
@@ -71,6 +72,11 @@ static void usage(FILE *f)
              "                    (default 0.1 when there is no --test; 0 = no test set)\n"
              "  --save DIR        write the model into DIR after training: one model on a\n"
              "                    cluster too, with the file's ids (docs/mf.md)\n"
+             "  --checkpoint DIR  write a checkpoint into DIR every --checkpoint-every N\n"
+             "                    epochs (default 1); restarted by augur run --restarts\n"
+             "                    (AU_RESTART set), the job resumes from DIR's latest\n"
+             "  --resume DIR      go on from DIR's latest checkpoint (same data and flags;\n"
+             "                    any node count): --epochs counts the epochs done there\n"
              "\n"
              "generated data (without TRAIN_FILE):\n"
              "  --rows N          rows (default 20000)\n"
@@ -91,7 +97,8 @@ typedef struct args {
   float lr, decay, reg, init_sd; /* NAN: the optimizer's default */
   mf_gen_opts_t gen;
   int epochs, threads, sync_ms;
-  const char *train, *test, *save, *trace;
+  const char *train, *test, *save, *trace, *checkpoint, *resume;
+  int checkpoint_every;
   double test_ratio;
   int have_test_ratio;
   mf_format_t format;
@@ -105,6 +112,7 @@ static int parse_args(int argc, char **argv, args_t *a)
   mf_opts_default(&a->mf);
   mf_gen_opts_default(&a->gen);
   a->epochs = 10;
+  a->checkpoint_every = 1;
   a->optim = -1;
   a->lr = a->decay = a->reg = a->init_sd = NAN;
   a->test_ratio = 0.1;
@@ -175,6 +183,12 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (!strcmp(f, "--test-ratio")) {
       if (!(rc = cli_parse_double(f, VALUE(), 0, 0.9, &d)))
         a->test_ratio = d, a->have_test_ratio = 1;
+    } else if (!strcmp(f, "--checkpoint")) {
+      if (!(a->checkpoint = VALUE())) rc = cli_fail_flag(f, "", "a directory");
+    } else if (!strcmp(f, "--checkpoint-every")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 100000, &u))) a->checkpoint_every = (int)u;
+    } else if (!strcmp(f, "--resume")) {
+      if (!(a->resume = VALUE())) rc = cli_fail_flag(f, "", "a directory");
     } else if (!strcmp(f, "--save")) {
       if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a directory");
     } else if (!strcmp(f, "--rows")) {
@@ -377,13 +391,46 @@ int main(int argc, char **argv)
     fflush(stdout);
   }
 
-  int status = 0;
-  for (int e = 0; e < a.epochs; e++) {
+  int status = 0, e0 = 0;
+  /* augur run --restarts sets AU_RESTART when it starts a job again: go on from the
+   * checkpoint if there is one */
+  const char *resume = a.resume;
+  if (!resume && a.checkpoint && getenv("AU_RESTART")) {
+    char latest[4200];
+    snprintf(latest, sizeof(latest), "%s/LATEST", a.checkpoint);
+    if (access(latest, R_OK) == 0) resume = a.checkpoint;
+  }
+  if (resume) {
+    double rmse = NAN;
+    if ((rc = mf_resume(m, resume, &d.rows, &e0, err, sizeof(err))) != 0) {
+      fprintf(stderr, PROG ": %s\n", err);
+      status = rc == AU_EINVAL ? 2 : 1;
+    } else if (ntest && (rc = mf_evaluate(m, &rmse)) != 0) { /* collective */
+      fprintf(stderr, PROG ": evaluating the resumed model: %s\n", au_strerror(rc));
+      status = 1;
+    } else if (talk) {
+      printf("resumed=%s epochs=%d", resume, e0);
+      if (ntest) printf(" test_rmse=%.4f", rmse);
+      putchar('\n');
+      fflush(stdout);
+    }
+  }
+  for (int e = e0; e < a.epochs && status == 0; e++) {
     mf_epoch_t st;
     if ((rc = mf_epoch(m, e, &st)) != 0) {
       fprintf(stderr, PROG ": epoch %d: %s\n", e + 1, au_strerror(rc));
       status = 1;
       break;
+    }
+    double ck_s = -1;
+    if (a.checkpoint && ((e + 1) % a.checkpoint_every == 0 || e + 1 == a.epochs)) {
+      uint64_t c0 = au_now_ns();
+      if ((rc = mf_checkpoint(m, a.checkpoint, e + 1, &d.rows, err, sizeof(err))) != 0) {
+        fprintf(stderr, PROG ": %s\n", err);
+        status = 1;
+        break;
+      }
+      ck_s = (double)(au_now_ns() - c0) / 1e9;
     }
     if (!talk) continue;
     printf("epoch=%d train_rmse=%.4f", e + 1, st.train_rmse);
@@ -394,6 +441,7 @@ int main(int argc, char **argv)
            (unsigned long long)st.moves, (unsigned long long)st.replicas,
            (unsigned long long)st.bytes_sent, (unsigned long long)st.releases, st.cpu_seconds,
            (unsigned long long)st.waits);
+    if (ck_s >= 0) printf("checkpoint=%s epochs=%d seconds=%.3f\n", a.checkpoint, e + 1, ck_s);
     fflush(stdout);
   }
   if (status == 0 && a.save) {

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "blocksched.h"
 
@@ -761,6 +763,223 @@ int mf_model_gather(mf_t *m, const mf_idmap_t *rows, const mf_idmap_t *cols, mf_
   free(v);
   free(q);
   if (rc) mf_model_free(out);
+  return rc;
+}
+
+/* ---- checkpoints ------------------------------------------------------------------------ */
+
+#define ROWS_MAGIC "AUGURMF1"
+
+/* The floats of a row factor that training state holds: values, AdaGrad's accumulator. */
+static uint32_t row_state(const mf_t *m)
+{
+  return m->dim + (m->o.optim == MF_ADAGRAD ? 1 : 0);
+}
+
+static uint64_t row_id(const mf_idmap_t *rows, uint64_t g)
+{
+  return rows && g < rows->n ? rows->ids[g] : g;
+}
+
+int mf_checkpoint(mf_t *m, const char *dir, int epochs, const mf_idmap_t *rows, char *err,
+                  size_t errlen)
+{
+  /* this node's rows (by file id) into the checkpoint's directory, then the column table
+   * with au_checkpoint, whose manifest and LATEST come last */
+  char sub[4096], path[4200], tmp[4300];
+  snprintf(sub, sizeof(sub), "%s/ckpt-%d", dir, epochs);
+  snprintf(path, sizeof(path), "%s/rows-%d.bin", sub, m->rank);
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  mkdir(dir, 0777), mkdir(sub, 0777);
+  int ok = 1;
+  if (m->rank == 0) { /* the columns' table keys: a resume on another node count has others */
+    char cpath[4200], ctmp[4300];
+    snprintf(cpath, sizeof(cpath), "%s/colmap.bin", sub);
+    snprintf(ctmp, sizeof(ctmp), "%s.tmp", cpath);
+    FILE *c = fopen(ctmp, "wb");
+    ok = c && fwrite(&m->ncols, 4, 1, c) == 1 && fwrite(m->col_key, 4, m->ncols, c) == m->ncols &&
+         fflush(c) == 0 && fsync(fileno(c)) == 0;
+    if (c) ok &= fclose(c) == 0;
+    ok = ok && rename(ctmp, cpath) == 0;
+    if (!ok) {
+      remove(ctmp);
+      snprintf(path, sizeof(path), "%s", cpath);
+    }
+  }
+  FILE *f = ok ? fopen(tmp, "wb") : NULL;
+  ok = f != NULL;
+  if (ok) {
+    const uint32_t w = row_state(m);
+    uint64_t n = 0, fnv = 0xcbf29ce484222325ULL;
+    for (uint64_t g = (uint64_t)m->rank; g < m->nrows; g += (uint64_t)m->nodes)
+      n += row_id(rows, g) != MF_NO_ID;
+    uint32_t hdr[3] = {(uint32_t)m->rank, (uint32_t)m->nodes, w};
+    fwrite(ROWS_MAGIC, 1, 8, f), fwrite(hdr, 4, 3, f), fwrite(&n, 8, 1, f);
+    for (uint64_t g = (uint64_t)m->rank; g < m->nrows; g += (uint64_t)m->nodes) {
+      const uint64_t id = row_id(rows, g);
+      if (id == MF_NO_ID) continue;
+      const float *p = &m->P[(size_t)m->row_map[g / (uint64_t)m->nodes] * m->pstride];
+      fwrite(&id, 8, 1, f), fwrite(p, 4, w, f);
+      const unsigned char *b = (const unsigned char *)p;
+      for (size_t i = 0; i < 8; i++) fnv = (fnv ^ ((id >> (8 * i)) & 0xff)) * 0x100000001b3ULL;
+      for (size_t i = 0; i < (size_t)w * 4; i++) fnv = (fnv ^ b[i]) * 0x100000001b3ULL;
+    }
+    fwrite(&fnv, 8, 1, f);
+    ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
+    ok &= fclose(f) == 0;
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok) remove(tmp);
+  }
+  if (!ok) snprintf(err, errlen, "checkpoint: %s: %s", path, strerror(errno));
+  /* au_checkpoint learns from every node whether its part is there: the rows' failure
+   * goes in as this node's, so that no LATEST names a checkpoint without them */
+  double bad = ok ? 0 : 1;
+  int rc = au_allreduce_sum(au_node_runtime(m->node), &bad, 1);
+  if (rc) return rc;
+  if (bad > 0) {
+    if (ok) snprintf(err, errlen, "checkpoint: another node could not write its rows");
+    return AU_EIO;
+  }
+  return au_checkpoint(m->node, dir, (uint64_t)epochs, err, errlen);
+}
+
+typedef struct colmap {
+  const mf_t *m;
+  uint32_t *written_col; /* the writer's table key -> column */
+  uint32_t nkeys;
+} colmap_t;
+
+static au_key_t to_our_key(void *arg, const au_table_t *t, au_key_t written)
+{
+  const colmap_t *c = arg;
+  (void)t;
+  return written < c->nkeys && c->written_col[written] != UINT32_MAX
+             ? c->m->col_key[c->written_col[written]]
+             : UINT64_MAX;
+}
+
+/* The checkpoint directory DIR's LATEST names (or DIR itself) into sub. */
+static void checkpoint_dir(const char *dir, char *sub, size_t cap)
+{
+  char path[4300], name[256];
+  snprintf(path, sizeof(path), "%s/LATEST", dir);
+  FILE *f = fopen(path, "r");
+  if (f && fscanf(f, "%255s", name) == 1)
+    snprintf(sub, cap, "%s/%s", dir, name);
+  else
+    snprintf(sub, cap, "%s", dir);
+  if (f) fclose(f);
+}
+
+int mf_resume(mf_t *m, const char *dir, const mf_idmap_t *rows, int *epochs, char *err,
+              size_t errlen)
+{
+  uint64_t clock = 0;
+  char csub[4096], cpath[4200];
+  checkpoint_dir(dir, csub, sizeof(csub));
+  snprintf(cpath, sizeof(cpath), "%s/colmap.bin", csub);
+  /* the writer's column keys, inverted: its key -> column -> ours */
+  colmap_t cm = {.m = m, .nkeys = (uint32_t)au_table_keys(m->cols)};
+  uint32_t *wk = malloc(((size_t)m->ncols + 1) * sizeof(uint32_t)), ncols = 0;
+  cm.written_col = malloc(((size_t)cm.nkeys + 1) * sizeof(uint32_t));
+  int rc = wk && cm.written_col ? 0 : AU_ENOMEM;
+  FILE *cf = rc ? NULL : fopen(cpath, "rb");
+  if (!rc && (!cf || fread(&ncols, 4, 1, cf) != 1 || ncols != m->ncols ||
+              fread(wk, 4, ncols, cf) != ncols)) {
+    snprintf(err, errlen, "resume: %s: %s", cpath,
+             !cf ? strerror(errno) : "not the columns of this model (another data set?)");
+    rc = cf ? AU_EINVAL : AU_EIO;
+  }
+  if (cf) fclose(cf);
+  for (uint32_t k = 0; !rc && k < cm.nkeys; k++) cm.written_col[k] = UINT32_MAX;
+  for (uint32_t c = 0; !rc && c < ncols; c++)
+    if (wk[c] < cm.nkeys) cm.written_col[wk[c]] = c;
+  /* collective whatever went wrong here: the others would wait for it */
+  if (rc) cm.nkeys = 0; /* nothing taken */
+  char rerr[512];
+  int rr = au_restore_map(m->node, dir, to_our_key, &cm, &clock, rerr, sizeof(rerr));
+  if (!rc && rr) rc = rr, snprintf(err, errlen, "%s", rerr);
+  free(wk);
+  free(cm.written_col);
+  /* this node's rows by file id: id -> local row */
+  mf_idmap_t mine = {0};
+  uint32_t *local = malloc(((size_t)m->node_rows + 1) * sizeof(uint32_t)), at, found = 0, nmine = 0;
+  if (!rc && !local) rc = AU_ENOMEM;
+  for (uint64_t g = (uint64_t)m->rank; g < m->nrows && !rc; g += (uint64_t)m->nodes) {
+    const uint64_t id = row_id(rows, g);
+    if (id == MF_NO_ID) continue;
+    if (mf_idmap_insert(&mine, id, &at) != 0)
+      rc = AU_ENOMEM;
+    else
+      local[at] = (uint32_t)(g / (uint64_t)m->nodes), nmine++;
+  }
+  char sub[4096], path[4300];
+  FILE *f;
+  checkpoint_dir(dir, sub, sizeof(sub));
+  const uint32_t w = row_state(m);
+  float *buf = malloc((size_t)w * sizeof(float));
+  if (!rc && !buf) rc = AU_ENOMEM;
+  /* the writer's node count, from the manifest (au_restore read it whole already) */
+  int writers = 0;
+  snprintf(path, sizeof(path), "%s/manifest.txt", sub);
+  if (!rc && (f = fopen(path, "r"))) {
+    char line[256];
+    while (fgets(line, sizeof(line), f))
+      if (sscanf(line, "nodes=%d", &writers) == 1) break;
+    fclose(f);
+  }
+  if (!rc && writers < 1) {
+    snprintf(err, errlen, "resume: %s: no node count", path);
+    rc = AU_EIO;
+  }
+  /* every writer's rows file */
+  for (int r = 0; !rc && r < writers; r++) {
+    snprintf(path, sizeof(path), "%s/rows-%d.bin", sub, r);
+    if (!(f = fopen(path, "rb"))) {
+      snprintf(err, errlen, "resume: %s: %s", path, strerror(errno));
+      rc = AU_EIO;
+      break;
+    }
+    char magic[8];
+    uint32_t hdr[3];
+    uint64_t n = 0, fnv = 0xcbf29ce484222325ULL, stored = 0, id;
+    if (fread(magic, 1, 8, f) != 8 || memcmp(magic, ROWS_MAGIC, 8) || fread(hdr, 4, 3, f) != 3 ||
+        hdr[2] != w || fread(&n, 8, 1, f) != 1)
+      rc = AU_EIO;
+    for (uint64_t i = 0; !rc && i < n; i++) {
+      if (fread(&id, 8, 1, f) != 1 || fread(buf, 4, w, f) != w) {
+        rc = AU_EIO;
+        break;
+      }
+      const unsigned char *b = (const unsigned char *)buf;
+      for (size_t k = 0; k < 8; k++) fnv = (fnv ^ ((id >> (8 * k)) & 0xff)) * 0x100000001b3ULL;
+      for (size_t k = 0; k < (size_t)w * 4; k++) fnv = (fnv ^ b[k]) * 0x100000001b3ULL;
+      if (mf_idmap_find(&mine, id, &at)) {
+        memcpy(&m->P[(size_t)m->row_map[local[at]] * m->pstride], buf, (size_t)w * 4);
+        found++;
+      }
+    }
+    if (!rc && (fread(&stored, 8, 1, f) != 1 || stored != fnv || fgetc(f) != EOF)) rc = AU_EIO;
+    fclose(f);
+    if (rc) snprintf(err, errlen, "resume: %s: malformed, or not the rows of this model", path);
+  }
+  free(buf);
+  free(local);
+  mf_idmap_free(&mine);
+  if (!rc && found != nmine) {
+    snprintf(err, errlen, "resume: %s: %u of this node's %u rows are not in it (another data set?)",
+             sub, nmine - found, nmine);
+    rc = AU_EINVAL;
+  }
+  /* every node the same answer */
+  double v = rc ? 1 : 0;
+  int ar = au_allreduce_sum(au_node_runtime(m->node), &v, 1);
+  if (!rc && ar) rc = ar;
+  if (!rc && v > 0) {
+    snprintf(err, errlen, "resume: another node could not take its rows from %s", dir);
+    rc = AU_EIO;
+  }
+  if (!rc) *epochs = (int)clock;
   return rc;
 }
 

@@ -80,6 +80,18 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
 int mf_epoch(mf_t *m, int e, mf_epoch_t *out);
 /* Test RMSE of the current model (NaN without test ratings). Collective. */
 int mf_evaluate(mf_t *m, double *rmse);
+/* Collective, between epochs: a checkpoint of everything training needs to go on after
+ * `epochs` epochs (docs/checkpoints.md): the column table by au_checkpoint, and each
+ * node's row factors (values and AdaGrad state, by file id) as DIR/ckpt-E/rows-RANK.bin,
+ * written before the manifest and LATEST. 0 or an AU_* error with a message in err. */
+int mf_checkpoint(mf_t *m, const char *dir, int epochs, const mf_idmap_t *rows, char *err,
+                  size_t errlen);
+/* Collective, after mf_create: the state of DIR's latest checkpoint, on any node count
+ * (rows found by file id, so the same data set and flags); *epochs gets the epochs done.
+ * 0 or an AU_* error with a message in err. */
+int mf_resume(mf_t *m, const char *dir, const mf_idmap_t *rows, int *epochs, char *err,
+              size_t errlen);
+
 /* Collective: the whole model on every node (model.h), a gather through the allreduce
  * (each row from its node, each column from the owner of its parameter actor), under the
  * maps' file ids (the index where a map is empty); rows whose id is MF_NO_ID (padding of

@@ -243,6 +243,59 @@ checkpoint)
   cat "$tmp/out"
   check "another table (sgd: no accumulators): refused" test $rc -ne 0 -a "$(grep -c 'differs' "$tmp/out")" -eq 1
   ;;
+mfresume)
+  # augur run --restarts with augur-mf --checkpoint: a 3-node run whose ranks are SIGKILLed
+  # at random moments three times finishes, goes on from its last checkpoint each time
+  # (every printed epoch has its checkpoint, so none is redone), and ends near an
+  # uninterrupted run's test RMSE; --resume on another node count goes on the same
+  mf=$build/demos/augur-mf
+  args=(--epochs 14 --threads 1 --seed 3)
+  timeout 200 "$augur" run -n 3 "$mf" "${args[@]}" --checkpoint "$tmp/ck0" >"$tmp/plain" 2>&1
+  check "uninterrupted run with checkpoints: exit 0" test $? -eq 0
+  check "... a checkpoint every epoch" test "$(grep -c '^\[0\] checkpoint=' "$tmp/plain")" -eq 14
+  timeout 300 "$augur" run -n 3 --restarts 3 "$mf" "${args[@]}" --checkpoint "$tmp/ckk" >"$tmp/killed" 2>&1 &
+  job=$!
+  seen=0
+  for i in 1 2 3; do
+    # a random moment: 1-3 epochs into the attempt, then up to 50 ms on, a random rank
+    want=$((seen + 1 + RANDOM % 3))
+    for w in $(seq 400); do [ "$(grep -c '^\[0\] epoch=' "$tmp/killed")" -ge $want ] && break; sleep 0.02; done
+    sleep "0.0$((RANDOM % 5))"
+    pids=($(pgrep -f -- "^$mf .*--checkpoint $tmp/ckk\$")) # the ranks, not the launcher
+    [ ${#pids[@]} -gt 0 ] && kill -9 "${pids[RANDOM % ${#pids[@]}]}"
+    for w in $(seq 400); do [ "$(grep -c 'starting the job again' "$tmp/killed")" -ge $i ] && break; sleep 0.02; done
+    seen=$(grep -c '^\[0\] epoch=' "$tmp/killed")
+  done
+  wait $job
+  rc=$?
+  grep -E '^\[0\] (epoch|resumed)|augur run' "$tmp/killed" | cut -c1-100
+  check "killed three times: the job finishes (exit 0)" test $rc -eq 0
+  check "... restarted three times" test "$(grep -c 'starting the job again (restart [123] of 3' "$tmp/killed")" -eq 3
+  # each restart goes on from the last epoch printed before it
+  ok=$(awk '/^\[0\] epoch=/ { split($2, a, "="); last = a[2] + 0 }
+            /^\[0\] resumed=/ { split($3, b, "="); if (b[2] + 0 < last) bad = 1 }
+            END { print bad ? "no" : "yes" }' FS=' ' <(sed 's/^\[0\] epoch=\([0-9]*\)/[0] epoch= epoch=\1/' "$tmp/killed"))
+  check "... no printed epoch redone" test "$ok" = yes
+  check "... ends at epoch 14" grep -q '^\[0\] epoch=14 ' "$tmp/killed"
+  a=$(grep '^\[0\] epoch=14 ' "$tmp/plain" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+  b=$(grep '^\[0\] epoch=14 ' "$tmp/killed" | tail -1 | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+  echo "uninterrupted test_rmse=$a, killed three times test_rmse=$b"
+  check "... test RMSE within 2% of the uninterrupted run's" \
+    awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > 0 && b > 0 && b < 1.02 * a && b > 0.98 * a) }'
+  # --resume: written by 3 nodes, on 1 and 2 nodes: the model as it was (its test RMSE to
+  # the printed digits), and training goes on from there
+  for n in 1 2; do
+    timeout 200 "$augur" run -n $n "$mf" "${args[@]}" --epochs 15 --resume "$tmp/ck0" >"$tmp/res$n" 2>&1
+    check "--resume on $n node(s): exit 0, from epoch 14, the model's test RMSE $a" test $? -eq 0 -a \
+      "$(grep -c "^\[0\] resumed=.* epochs=14 test_rmse=$a\$" "$tmp/res$n")" -eq 1
+    grep '^\[0\] resumed=' "$tmp/res$n"
+    c=$(grep '^\[0\] epoch=15 ' "$tmp/res$n" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+    check "... epoch 15 trains on ($c after $a)" awk -v a="$a" -v c="$c" 'BEGIN { exit !(c > 0 && c < 1.05 * a) }'
+  done
+  timeout 60 "$mf" --epochs 15 --rows 100 --cols 50 --ratings 1000 --resume "$tmp/ck0" >"$tmp/other" 2>&1
+  check "--resume with another data set: refused (exit 2)" test $? -eq 2
+  grep 'augur-mf' "$tmp/other"
+  ;;
 barrier)
   # au_worker_barrier across nodes (docs/examples/histogram.c): every node's workers push counts
   # into one classic table, pass the barrier, and each must then see every node's counts
