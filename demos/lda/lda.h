@@ -27,9 +27,9 @@ typedef struct lda_opts {
   int lookahead;      /* intents name the words this many steps ahead */
   int mh_steps;       /* Metropolis-Hastings steps per token */
   uint64_t seed;
-  au_place_t place; /* both count tables across nodes (default AU_PLACE_ADAPTIVE) */
-  int sharded;      /* the corpus given is this node's documents only (shard.h), over the
-                       cluster's vocabulary: word and token counts are summed over it */
+  au_place_t place;  /* both count tables across nodes (default AU_PLACE_ADAPTIVE) */
+  int sharded;       /* the corpus given is this node's documents only (shard.h), over the
+                        cluster's vocabulary: word and token counts are summed over it */
   uint64_t doc_base; /* sharded: the corpus's id of this node's first document */
 } lda_opts_t;
 
@@ -85,6 +85,15 @@ int lda_top_words(lda_t *m, uint32_t n, uint32_t *words, int64_t *counts, int64_
  * held ("topic count" lines), and vocab.txt on rank 0 (one word per line). 0 or -1 with
  * a message in err. */
 int lda_save(lda_t *m, const char *dir, const lda_corpus_t *c, char *err, size_t errlen);
+
+/* Collective, between sweeps: a checkpoint after `sweeps` sweeps (docs/lda.md): the count
+ * tables by au_checkpoint and every token's topic by (document id, word). 0 or an AU_*
+ * error with a message in err. */
+int lda_checkpoint(lda_t *m, const char *dir, int sweeps, char *err, size_t errlen);
+/* Collective, after lda_create: the state of DIR's latest checkpoint, on any node count
+ * (the same corpus and flags); *sweeps gets the sweeps done. 0 or an AU_* error with a
+ * message in err (AU_EINVAL: another corpus). */
+int lda_resume(lda_t *m, const char *dir, int *sweeps, char *err, size_t errlen);
 
 au_table_t *lda_word_table(lda_t *m);
 au_table_t *lda_totals_table(lda_t *m);

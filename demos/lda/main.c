@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <augur.h>
 
@@ -72,6 +73,10 @@ static void usage(FILE *f)
              "  --top-words N     words shown per topic at the end (default 10, 0 = none)\n"
              "  --save DIR        write the model into DIR: word-topic counts, document-topic\n"
              "                    counts, vocabulary, hyperparameters (docs/lda.md)\n"
+             "  --checkpoint DIR  a checkpoint every --checkpoint-every N sweeps (default 1);\n"
+             "                    restarted by augur run --restarts, the job goes on from it\n"
+             "  --resume DIR      go on from DIR's latest checkpoint (same corpus and flags,\n"
+             "                    any node count): --iterations counts the sweeps done there\n"
              "\n"
              "  --help            this text\n"
              "\n"
@@ -85,7 +90,8 @@ typedef struct args {
   lda_gen_opts_t gen;
   int iterations, eval_every, threads, sync_ms, format, check, have_min_count;
   uint32_t top_words, min_count;
-  const char *file, *vocab, *save, *trace;
+  const char *file, *vocab, *save, *trace, *checkpoint, *resume;
+  int checkpoint_every;
 } args_t;
 
 /* Returns -1 to go on, or an exit status. */
@@ -96,6 +102,7 @@ static int parse_args(int argc, char **argv, args_t *a)
   lda_opts_default(&a->lda);
   lda_gen_opts_default(&a->gen);
   a->iterations = 50;
+  a->checkpoint_every = 1;
   a->eval_every = 1;
   a->format = FMT_AUTO;
   a->top_words = 10;
@@ -168,6 +175,12 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_double(f, VALUE(), 0, 3, &d))) a->gen.length_sigma = d;
     } else if (!strcmp(f, "--top-words")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, 1000, &u))) a->top_words = (uint32_t)u;
+    } else if (!strcmp(f, "--checkpoint")) {
+      if (!(a->checkpoint = VALUE())) rc = cli_fail_flag(f, "", "a directory");
+    } else if (!strcmp(f, "--checkpoint-every")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1000000, &u))) a->checkpoint_every = (int)u;
+    } else if (!strcmp(f, "--resume")) {
+      if (!(a->resume = VALUE())) rc = cli_fail_flag(f, "", "a directory");
     } else if (!strcmp(f, "--save")) {
       if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a folder name");
     } else if (f[0] == '-' && f[1]) {
@@ -387,13 +400,43 @@ int main(int argc, char **argv)
     printf("init llh_per_token=%.4f seconds=%.3f\n", llh, init_s);
     fflush(stdout);
   }
-  for (int it = 1; it <= a.iterations && status == 0; it++) {
+  /* augur run --restarts sets AU_RESTART: go on from the checkpoint if there is one */
+  const char *resume = a.resume;
+  int it0 = 0;
+  if (!resume && a.checkpoint && getenv("AU_RESTART")) {
+    char latest[4200];
+    snprintf(latest, sizeof(latest), "%s/LATEST", a.checkpoint);
+    if (access(latest, R_OK) == 0) resume = a.checkpoint;
+  }
+  if (status == 0 && resume) {
+    if ((rc = lda_resume(m, resume, &it0, err, sizeof(err))) != 0) {
+      fprintf(stderr, PROG ": %s\n", err);
+      status = rc == AU_EINVAL ? 2 : 1;
+    } else if ((rc = lda_llh(m, &llh)) != 0) { /* collective */
+      fprintf(stderr, PROG ": log-likelihood: %s\n", au_strerror(rc));
+      status = 1;
+    } else if (talk) {
+      printf("resumed=%s iterations=%d llh_per_token=%.4f\n", resume, it0, llh);
+      fflush(stdout);
+    }
+  }
+  for (int it = it0 + 1; it <= a.iterations && status == 0; it++) {
     lda_iter_t st;
     int eval = it % a.eval_every == 0 || it == a.iterations;
     if ((rc = lda_iterate(m, &st)) != 0 || (eval && (rc = lda_llh(m, &llh)) != 0)) {
       fprintf(stderr, PROG ": iteration %d: %s\n", it, au_strerror(rc));
       status = 1;
       break;
+    }
+    double ck_s = -1;
+    if (a.checkpoint && (it % a.checkpoint_every == 0 || it == a.iterations)) {
+      uint64_t c0 = au_now_ns();
+      if ((rc = lda_checkpoint(m, a.checkpoint, it, err, sizeof(err))) != 0) {
+        fprintf(stderr, PROG ": %s\n", err);
+        status = 1;
+        break;
+      }
+      ck_s = (double)(au_now_ns() - c0) / 1e9;
     }
     if (!talk) continue;
     char lbuf[48] = "";
@@ -402,6 +445,7 @@ int main(int argc, char **argv)
            "cpu_seconds=%.3f\n",
            it, lbuf, st.seconds, st.tokens_per_s, st.moved, st.local,
            (unsigned long long)st.intents, st.cpu_seconds);
+    if (ck_s >= 0) printf("checkpoint=%s iterations=%d seconds=%.3f\n", a.checkpoint, it, ck_s);
     fflush(stdout);
   }
   if (status == 0 && a.top_words > 0 && print_topics(m, &c, a.lda.topics, a.top_words, talk) != 0)

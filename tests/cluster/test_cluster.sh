@@ -295,6 +295,44 @@ mfresume)
   timeout 60 "$mf" --epochs 15 --rows 100 --cols 50 --ratings 1000 --resume "$tmp/ck0" >"$tmp/other" 2>&1
   check "--resume with another data set: refused (exit 2)" test $? -eq 2
   grep 'augur-mf' "$tmp/other"
+
+  # augur-lda the same: its count tables and every token's topic
+  lda=$build/demos/augur-lda
+  largs=(--iterations 40 --threads 1 --top-words 0 --seed 3)
+  timeout 200 "$augur" run -n 3 "$lda" "${largs[@]}" --checkpoint "$tmp/lk0" >"$tmp/lplain" 2>&1
+  check "augur-lda with checkpoints: exit 0" test $? -eq 0
+  timeout 300 "$augur" run -n 3 --restarts 3 "$lda" "${largs[@]}" --checkpoint "$tmp/lkk" --check \
+    >"$tmp/lkilled" 2>&1 &
+  job=$!
+  seen=0
+  for i in 1 2 3; do
+    want=$((seen + 1 + RANDOM % 3))
+    for w in $(seq 400); do [ "$(grep -c '^\[0\] iteration=' "$tmp/lkilled")" -ge $want ] && break; sleep 0.02; done
+    sleep "0.0$((RANDOM % 5))"
+    pids=($(pgrep -f -- "^$lda .*--checkpoint $tmp/lkk --check\$"))
+    [ ${#pids[@]} -gt 0 ] && kill -9 "${pids[RANDOM % ${#pids[@]}]}"
+    for w in $(seq 400); do [ "$(grep -c 'starting the job again' "$tmp/lkilled")" -ge $i ] && break; sleep 0.02; done
+    seen=$(grep -c '^\[0\] iteration=' "$tmp/lkilled")
+  done
+  wait $job
+  rc=$?
+  grep -E '^\[0\] (resumed|check)|augur run' "$tmp/lkilled"
+  check "augur-lda killed three times: finishes (exit 0), restarted three times" test $rc -eq 0 -a \
+    "$(grep -c 'starting the job again (restart [123] of 3' "$tmp/lkilled")" -eq 3
+  check "... its counts exact at the end (--check)" grep -q '^\[0\] check=ok ' "$tmp/lkilled"
+  # (uninterrupted runs of 40 sweeps themselves end 1% apart: -6.81 to -6.88)
+  a=$(grep '^\[0\] iteration=40 ' "$tmp/lplain" | grep -o 'llh_per_token=[-0-9.]*' | cut -d= -f2)
+  b=$(grep '^\[0\] iteration=40 ' "$tmp/lkilled" | tail -1 | grep -o 'llh_per_token=[-0-9.]*' | cut -d= -f2)
+  echo "augur-lda uninterrupted llh_per_token=$a, killed three times $b"
+  check "... llh/token within 2% of the uninterrupted run's" \
+    awk -v a="$a" -v b="$b" 'BEGIN { exit !(a < 0 && b < 0 && b > 1.02 * a && b < 0.98 * a) }'
+  for n in 1 2; do
+    timeout 200 "$augur" run -n $n "$lda" "${largs[@]}" --iterations 41 --resume "$tmp/lk0" --check \
+      >"$tmp/lres$n" 2>&1
+    check "augur-lda --resume on $n node(s): the checkpoint's llh/token ($a), counts exact" \
+      test $? -eq 0 -a "$(grep -c "^\[0\] resumed=.* iterations=40 llh_per_token=$a\$" "$tmp/lres$n")" -eq 1 -a \
+      "$(grep -c '^\[0\] check=ok ' "$tmp/lres$n")" -eq 1
+  done
   ;;
 barrier)
   # au_worker_barrier across nodes (docs/examples/histogram.c): every node's workers push counts

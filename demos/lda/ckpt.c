@@ -1,0 +1,248 @@
+/* ckpt.c — augur-lda's checkpoints (lda.h; docs/lda.md, "Checkpoints"): the count tables
+ * through au_checkpoint, and each node's topic assignments as (document id, word, topic)
+ * per token in DIR/ckpt-S/docs-RANK.bin, written before the manifest and LATEST. A resume
+ * restores the tables, gives every token of this node's documents its topic (a document
+ * holds a word's tokens in any order: the topics of its (document, word) pairs are what
+ * counts) and recounts the documents' topics from them, on any node count. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "model.h"
+
+#define DOCS_MAGIC "AUGURLD1"
+#define FNV_INIT   0xcbf29ce484222325ULL
+
+typedef struct __attribute__((packed)) rec {
+  uint64_t doc;
+  uint32_t word;
+  uint16_t z;
+} rec_t;
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+static lda_doc_t *doc_of(const shard_t *s, uint32_t block)
+{
+  return (lda_doc_t *)(s->dmem + (size_t)block * 64);
+}
+
+/* The document of a block (blocks rise with the document). */
+static uint32_t doc_index(const shard_t *s, uint32_t block)
+{
+  uint32_t lo = 0, hi = s->ndocs - 1;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo + 1) / 2;
+    if (s->doc_block[mid] <= block)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+int lda_checkpoint(lda_t *m, const char *dir, int sweeps, char *err, size_t errlen)
+{
+  char sub[4096], path[4200], tmp[4300];
+  snprintf(sub, sizeof(sub), "%s/ckpt-%d", dir, sweeps);
+  snprintf(path, sizeof(path), "%s/docs-%d.bin", sub, m->rank);
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  mkdir(dir, 0777), mkdir(sub, 0777);
+  FILE *f = fopen(tmp, "wb");
+  int ok = f != NULL;
+  if (ok) {
+    uint64_t n = 0, h = FNV_INIT;
+    for (int i = 0; i < m->nshards; i++) n += m->shards[i].tstart[m->shards[i].nw];
+    fwrite(DOCS_MAGIC, 1, 8, f), fwrite(&n, 8, 1, f);
+    for (int i = 0; i < m->nshards; i++) {
+      const shard_t *s = &m->shards[i];
+      for (uint32_t j = 0; j < s->nw; j++)
+        for (uint32_t o = s->tstart[j]; o < s->tstart[j + 1]; o++) {
+          rec_t r = {s->doc_id[doc_index(s, s->tok[o].doc)], (uint32_t)s->keys[j], s->tok[o].z};
+          fwrite(&r, sizeof(r), 1, f);
+          h = fnv(h, &r, sizeof(r));
+        }
+    }
+    fwrite(&h, 8, 1, f);
+    ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
+    ok &= fclose(f) == 0;
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok) remove(tmp);
+  }
+  if (!ok) snprintf(err, errlen, "checkpoint: %s: %s", path, strerror(errno));
+  double bad = ok ? 0 : 1; /* no LATEST may name a checkpoint without every node's topics */
+  int rc = au_allreduce_sum(au_node_runtime(m->node), &bad, 1);
+  if (rc) return rc;
+  if (bad > 0) {
+    if (ok) snprintf(err, errlen, "checkpoint: another node could not write its topics");
+    return AU_EIO;
+  }
+  return au_checkpoint(m->node, dir, (uint64_t)sweeps, err, errlen);
+}
+
+/* This node's documents by id: sorted (id, shard, document). */
+typedef struct mine {
+  uint64_t id;
+  uint32_t shard, d;
+} mine_t;
+
+static int by_id(const void *a, const void *b)
+{
+  const mine_t *x = a, *y = b;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static const mine_t *find_doc(const mine_t *v, size_t n, uint64_t id)
+{
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && v[lo].id == id ? &v[lo] : NULL;
+}
+
+/* The next token of word key in document block `block` without a topic yet, or -1. */
+static long free_token(const shard_t *s, const uint8_t *taken, au_key_t key, uint32_t block)
+{
+  uint32_t lo = 0, hi = s->nw;
+  while (lo < hi) { /* the word */
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (s->keys[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == s->nw || s->keys[lo] != key) return -1;
+  uint32_t a = s->tstart[lo], b = s->tstart[lo + 1];
+  while (a < b) { /* its first token in the block: tokens of a word rise with the document */
+    uint32_t mid = a + (b - a) / 2;
+    if (s->tok[mid].doc < block)
+      a = mid + 1;
+    else
+      b = mid;
+  }
+  for (uint32_t o = a; o < s->tstart[lo + 1] && s->tok[o].doc == block; o++)
+    if (!taken[o]) return (long)o;
+  return -1;
+}
+
+int lda_resume(lda_t *m, const char *dir, int *sweeps, char *err, size_t errlen)
+{
+  uint64_t clock = 0;
+  char rerr[512];
+  int rc = au_restore(m->node, dir, &clock, rerr, sizeof(rerr)); /* collective */
+  if (rc) snprintf(err, errlen, "%s", rerr);
+  char sub[4096], path[4300], name[256];
+  snprintf(path, sizeof(path), "%s/LATEST", dir);
+  FILE *f = fopen(path, "r");
+  if (f && fscanf(f, "%255s", name) == 1)
+    snprintf(sub, sizeof(sub), "%s/%s", dir, name);
+  else
+    snprintf(sub, sizeof(sub), "%s", dir);
+  if (f) fclose(f);
+  int writers = 0;
+  snprintf(path, sizeof(path), "%s/manifest.txt", sub);
+  if (!rc && (f = fopen(path, "r"))) {
+    char line[256];
+    while (fgets(line, sizeof(line), f))
+      if (sscanf(line, "nodes=%d", &writers) == 1) break;
+    fclose(f);
+  }
+  /* this node's documents, and a mark per token */
+  size_t nmine = 0, ntok = 0;
+  for (int i = 0; i < m->nshards; i++) nmine += m->shards[i].ndocs;
+  mine_t *mine = malloc((nmine + 1) * sizeof(mine_t));
+  uint8_t **taken = calloc((size_t)m->nshards + 1, sizeof(uint8_t *));
+  if (!rc && (!mine || !taken)) rc = AU_ENOMEM;
+  for (int i = 0, at = 0; !rc && i < m->nshards; i++) {
+    const shard_t *s = &m->shards[i];
+    for (uint32_t d = 0; d < s->ndocs; d++) mine[at++] = (mine_t){s->doc_id[d], (uint32_t)i, d};
+    ntok += s->tstart[s->nw];
+    if (!(taken[i] = calloc((size_t)s->tstart[s->nw] + 1, 1))) rc = AU_ENOMEM;
+  }
+  if (!rc) qsort(mine, nmine, sizeof(mine_t), by_id);
+  size_t given = 0;
+  for (int r = 0; !rc && r < writers; r++) {
+    snprintf(path, sizeof(path), "%s/docs-%d.bin", sub, r);
+    if (!(f = fopen(path, "rb"))) {
+      snprintf(err, errlen, "resume: %s: %s", path, strerror(errno));
+      rc = AU_EIO;
+      break;
+    }
+    char magic[8];
+    uint64_t n = 0, h = FNV_INIT, stored = 0;
+    if (fread(magic, 1, 8, f) != 8 || memcmp(magic, DOCS_MAGIC, 8) || fread(&n, 8, 1, f) != 1)
+      rc = AU_EIO;
+    rec_t rec;
+    for (uint64_t i = 0; !rc && i < n; i++) {
+      if (fread(&rec, sizeof(rec), 1, f) != 1 || rec.z >= m->p.K) {
+        rc = AU_EIO;
+        break;
+      }
+      h = fnv(h, &rec, sizeof(rec));
+      const mine_t *d = find_doc(mine, nmine, rec.doc);
+      if (!d) continue; /* another node's document */
+      shard_t *s = &m->shards[d->shard];
+      long o = free_token(s, taken[d->shard], rec.word, s->doc_block[d->d]);
+      if (o < 0) {
+        rc = AU_EINVAL;
+        snprintf(err, errlen,
+                 "resume: %s: document %llu has more tokens of word %u than here (another "
+                 "corpus?)",
+                 path, (unsigned long long)rec.doc, rec.word);
+        break;
+      }
+      s->tok[o].z = rec.z;
+      taken[d->shard][o] = 1;
+      given++;
+    }
+    if (!rc && (fread(&stored, 8, 1, f) != 1 || stored != h || fgetc(f) != EOF)) rc = AU_EIO;
+    if (rc == AU_EIO) snprintf(err, errlen, "resume: %s: malformed", path);
+    fclose(f);
+  }
+  if (!rc && writers < 1) {
+    snprintf(err, errlen, "resume: %s: no node count in the manifest", sub);
+    rc = AU_EIO;
+  }
+  if (!rc && given != ntok) {
+    snprintf(err, errlen,
+             "resume: %s: %zu of this node's %zu tokens have no topic there "
+             "(another corpus?)",
+             sub, ntok - given, ntok);
+    rc = AU_EINVAL;
+  }
+  /* the documents' topic counts, from the tokens' topics */
+  for (int i = 0; !rc && i < m->nshards; i++) {
+    shard_t *s = &m->shards[i];
+    for (uint32_t d = 0; d < s->ndocs; d++) {
+      lda_doc_t *doc = doc_of(s, s->doc_block[d]);
+      memset(doc->g, 0, (size_t)doc->room / 8 * sizeof(lda_group_t)); /* entries, padding */
+      lda_doc_init(doc, doc->len, doc->room);
+    }
+    for (uint32_t o = 0; o < s->tstart[s->nw]; o++)
+      lda_doc_add(doc_of(s, s->tok[o].doc), s->tok[o].z);
+  }
+  for (int i = 0; taken && i < m->nshards; i++) free(taken[i]);
+  free(taken);
+  free(mine);
+  double v = rc ? 1 : 0; /* every node the same answer */
+  int ar = au_allreduce_sum(au_node_runtime(m->node), &v, 1);
+  if (!rc && ar) rc = ar;
+  if (!rc && v > 0) {
+    snprintf(err, errlen, "resume: another node could not take its topics from %s", dir);
+    rc = AU_EIO;
+  }
+  if (!rc) *sweeps = (int)clock;
+  return rc;
+}
