@@ -17,7 +17,7 @@ out=$("$mf" --help); rc=$?
 check "--help exits 0" test $rc -eq 0
 for flag in --rank --epochs --optimizer --lr --decay --reg --biases --init-sd --exact --threads \
             --seed --test --test-ratio --format --save --rows --cols --ratings --true-rank --noise \
-            --skew --mode --hot --sync-ms --trace --workers --batch --lookahead --stagger --no-stagger; do
+            --skew --mode --hot --sync-ms --trace --workers --batch --lookahead --stagger --no-stagger --checkpoint --checkpoint-every --resume; do
   # the flag itself, at the start of a help line (not --test inside --test-ratio)
   check "--help documents $flag" grep -qE -- "^ +$flag( |\$)" <<<"$out"
 done
