@@ -13,9 +13,10 @@
  * count and the placement may differ from the writer's.
  *
  * A part file, little-endian: "AUGURCK1", u32 rank, nodes, tables; per table u32 name
- * length, the name, u64 keys, u32 dim, width, group, type, u64 records; per record u64
- * actor, then rows x width u32 words (rows = the actor's keys); last u64 FNV-1a of all
- * the bytes before it.
+ * length, the name, u64 keys, u32 dim, width, group, type, u64 records; per record (a
+ * run of owned actors) u64 first actor and count, then their rows x width u32 words (an
+ * actor's rows: its keys); last a u64 checksum of
+ * all the bytes before it (FNV-1a in four lanes of 8-byte words, sum_add).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,15 +33,61 @@
 #define FORMAT   1
 #define FNV_INIT 0xcbf29ce484222325ULL
 
+#define FNV_PRIME 0x100000001b3ULL
+
+/* The checksum: FNV-1a in four lanes, lane i over the 8-byte little-endian words i, i + 4,
+ * ... of each 32-byte block, the last 0-31 bytes one by one into lane 0, and the four
+ * lanes' values FNV-1a'd together (four independent multiply chains: a byte loop took
+ * 1.3 s of a 10^7 x 16 table's 3 s checkpoint). A stream: `buf` holds a block not yet
+ * complete. */
+typedef struct sum {
+  uint64_t h[4];
+  unsigned char buf[32];
+  unsigned n; /* bytes in buf */
+} sum_t;
+
+static void sum_init(sum_t *s)
+{
+  *s = (sum_t){.h = {FNV_INIT, FNV_INIT ^ 1, FNV_INIT ^ 2, FNV_INIT ^ 3}};
+}
+
+static inline void sum_block(sum_t *s, const unsigned char *b)
+{
+  uint64_t w[4];
+  memcpy(w, b, 32);
+  for (int i = 0; i < 4; i++) s->h[i] = (s->h[i] ^ w[i]) * FNV_PRIME;
+}
+
+static void sum_add(sum_t *s, const unsigned char *b, size_t n)
+{
+  size_t i = 0;
+  if (s->n) { /* complete the block begun */
+    while (i < n && s->n < 32) s->buf[s->n++] = b[i++];
+    if (s->n < 32) return;
+    sum_block(s, s->buf);
+    s->n = 0;
+  }
+  for (; i + 32 <= n; i += 32) sum_block(s, b + i);
+  while (i < n) s->buf[s->n++] = b[i++];
+}
+
+static uint64_t sum_end(sum_t *s)
+{
+  for (unsigned i = 0; i < s->n; i++) s->h[0] = (s->h[0] ^ s->buf[i]) * FNV_PRIME;
+  uint64_t h = FNV_INIT;
+  for (int i = 0; i < 4; i++) h = (h ^ s->h[i]) * FNV_PRIME;
+  return h;
+}
+
 typedef struct wbuf {
   FILE *f;
-  uint64_t fnv, bytes;
+  sum_t sum;
+  uint64_t bytes;
 } wbuf_t;
 
 static void put(wbuf_t *w, const void *p, size_t n)
 {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) w->fnv = (w->fnv ^ b[i]) * 0x100000001b3ULL;
+  sum_add(&w->sum, p, n);
   fwrite(p, 1, n, w->f);
   w->bytes += n;
 }
@@ -97,31 +144,61 @@ static int write_part(au_node_t *n, const char *path, uint64_t *bytes, uint64_t 
 {
   char tmp[4400];
   if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) return -1;
-  wbuf_t w = {.f = fopen(tmp, "wb"), .fnv = FNV_INIT};
+  wbuf_t w = {.f = fopen(tmp, "wb")};
   if (!w.f) return -1;
+  sum_init(&w.sum);
+  setvbuf(w.f, NULL, _IOFBF, 1 << 22);
   put(&w, MAGIC, 8);
   put32(&w, (uint32_t)n->rank), put32(&w, (uint32_t)n->nodes), put32(&w, (uint32_t)n->ntables);
   for (int i = 0; i < n->ntables; i++) {
     au_table_t *t = n->table_by_id[i];
+    /* records: runs of owned actors (first, count); a run's values are one piece where
+     * they lie one after the other, unpadded (home actors do: packed in the storage) */
+    const int flat = t->row_bytes == (size_t)t->width * 4;
     uint64_t records = 0;
-    for (uint64_t a = 0; a < t->nactors; a++)
-      records += atomic_load(&t->actors[a].state) == PA_OWNER;
+    for (uint64_t a = 0; a < t->nactors;) {
+      if (atomic_load(&t->actors[a].state) != PA_OWNER) {
+        a++;
+        continue;
+      }
+      uint64_t b = a + 1;
+      while (b < t->nactors && atomic_load(&t->actors[b].state) == PA_OWNER) b++;
+      records++;
+      a = b;
+    }
     const uint32_t len = (uint32_t)strlen(t->name);
     put32(&w, len);
     put(&w, t->name, len);
     put64(&w, t->keys);
     put32(&w, t->dim), put32(&w, t->width), put32(&w, t->group), put32(&w, (uint32_t)t->type);
     put64(&w, records);
-    for (uint64_t a = 0; a < t->nactors; a++) {
-      param_actor_t *pa = &t->actors[a];
-      if (atomic_load(&pa->state) != PA_OWNER) continue;
-      put64(&w, a);
-      for (uint64_t r = 0; r < actor_rows(t, a); r++)
-        put(&w, (const char *)pa->values + r * t->row_bytes, (size_t)t->width * 4);
+    for (uint64_t a = 0; a < t->nactors;) {
+      if (atomic_load(&t->actors[a].state) != PA_OWNER) {
+        a++;
+        continue;
+      }
+      uint64_t b = a + 1;
+      while (b < t->nactors && atomic_load(&t->actors[b].state) == PA_OWNER) b++;
+      put64(&w, a), put64(&w, b - a);
+      for (uint64_t x = a; x < b;) {
+        /* the longest piece of contiguous values from x */
+        const char *v = t->actors[x].values;
+        uint64_t y = x + 1, rows = actor_rows(t, x);
+        while (flat && y < b && actor_rows(t, y - 1) == t->group &&
+               (const char *)t->actors[y].values == v + rows * t->row_bytes)
+          rows += actor_rows(t, y++);
+        if (flat)
+          put(&w, v, (size_t)rows * t->row_bytes);
+        else
+          for (uint64_t r = 0; r < rows; r++) put(&w, v + r * t->row_bytes, (size_t)t->width * 4);
+        x = y;
+      }
+      a = b;
     }
   }
-  const uint64_t sum = w.fnv;
-  put64(&w, sum);
+  const uint64_t sum = sum_end(&w.sum);
+  fwrite(&sum, 8, 1, w.f);
+  w.bytes += 8;
   *bytes = w.bytes, *fnv = sum;
   return commit(w.f, tmp, path);
 }
@@ -307,8 +384,13 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
   fclose(f);
   uint64_t fnv = FNV_INIT, stored = 0;
   if (!rc) {
-    for (uint64_t i = 0; i + 8 < m->bytes[r]; i++) fnv = (fnv ^ buf[i]) * 0x100000001b3ULL;
-    memcpy(&stored, buf + m->bytes[r] - 8, 8);
+    if (m->bytes[r] >= 8) {
+      sum_t sm;
+      sum_init(&sm);
+      sum_add(&sm, buf, m->bytes[r] - 8);
+      fnv = sum_end(&sm);
+      memcpy(&stored, buf + m->bytes[r] - 8, 8);
+    }
     if (m->bytes[r] < 8 + 20 || stored != fnv || fnv != m->fnv[r]) rc = AU_EIO;
   }
   if (rc == AU_EIO) {
@@ -341,25 +423,32 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
     }
     /* the writer's actors may group keys otherwise: go by key */
     for (uint64_t k = 0; !rc && k < records; k++) {
-      uint64_t a;
-      if (take(&in, &a, 8) || a > keys / group) {
+      uint64_t a0, count;
+      if (take(&in, &a0, 8) || take(&in, &count, 8) || a0 > keys / group ||
+          count > keys / group + 1 - a0) {
         rc = AU_EIO;
         break;
       }
-      const uint64_t first = a * group, rows = keys - first < group ? keys - first : group;
-      if (in.len - in.at < rows * width * 4) {
-        rc = AU_EIO;
-        break;
-      }
-      for (uint64_t j = 0; j < rows; j++) {
-        const au_key_t key = map ? map(arg, t, first + j) : first + j;
-        const unsigned char *src = in.p + in.at + j * width * 4;
-        if (key < t->keys && au_table_owns(t, key) == 1) {
-          memcpy(table_row(t, key), src, (size_t)width * 4);
-          table_mark(t, key);
+      for (uint64_t a = a0; !rc && a < a0 + count; a++) {
+        const uint64_t first = a * group, rows = keys - first < group ? keys - first : group;
+        if (first >= keys) {
+          rc = AU_EIO;
+          break;
         }
+        if (in.len - in.at < rows * width * 4) {
+          rc = AU_EIO;
+          break;
+        }
+        for (uint64_t j = 0; j < rows; j++) {
+          const au_key_t key = map ? map(arg, t, first + j) : first + j;
+          const unsigned char *src = in.p + in.at + j * width * 4;
+          if (key < t->keys && au_table_owns(t, key) == 1) {
+            memcpy(table_row(t, key), src, (size_t)width * 4);
+            table_mark(t, key);
+          }
+        }
+        in.at += rows * width * 4;
       }
-      in.at += rows * width * 4;
     }
   }
   if (!rc && in.at != in.len) rc = AU_EIO;

@@ -1,0 +1,120 @@
+/* bench_ckpt.c — augur-bench-ckpt: au_checkpoint of one float table (default 10^7 keys x
+ * 16) on one node, against writing the same number of bytes with one write() loop and an
+ * fsync into the same directory; the two alternate, --runs times. Prints key=value lines
+ * and the ratio (issue 16's mark: <= 2). docs/benchmarks.md has figures.
+ *
+ *   augur-bench-ckpt [--keys N] [--dim D] [--runs R] [--dir DIR]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <augur.h>
+
+static double now_s(void) { return (double)au_now_ns() / 1e9; }
+
+static int cmp(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* bytes in one write() loop of 1 MiB pieces, then fsync */
+static double raw_write(const char *path, size_t bytes, const char *buf)
+{
+  double t0 = now_s();
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return -1;
+  for (size_t at = 0; at < bytes;) {
+    size_t n = bytes - at < (1u << 20) ? bytes - at : (1u << 20);
+    ssize_t w = write(fd, buf, n);
+    if (w <= 0) {
+      close(fd);
+      return -1;
+    }
+    at += (size_t)w;
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) return -1;
+  return now_s() - t0;
+}
+
+int main(int argc, char **argv)
+{
+  unsigned long long keys = 10000000ULL, dim = 16, runs = 3;
+  const char *dir = "/tmp/augur-bench-ckpt";
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--keys") && i + 1 < argc) keys = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--dim") && i + 1 < argc) dim = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
+    else {
+      fprintf(stderr, "usage: augur-bench-ckpt [--keys N] [--dim D] [--runs R] [--dir DIR]\n");
+      return !strcmp(argv[i], "--help") ? 0 : 2;
+    }
+  }
+  if (keys < 1 || dim < 1 || dim > 4096 || runs < 1 || runs > 100) {
+    fprintf(stderr, "augur-bench-ckpt: --keys, --dim (1..4096), --runs (1..100)\n");
+    return 2;
+  }
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "augur-bench-ckpt: %s: %s\n", dir, strerror(errno));
+    return 1;
+  }
+  au_node_t *node;
+  au_table_t *t;
+  if (au_node_create(&(au_node_opts_t){.threads = 1}, &node) != 0 ||
+      au_table_create(node,
+                      &(au_table_opts_t){.keys = keys,
+                                         .dim = (uint32_t)dim,
+                                         .type = AU_F32,
+                                         .init = AU_INIT_NORMAL,
+                                         .init_b = 0.1,
+                                         .name = "bench"},
+                      &t) != 0) {
+    fprintf(stderr, "augur-bench-ckpt: cannot make the table (out of memory?)\n");
+    return 1;
+  }
+  const size_t bytes = (size_t)keys * dim * 4;
+  char *buf = malloc(1u << 20), path[4200], err[512];
+  if (!buf) return 1;
+  memset(buf, 0x5a, 1u << 20);
+  snprintf(path, sizeof(path), "%s/raw.bin", dir);
+  double *raw = calloc(runs, sizeof(double)), *ck = calloc(runs, sizeof(double));
+  printf("bench=ckpt keys=%llu dim=%llu bytes=%zu runs=%llu dir=%s\n", keys, dim, bytes, runs, dir);
+  for (unsigned long long r = 0; r < runs; r++) {
+    /* both write new files, the last run's removed first (as a checkpoint's are new) */
+    char old[4300];
+    snprintf(old, sizeof(old), "rm -rf '%s/ckpt-%llu'", dir, r);
+    if (r && system(old) != 0) return 1;
+    unlink(path);
+    if ((raw[r] = raw_write(path, bytes, buf)) < 0) {
+      fprintf(stderr, "augur-bench-ckpt: %s: %s\n", path, strerror(errno));
+      return 1;
+    }
+    double t0 = now_s();
+    if (au_checkpoint(node, dir, r + 1, err, sizeof(err)) != 0) {
+      fprintf(stderr, "augur-bench-ckpt: %s\n", err);
+      return 1;
+    }
+    ck[r] = now_s() - t0;
+    printf("run=%llu raw_write_s=%.3f checkpoint_s=%.3f ratio=%.3f\n", r + 1, raw[r], ck[r],
+           ck[r] / raw[r]);
+    fflush(stdout);
+  }
+  qsort(raw, runs, sizeof(double), cmp);
+  qsort(ck, runs, sizeof(double), cmp);
+  double mr = raw[runs / 2], mc = ck[runs / 2];
+  printf("raw_write_s=%.3f checkpoint_s=%.3f raw_MB_per_s=%.0f checkpoint_MB_per_s=%.0f "
+         "ratio_vs_raw_write=%.3f  # target <= 2 (medians)\n",
+         mr, mc, (double)bytes / mr / 1e6, (double)bytes / mc / 1e6, mc / mr);
+  unlink(path);
+  snprintf(path, sizeof(path), "rm -rf '%s/ckpt-%llu' '%s/LATEST'", dir, runs, dir);
+  if (system(path) != 0) return 1;
+  free(raw), free(ck), free(buf);
+  au_node_destroy(node);
+  return 0;
+}
