@@ -14,9 +14,8 @@
  *
  * A part file, little-endian: "AUGURCK1", u32 rank, nodes, tables; per table u32 name
  * length, the name, u64 keys, u32 dim, width, group, type, u64 records; per record (a
- * run of owned actors) u64 first actor and count, then their rows x width u32 words (an
- * actor's rows: its keys); last a u64 checksum of
- * all the bytes before it (FNV-1a in four lanes of 8-byte words, sum_add).
+ * run of keys) u64 first key and count, then their rows, width u32 words each; last a u64 checksum
+ * of all the bytes before it (FNV-1a in four lanes of 8-byte words, sum_add).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -83,13 +82,37 @@ typedef struct wbuf {
   FILE *f;
   sum_t sum;
   uint64_t bytes;
+  int failed; /* a write() past stdio failed */
 } wbuf_t;
+
+#define PIECE (1u << 20) /* large pieces go to write() a MiB at a time, each summed first */
 
 static void put(wbuf_t *w, const void *p, size_t n)
 {
-  sum_add(&w->sum, p, n);
-  fwrite(p, 1, n, w->f);
+  const unsigned char *b = p;
   w->bytes += n;
+  if (n < PIECE) {
+    sum_add(&w->sum, b, n);
+    fwrite(b, 1, n, w->f);
+    return;
+  }
+  /* past stdio, a MiB at a time, summed while it is in the cache: the table's bytes are
+   * read from memory once (a 640 MB piece through fwrite went out as one write) */
+  if (fflush(w->f) != 0) w->failed = 1;
+  for (size_t at = 0; at < n && !w->failed;) {
+    size_t k = n - at < PIECE ? n - at : PIECE;
+    sum_add(&w->sum, b + at, k);
+    for (size_t done = 0; done < k;) {
+      ssize_t r = write(fileno(w->f), b + at + done, k - done);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        w->failed = 1;
+        break;
+      }
+      done += (size_t)r;
+    }
+    at += k;
+  }
 }
 
 static void put32(wbuf_t *w, uint32_t v)
@@ -139,8 +162,80 @@ static uint64_t actor_rows(const au_table_t *t, uint64_t a)
   return left < t->group ? left : t->group;
 }
 
+/* What this node's last checkpoint into `dir` held: per table and key a checksum of the
+ * row it wrote (0: not this node's then), so that the next one, if incremental, writes
+ * only the rows whose values differ or that it did not own (4 bytes a key, on every
+ * node: rows, not actors, so that 1% of the keys changed is about 1% of a full one). */
+struct ckpt {
+  char dir[4096], base[64]; /* where, and the checkpoint's name ("ckpt-CLOCK") */
+  uint32_t **hash;          /* ntables arrays of keys */
+  int ntables;
+};
+
+void checkpoint_free(au_node_t *n)
+{
+  struct ckpt *c = n->ckpt;
+  if (!c) return;
+  for (int i = 0; i < c->ntables; i++) free(c->hash[i]);
+  free(c->hash);
+  free(c);
+  n->ckpt = NULL;
+}
+
+/* murmur3's 64-bit finalizer. */
+static inline uint64_t fmix64(uint64_t x)
+{
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  return x ^ (x >> 33);
+}
+
+/* A row's checksum, never 0, to see whether it changed: its 64-bit words times a
+ * pseudo-random odd constant each, summed (independent multiplies: FNV-1a over the words,
+ * a chain, took 0.3 s of a 10^7-row checkpoint), mixed and folded to 32 bits. The
+ * constants must look random: with one constant for every word, or an arithmetic
+ * progression of them, LDA's moves (-1 in one count, +1 in others) cancelled and rows
+ * looked unchanged. */
+enum { ROW_K = 1024 };
+static uint64_t row_k[ROW_K];
+
+static uint64_t row_mult(uint32_t j)
+{
+  if (j < ROW_K && row_k[j]) return row_k[j];
+  uint64_t k = fmix64(0x9e3779b97f4a7c15ULL * ((uint64_t)j + 1)) | 1;
+  if (j < ROW_K) row_k[j] = k; /* (the main thread's: checkpoints are between runs) */
+  return k;
+}
+
+static uint32_t row_hash(const char *row, uint32_t width)
+{
+  uint64_t h = width;
+  uint32_t j = 0;
+  for (; 2 * j + 1 < width; j++) {
+    uint64_t w;
+    memcpy(&w, row + 8 * (size_t)j, 8);
+    h += w * row_mult(j);
+  }
+  if (width & 1) {
+    uint32_t w;
+    memcpy(&w, row + 4 * (size_t)(width - 1), 4);
+    h += (uint64_t)w * row_mult(j);
+  }
+  h = fmix64(h);
+  return (uint32_t)(h ^ (h >> 32)) | 1u;
+}
+
+static const char *key_row(const au_table_t *t, au_key_t k)
+{
+  return (const char *)t->actors[k >> t->group_shift].values +
+         (size_t)(k & (t->group - 1)) * t->row_bytes;
+}
+
 /* This node's part: every table's owned actors. */
-static int write_part(au_node_t *n, const char *path, uint64_t *bytes, uint64_t *fnv)
+static int write_part(au_node_t *n, const char *path, uint32_t **prev, uint32_t **next,
+                      uint64_t *bytes, uint64_t *fnv)
 {
   char tmp[4400];
   if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) return -1;
@@ -152,19 +247,31 @@ static int write_part(au_node_t *n, const char *path, uint64_t *bytes, uint64_t 
   put32(&w, (uint32_t)n->rank), put32(&w, (uint32_t)n->nodes), put32(&w, (uint32_t)n->ntables);
   for (int i = 0; i < n->ntables; i++) {
     au_table_t *t = n->table_by_id[i];
-    /* records: runs of owned actors (first, count); a run's values are one piece where
-     * they lie one after the other, unpadded (home actors do: packed in the storage) */
-    const int flat = t->row_bytes == (size_t)t->width * 4;
+    const size_t rb = (size_t)t->width * 4;
+    const int flat = t->row_bytes == rb;
+    /* which rows go in: every owned one, or (incremental) those that changed since */
+    uint32_t *h = next[i];
+    memset(h, 0, t->keys * sizeof(uint32_t));
+    for (uint64_t a = 0; a < t->nactors; a++) {
+      if (atomic_load(&t->actors[a].state) != PA_OWNER) continue;
+      const char *v = t->actors[a].values;
+      uint32_t *ha = h + (a << t->group_shift);
+      for (uint64_t r = 0, rows = actor_rows(t, a); r < rows; r++)
+        ha[r] = row_hash(v + r * t->row_bytes, t->width);
+    }
+#define WRITES(k) (h[k] && (!prev || prev[i][k] != h[k]))
+    /* records: runs of keys (first, count) and their rows, a piece at a time where the
+     * rows lie one after the other (an actor's; home actors packed in the storage) */
     uint64_t records = 0;
-    for (uint64_t a = 0; a < t->nactors;) {
-      if (atomic_load(&t->actors[a].state) != PA_OWNER) {
-        a++;
+    for (uint64_t k = 0; k < t->keys;) {
+      if (!WRITES(k)) {
+        k++;
         continue;
       }
-      uint64_t b = a + 1;
-      while (b < t->nactors && atomic_load(&t->actors[b].state) == PA_OWNER) b++;
+      uint64_t e = k + 1;
+      while (e < t->keys && WRITES(e)) e++;
       records++;
-      a = b;
+      k = e;
     }
     const uint32_t len = (uint32_t)strlen(t->name);
     put32(&w, len);
@@ -172,34 +279,41 @@ static int write_part(au_node_t *n, const char *path, uint64_t *bytes, uint64_t 
     put64(&w, t->keys);
     put32(&w, t->dim), put32(&w, t->width), put32(&w, t->group), put32(&w, (uint32_t)t->type);
     put64(&w, records);
-    for (uint64_t a = 0; a < t->nactors;) {
-      if (atomic_load(&t->actors[a].state) != PA_OWNER) {
-        a++;
+    for (uint64_t k = 0; k < t->keys;) {
+      if (!WRITES(k)) {
+        k++;
         continue;
       }
-      uint64_t b = a + 1;
-      while (b < t->nactors && atomic_load(&t->actors[b].state) == PA_OWNER) b++;
-      put64(&w, a), put64(&w, b - a);
-      for (uint64_t x = a; x < b;) {
-        /* the longest piece of contiguous values from x */
-        const char *v = t->actors[x].values;
-        uint64_t y = x + 1, rows = actor_rows(t, x);
-        while (flat && y < b && actor_rows(t, y - 1) == t->group &&
-               (const char *)t->actors[y].values == v + rows * t->row_bytes)
-          rows += actor_rows(t, y++);
-        if (flat)
-          put(&w, v, (size_t)rows * t->row_bytes);
-        else
-          for (uint64_t r = 0; r < rows; r++) put(&w, v + r * t->row_bytes, (size_t)t->width * 4);
+      uint64_t e = k + 1;
+      while (e < t->keys && WRITES(e)) e++;
+      put64(&w, k), put64(&w, e - k);
+      for (uint64_t x = k; x < e;) {
+        /* a piece: from x to the end of its actor's keys in the run, and on into the
+         * next actors while their rows follow in memory */
+        const char *v = key_row(t, x);
+        uint64_t y = ((x >> t->group_shift) + 1) << t->group_shift;
+        if (y > e) y = e;
+        if (!flat) y = x + 1;
+        while (flat && y < e && key_row(t, y) == v + (y - x) * rb) {
+          y = ((y >> t->group_shift) + 1) << t->group_shift;
+          if (y > e) y = e;
+        }
+        put(&w, v, (size_t)(y - x) * rb);
         x = y;
       }
-      a = b;
+      k = e;
     }
+#undef WRITES
   }
   const uint64_t sum = sum_end(&w.sum);
   fwrite(&sum, 8, 1, w.f);
   w.bytes += 8;
   *bytes = w.bytes, *fnv = sum;
+  if (w.failed) {
+    fclose(w.f);
+    remove(tmp);
+    return -1;
+  }
   return commit(w.f, tmp, path);
 }
 
@@ -215,14 +329,23 @@ static int gather_parts(au_node_t *n, int ok, uint64_t bytes, uint64_t fnv, doub
   return au_allreduce_sum(n->rt, v, 4 * N);
 }
 
-int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, char *err, size_t errlen)
+int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char *err, size_t errlen)
 {
   if (!n || !dir) return AU_EINVAL;
   char sub[4096], path[4200], tmp[4400];
   snprintf(sub, sizeof(sub), "%s/ckpt-%llu", dir, (unsigned long long)clock);
   snprintf(path, sizeof(path), "%s/part-%d.bin", sub, n->rank);
+  /* incremental: on top of this node's last checkpoint into the same directory, which
+   * every node wrote with it (the same calls on every node) */
+  struct ckpt *c = n->ckpt;
+  const int incr = !full && c && c->ntables == n->ntables && !strcmp(c->dir, dir);
+  uint32_t **next = calloc((size_t)n->ntables + 1, sizeof(uint32_t *));
   uint64_t bytes = 0, fnv = 0;
-  int ok = mkdir_one(dir) == 0 && mkdir_one(sub) == 0 && write_part(n, path, &bytes, &fnv) == 0;
+  int ok = next != NULL;
+  for (int i = 0; ok && i < n->ntables; i++)
+    ok = (next[i] = malloc((n->table_by_id[i]->keys + 1) * sizeof(uint32_t))) != NULL;
+  ok = ok && mkdir_one(dir) == 0 && mkdir_one(sub) == 0 &&
+       write_part(n, path, incr ? c->hash : NULL, next, &bytes, &fnv) == 0;
   if (!ok) set_err(err, errlen, "checkpoint: %s: %s", path, strerror(errno));
   double *v = calloc(4 * (size_t)n->nodes + 1, sizeof(double));
   if (!v) return AU_ENOMEM; /* (the others then wait in the allreduce) */
@@ -240,6 +363,9 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, char *err, size
               "# augur checkpoint (docs/checkpoints.md)\nformat=%d\nnodes=%d\nclock=%llu\n"
               "tables=%d\n",
               FORMAT, n->nodes, (unsigned long long)clock, n->ntables);
+      /* an incremental one holds what changed since its base: a restore applies the base
+       * (and its own base, ...) first */
+      if (incr) fprintf(f, "base=%s\n", c->base);
       for (int i = 0; i < n->ntables; i++) {
         const au_table_t *t = n->table_by_id[i];
         fprintf(f, "table=%d name=%s keys=%llu dim=%u width=%u type=%d\n", i, t->name,
@@ -268,6 +394,20 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, char *err, size
     rc = AU_EIO;
   }
   free(v);
+  /* done: what it holds is the next one's base (a failed one leaves the last as it was) */
+  if (rc == 0 && !c && (c = n->ckpt = calloc(1, sizeof(*c))))
+    c->hash = calloc((size_t)n->ntables + 1, sizeof(uint32_t *));
+  if (rc == 0 && c && c->hash && (c->ntables == n->ntables || c->ntables == 0)) {
+    for (int i = 0; i < c->ntables; i++) free(c->hash[i]);
+    for (int i = 0; i < n->ntables; i++) c->hash[i] = next[i], next[i] = NULL;
+    c->ntables = n->ntables;
+    snprintf(c->dir, sizeof(c->dir), "%s", dir);
+    snprintf(c->base, sizeof(c->base), "ckpt-%llu", (unsigned long long)clock);
+  } else if (rc == 0) {
+    checkpoint_free(n); /* the tables changed, or no memory: the next one is full */
+  }
+  for (int i = 0; next && i < n->ntables; i++) free(next[i]);
+  free(next);
   return rc;
 }
 
@@ -277,6 +417,7 @@ typedef struct manifest {
   int nodes, tables;
   uint64_t clock;
   uint64_t *bytes, *fnv; /* per part */
+  char base[64];         /* an incremental one's base checkpoint; "" for a full one */
 } manifest_t;
 
 /* DIR's LATEST names the checkpoint (or DIR is one: it holds manifest.txt). */
@@ -323,6 +464,10 @@ static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err
       continue;
     }
     if (sscanf(line, "tables=%d", &m->tables) == 1) continue;
+    if (sscanf(line, "base=%63s", m->base) == 1) {
+      if (strchr(m->base, '/') || strncmp(m->base, "ckpt-", 5)) rc = AU_EIO;
+      continue;
+    }
     if (sscanf(line, "table=%d name=%63s keys=%llu dim=%u width=%u type=%d", &i, name, &keys, &dim,
                &width, &dummy) == 6) {
       const au_table_t *t = i >= 0 && i < n->ntables ? n->table_by_id[i] : NULL;
@@ -421,34 +566,21 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
       rc = AU_EIO;
       break;
     }
-    /* the writer's actors may group keys otherwise: go by key */
     for (uint64_t k = 0; !rc && k < records; k++) {
-      uint64_t a0, count;
-      if (take(&in, &a0, 8) || take(&in, &count, 8) || a0 > keys / group ||
-          count > keys / group + 1 - a0) {
+      uint64_t first, count;
+      if (take(&in, &first, 8) || take(&in, &count, 8) || first > keys || count > keys - first ||
+          in.len - in.at < count * width * 4) {
         rc = AU_EIO;
         break;
       }
-      for (uint64_t a = a0; !rc && a < a0 + count; a++) {
-        const uint64_t first = a * group, rows = keys - first < group ? keys - first : group;
-        if (first >= keys) {
-          rc = AU_EIO;
-          break;
+      for (uint64_t j = 0; j < count; j++) {
+        const au_key_t key = map ? map(arg, t, first + j) : first + j;
+        if (key < t->keys && au_table_owns(t, key) == 1) {
+          memcpy(table_row(t, key), in.p + in.at + j * width * 4, (size_t)width * 4);
+          table_mark(t, key);
         }
-        if (in.len - in.at < rows * width * 4) {
-          rc = AU_EIO;
-          break;
-        }
-        for (uint64_t j = 0; j < rows; j++) {
-          const au_key_t key = map ? map(arg, t, first + j) : first + j;
-          const unsigned char *src = in.p + in.at + j * width * 4;
-          if (key < t->keys && au_table_owns(t, key) == 1) {
-            memcpy(table_row(t, key), src, (size_t)width * 4);
-            table_mark(t, key);
-          }
-        }
-        in.at += rows * width * 4;
       }
+      in.at += count * width * 4;
     }
   }
   if (!rc && in.at != in.len) rc = AU_EIO;
@@ -467,14 +599,48 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
 {
   if (!n || !dir) return AU_EINVAL;
   char sub[4096];
-  manifest_t m = {0};
   int rc = 0;
   if (find_checkpoint(dir, sub, sizeof(sub)) != 0) {
     set_err(err, errlen, "restore: %s: no checkpoint (no LATEST, no manifest.txt)", dir);
     rc = AU_EIO;
   }
-  if (!rc) rc = read_manifest(n, sub, &m, err, errlen);
-  for (int r = 0; !rc && r < m.nodes; r++) rc = restore_part(n, sub, r, &m, map, arg, err, errlen);
+  /* the chain: this checkpoint, its base, that one's base ... down to a full one; applied
+   * from the full one up, so that each actor ends as the latest that wrote it */
+  enum { CHAIN_MAX = 100000 };
+  char(*subs)[4096] = NULL;
+  manifest_t *ms = NULL;
+  int len = 0;
+  while (!rc) {
+    if (len % 16 == 0) {
+      void *a = realloc(subs, (size_t)(len + 16) * sizeof(*subs));
+      void *b = a ? realloc(ms, (size_t)(len + 16) * sizeof(*ms)) : NULL;
+      if (a) subs = a;
+      if (b) ms = b;
+      if (!a || !b) {
+        rc = AU_ENOMEM;
+        break;
+      }
+    }
+    snprintf(subs[len], sizeof(subs[len]), "%s", sub);
+    ms[len] = (manifest_t){0};
+    rc = read_manifest(n, sub, &ms[len], err, errlen);
+    len++;
+    if (rc || !ms[len - 1].base[0]) break;
+    if (len == CHAIN_MAX) {
+      set_err(err, errlen, "restore: %s: a chain of more than %d checkpoints", dir, CHAIN_MAX);
+      rc = AU_EIO;
+      break;
+    }
+    /* the base lies beside it */
+    const char *slash = strrchr(sub, '/');
+    const int at = slash ? (int)(slash - sub) : 0;
+    char next[4096];
+    snprintf(next, sizeof(next), "%.*s%s%s", at, sub, slash ? "/" : "", ms[len - 1].base);
+    snprintf(sub, sizeof(sub), "%s", next);
+  }
+  for (int c = len - 1; !rc && c >= 0; c--)
+    for (int r = 0; !rc && r < ms[c].nodes; r++)
+      rc = restore_part(n, subs[c], r, &ms[c], map, arg, err, errlen);
   /* every node the same answer */
   double v = rc ? 1 : 0;
   int ar = au_allreduce_sum(n->rt, &v, 1);
@@ -483,8 +649,9 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
     set_err(err, errlen, "restore: another node could not restore %s", dir);
     rc = AU_EIO;
   }
-  if (!rc && clock) *clock = m.clock;
-  free(m.bytes);
-  free(m.fnv);
+  if (!rc && clock && len) *clock = ms[0].clock;
+  for (int c = 0; c < len; c++) free(ms[c].bytes), free(ms[c].fnv);
+  free(ms);
+  free(subs);
   return rc;
 }

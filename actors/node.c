@@ -144,6 +144,7 @@ void au_node_destroy(au_node_t *n)
   remote_free_servers(n);
   placer_free(n);
   barrier_free(n);
+  checkpoint_free(n);
   free(n->table_by_id);
   au_table_t *t = n->tables;
   while (t) {

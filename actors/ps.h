@@ -158,6 +158,7 @@ struct au_node {
   int barrier_arrived;
   uint64_t barrier_gen;
   struct barrier *barrier; /* across the cluster (barrier.c) */
+  struct ckpt *ckpt;       /* what the last checkpoint held, for the next (checkpoint.c) */
   au_actor_t *barrier_actor;
   atomic_int error; /* first negative step result */
   atomic_int live;  /* workers not done */
@@ -209,6 +210,9 @@ static inline void table_mark(au_table_t *t, au_key_t k)
   if (!table_marks(t)) return;
   atomic_store_explicit(&t->actors[k >> t->group_shift].dirty, 1, memory_order_release);
 }
+
+/* checkpoint.c */
+void checkpoint_free(au_node_t *n);
 
 /* kernel.c */
 kernel_fn_t kernel_for(au_type_t type, au_kernel_t kernel);

@@ -411,9 +411,13 @@ int au_table_read_slots(au_table_t *t, const au_key_t *keys, size_t n, float *ou
  * slots, of every table into DIR/ckpt-CLOCK/part-RANK.bin; rank 0 writes the manifest and
  * then DIR/LATEST, each under a temporary name renamed into place, so a crash leaves the
  * previous checkpoint whole. The cut is consistent: between runs nothing is in flight
- * and every replica has synced. 0, or AU_EIO / AU_ENOMEM with a message in err (on every
- * node: "another node failed" where the cause was elsewhere). */
-int au_checkpoint(au_node_t *node, const char *dir, uint64_t clock, char *err, size_t errlen);
+ * and every replica has synced. Unless `full`, a checkpoint after one this node wrote into
+ * the same DIR is incremental: it holds only the actors whose values changed since (by a
+ * checksum per actor) or that moved, and names the last one as its base; a restore
+ * replays the chain. 0, or AU_EIO / AU_ENOMEM with a message in err (on every node:
+ * "another node failed" where the cause was elsewhere). */
+int au_checkpoint(au_node_t *node, const char *dir, uint64_t clock, int full, char *err,
+                  size_t errlen);
 /* Collective, after creating the same tables (names, keys, dim, optimizer) and before the
  * first run: every node reads the checkpoint DIR/LATEST names (or DIR itself, if it is
  * one) and takes the rows whose actors it owns, bit for bit, whatever node count and

@@ -13,8 +13,9 @@
 
 #include "model.h"
 
-#define DOCS_MAGIC "AUGURLD1"
-#define FNV_INIT   0xcbf29ce484222325ULL
+#define DOCS_MAGIC      "AUGURLD1"
+#define CKPT_FULL_EVERY 10
+#define FNV_INIT        0xcbf29ce484222325ULL
 
 typedef struct __attribute__((packed)) rec {
   uint64_t doc;
@@ -84,7 +85,9 @@ int lda_checkpoint(lda_t *m, const char *dir, int sweeps, char *err, size_t errl
     if (ok) snprintf(err, errlen, "checkpoint: another node could not write its topics");
     return AU_EIO;
   }
-  return au_checkpoint(m->node, dir, (uint64_t)sweeps, err, errlen);
+  /* incremental, with a full one every CKPT_FULL_EVERY (a chain of at most that many) */
+  const int full = m->checkpoints++ % CKPT_FULL_EVERY == 0;
+  return au_checkpoint(m->node, dir, (uint64_t)sweeps, full, err, errlen);
 }
 
 /* This node's documents by id: sorted (id, shard, document). */

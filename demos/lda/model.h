@@ -73,6 +73,7 @@ struct lda {
   lda_params_t p;
   uint32_t V;
   uint64_t tokens;      /* in the whole corpus */
+  int checkpoints;      /* written by this process (lda_checkpoint) */
   uint64_t *word_count; /* V: tokens of each word in the whole corpus */
   au_table_t *words, *totals;
   int nshards;

@@ -89,7 +89,8 @@ struct mf {
    * the clock ticks its blocks take */
   au_key_t *ckeys;
   size_t *ckoff, *cticks;
-  uint32_t epoch; /* the epoch running, for said[] */
+  uint32_t epoch;  /* the epoch running, for said[] */
+  int checkpoints; /* written by this process (mf_checkpoint) */
   mf_sched_t sched;
   int sched_ok;
   atomic_size_t eval_next; /* the next test block to hand out */
@@ -768,7 +769,8 @@ int mf_model_gather(mf_t *m, const mf_idmap_t *rows, const mf_idmap_t *cols, mf_
 
 /* ---- checkpoints ------------------------------------------------------------------------ */
 
-#define ROWS_MAGIC "AUGURMF1"
+#define ROWS_MAGIC      "AUGURMF1"
+#define CKPT_FULL_EVERY 10
 
 /* The floats of a row factor that training state holds: values, AdaGrad's accumulator. */
 static uint32_t row_state(const mf_t *m)
@@ -840,7 +842,9 @@ int mf_checkpoint(mf_t *m, const char *dir, int epochs, const mf_idmap_t *rows, 
     if (ok) snprintf(err, errlen, "checkpoint: another node could not write its rows");
     return AU_EIO;
   }
-  return au_checkpoint(m->node, dir, (uint64_t)epochs, err, errlen);
+  /* incremental, with a full one every CKPT_FULL_EVERY (a chain of at most that many) */
+  const int full = m->checkpoints++ % CKPT_FULL_EVERY == 0;
+  return au_checkpoint(m->node, dir, (uint64_t)epochs, full, err, errlen);
 }
 
 typedef struct colmap {

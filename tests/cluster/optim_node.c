@@ -151,12 +151,19 @@ int main(int argc, char **argv)
   for (int phase = 0; !restore && phase < (shared ? 1 : 2) && rc == 0; phase++) {
     for (int i = 0; i < mine; i++) parties[i].phase = phase, parties[i].u = 0;
     rc = au_node_run(node);
+    /* turns with a checkpoint directory: a full checkpoint after the first phase, an
+     * incremental one (on top of it) after the second */
+    if (rc == 0 && ckpt && !shared && phase == 0 &&
+        (rc = au_checkpoint(node, ckpt, 1, 1, err, sizeof(err))) != 0) {
+      fprintf(stderr, "optim_node: rank %d: %s (%s)\n", rank, err, au_strerror(rc));
+      return 1;
+    }
   }
   if (rc != 0) {
     fprintf(stderr, "optim_node: rank %d: run: %s\n", rank, au_strerror(rc));
     return 1;
   }
-  if (!restore && ckpt && (rc = au_checkpoint(node, ckpt, 2, err, sizeof(err))) != 0) {
+  if (!restore && ckpt && (rc = au_checkpoint(node, ckpt, 2, 0, err, sizeof(err))) != 0) {
     fprintf(stderr, "optim_node: rank %d: %s (%s)\n", rank, err, au_strerror(rc));
     return 1;
   }

@@ -217,6 +217,8 @@ checkpoint)
     check "$place: 4 nodes write a checkpoint" test $rc -eq 0 -a -s "$tmp/ck/LATEST" -a \
       "$(ls "$tmp/ck/$(cat "$tmp/ck/LATEST")" | tr '\n' ' ')" = "manifest.txt part-0.bin part-1.bin part-2.bin part-3.bin "
     check "$place: no temporary file left" test -z "$(find "$tmp/ck" -name '*.tmp')"
+    check "$place: the second checkpoint is incremental, on top of the first" \
+      grep -qx 'base=ckpt-1' "$tmp/ck/ckpt-2/manifest.txt"
     for n in 3 1; do
       timeout 120 "$augur" run -n $n "$opt" restore classic adagrad "$tmp/r$n.$place" "$tmp/ck" >"$tmp/out" 2>&1
       rc=$?
@@ -231,6 +233,14 @@ checkpoint)
   timeout 60 "$opt" restore classic adagrad "$tmp/fresh" "$tmp/nothing" >"$tmp/out" 2>&1
   rc=$?
   check "no checkpoint there: refused, named" test $rc -ne 0 -a "$(grep -c "$tmp/nothing: no checkpoint" "$tmp/out")" -eq 1
+  # a restore reads the chain: a damaged part of the base (ckpt-1) is found too
+  cp "$tmp/ck/ckpt-1/part-2.bin" "$tmp/part2.bin"
+  printf '\x55' | dd of="$tmp/ck/ckpt-1/part-2.bin" bs=1 seek=100 conv=notrunc 2>/dev/null
+  timeout 120 "$augur" run -n 2 "$opt" restore classic adagrad "$tmp/bad" "$tmp/ck" >"$tmp/out" 2>&1
+  rc=$?
+  check "a damaged part of the base: refused, named" test $rc -ne 0 -a \
+    "$(grep -c "ckpt-1/part-2.bin: not the part the manifest names" "$tmp/out")" -ge 1
+  cp "$tmp/part2.bin" "$tmp/ck/ckpt-1/part-2.bin"
   part=$tmp/ck/$(cat "$tmp/ck/LATEST")/part-1.bin
   printf '\x55' | dd of="$part" bs=1 seek=100 conv=notrunc 2>/dev/null
   timeout 120 "$augur" run -n 2 "$opt" restore classic adagrad "$tmp/bad" "$tmp/ck" >"$tmp/out" 2>&1
