@@ -247,5 +247,10 @@ int lda_resume(lda_t *m, const char *dir, int *sweeps, char *err, size_t errlen)
     rc = AU_EIO;
   }
   if (!rc) *sweeps = (int)clock;
+  /* the samplers' streams go on elsewhere than the first run's (a resumed job that drew
+   * the same numbers again would repeat its first sweeps' draws) */
+  for (int i = 0; !rc && i < m->nshards; i++)
+    lda_rng_seed(&m->shards[i].rng, m->o.seed ^ (clock * 0x9e3779b97f4a7c15ULL),
+                 0x100000u + ((uint64_t)m->rank << 16) + (uint64_t)i);
   return rc;
 }
