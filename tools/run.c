@@ -93,6 +93,7 @@ typedef struct launcher {
   int raise_sig;              /* the launcher was stopped by this signal: die of it at the end */
   bool stopping;              /* the stop signal was sent */
   bool failed;                /* a process exited nonzero or was killed by a signal */
+  int port_fd;                /* the coordinator port, held (free_port); -1: none */
   bool killed;                /* SIGKILL was sent */
   int64_t kill_ms;            /* when SIGKILL follows the stop signal */
   int64_t deadline_ms;        /* --timeout; 0: none */
@@ -168,9 +169,9 @@ void run_help(FILE *out)
           "\n"
           "options:\n"
           "  -n, --nodes N    number of processes, 1 to %d (required)\n"
-          "  --port P         coordinator port (default: a free port, looked up just before\n"
-          "                   the processes start; if another program takes it first, rank 0\n"
-          "                   fails to listen and the run fails)\n"
+          "  --port P         coordinator port (default: a free port, held by the launcher\n"
+          "                   until the job ends so that another launcher is not given it;\n"
+          "                   a program that takes it anyway makes rank 0 fail to listen)\n"
           "  --bind ADDR      coordinator address, an IPv4 address of this machine\n"
           "                   (default 127.0.0.1)\n"
           "  --hosts LIST     HOST[:N],... : N ranks (default 1) on each HOST in turn, rank 0\n"
@@ -851,21 +852,31 @@ static void sweep(launcher_t *l)
 /* A TCP port that is free on addr right now: bind to port 0 and read what the kernel
  * chose. The socket is closed before the children start, so another program could take
  * the port in between; rank 0 then fails to listen and the run fails (no retry). */
-static int free_port(const char *addr, int *port)
+/* A free port, kept: *held is a socket bound to it (SO_REUSEADDR, not listening) that
+ * the launcher holds until the job ends, so that another launcher's probe cannot be given
+ * the same port in the meantime (two `augur run` jobs started together once got one
+ * port, and a rank of one joined the other's coordinator), while rank 0, binding with
+ * SO_REUSEADDR as libuv does, can still listen on it. */
+static int free_port(const char *addr, int *port, int *held)
 {
   struct sockaddr_in sa = {.sin_family = AF_INET};
   if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) return -EINVAL;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   socklen_t len = sizeof(sa);
-  int rc = 0;
-  if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+  int rc = 0, one = 1;
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+      bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
       getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
     rc = -errno;
   else
     *port = ntohs(sa.sin_port);
-  close(fd);
-  return rc;
+  if (rc) {
+    close(fd);
+    return rc;
+  }
+  *held = fd;
+  return 0;
 }
 
 /* "run-<pid>-<16 random hex digits>". */
@@ -975,7 +986,7 @@ static int launch(launcher_t *l)
     if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) r = (uint16_t)getpid();
     port = 20000 + r % 12000;
   } else if (port == 0) {
-    int rc = free_port(l->opt.bind, &port);
+    int rc = free_port(l->opt.bind, &port, &l->port_fd);
     if (rc < 0) {
       fprintf(stderr, PROG ": cannot find a free port on %s: %s (use --port or --bind)\n",
               l->opt.bind, strerror(-rc));
@@ -1036,6 +1047,7 @@ static int launch(launcher_t *l)
   loop(l);
   sweep(l);
   restore_handlers(l);
+  if (l->port_fd >= 0) close(l->port_fd);
   return l->status < 0 ? 0 : l->status;
 }
 
@@ -1053,7 +1065,7 @@ int run_main(int argc, char **argv)
   launcher_t l;
   int status = 0;
   for (int attempt = 0;; attempt++) {
-    l = (launcher_t){.opt = opt, .status = -1, .wake = {-1, -1}};
+    l = (launcher_t){.opt = opt, .status = -1, .wake = {-1, -1}, .port_fd = -1};
     fflush(NULL); /* nothing buffered may be written twice by a child */
     l.self = getpid();
     l.stdin_tty = isatty(0);
