@@ -36,9 +36,11 @@ exchange)
   # all-to-all with checksums, under a small queue limit (whether senders outrun the
   # I/O thread and wait depends on the machine's speed: not checked here)
   for n in 2 4; do
-    AU_QUEUE_BYTES=65536 timeout 120 "$augur" run -n $n "$node" exchange 5000 4096 >"$tmp/out$n" 2>&1
+    AU_QUEUE_BYTES=65536 CLUSTER_BIG_REDUCE=1 timeout 120 "$augur" run -n $n "$node" exchange 5000 4096 >"$tmp/out$n" 2>&1
     rc=$?
     cat "$tmp/out$n"
+    check "exchange on $n nodes: a reduction of 2.6M values (three messages) exact" \
+      test "$(grep -c ' big_reduce=ok ' "$tmp/out$n")" -eq $n
     check "exchange on $n nodes exits 0" test $rc -eq 0
     check "exchange on $n nodes: every node ok" test "$(grep -c ' ok$' "$tmp/out$n")" -eq $n
     check "exchange on $n nodes: no order or checksum error" \
