@@ -434,6 +434,19 @@ static int find_checkpoint(const char *dir, char *sub, size_t cap)
   return got && snprintf(sub, cap, "%s/%s", dir, name) < (int)cap ? 0 : -1;
 }
 
+int au_checkpoint_find(const char *dir, char *path, size_t cap, int *nodes)
+{
+  if (!dir || !path || !nodes || find_checkpoint(dir, path, cap) != 0) return AU_EIO;
+  char mpath[4200], line[256];
+  snprintf(mpath, sizeof(mpath), "%s/manifest.txt", path);
+  FILE *f = fopen(mpath, "r");
+  *nodes = 0;
+  while (f && fgets(line, sizeof(line), f))
+    if (sscanf(line, "nodes=%d", nodes) == 1) break;
+  if (f) fclose(f);
+  return *nodes >= 1 ? 0 : AU_EIO;
+}
+
 static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err, size_t errlen)
 {
   char path[4200], line[512];

@@ -146,21 +146,12 @@ int lda_resume(lda_t *m, const char *dir, int *sweeps, char *err, size_t errlen)
   char rerr[512];
   int rc = au_restore(m->node, dir, &clock, rerr, sizeof(rerr)); /* collective */
   if (rc) snprintf(err, errlen, "%s", rerr);
-  char sub[4096], path[4300], name[256];
-  snprintf(path, sizeof(path), "%s/LATEST", dir);
-  FILE *f = fopen(path, "r");
-  if (f && fscanf(f, "%255s", name) == 1)
-    snprintf(sub, sizeof(sub), "%s/%s", dir, name);
-  else
-    snprintf(sub, sizeof(sub), "%s", dir);
-  if (f) fclose(f);
-  int writers = 0;
-  snprintf(path, sizeof(path), "%s/manifest.txt", sub);
-  if (!rc && (f = fopen(path, "r"))) {
-    char line[256];
-    while (fgets(line, sizeof(line), f))
-      if (sscanf(line, "nodes=%d", &writers) == 1) break;
-    fclose(f);
+  char sub[4096], path[4300];
+  FILE *f;
+  int writers = 0; /* au_restore has read this checkpoint: it is there */
+  if (!rc && au_checkpoint_find(dir, sub, sizeof(sub), &writers) != 0) {
+    snprintf(err, errlen, "resume: %s: no checkpoint", dir);
+    rc = AU_EIO;
   }
   /* this node's documents, and a mark per token */
   size_t nmine = 0, ntok = 0;
@@ -213,10 +204,6 @@ int lda_resume(lda_t *m, const char *dir, int *sweeps, char *err, size_t errlen)
     if (!rc && (fread(&stored, 8, 1, f) != 1 || stored != h || fgetc(f) != EOF)) rc = AU_EIO;
     if (rc == AU_EIO) snprintf(err, errlen, "resume: %s: malformed", path);
     fclose(f);
-  }
-  if (!rc && writers < 1) {
-    snprintf(err, errlen, "resume: %s: no node count in the manifest", sub);
-    rc = AU_EIO;
   }
   if (!rc && given != ntok) {
     snprintf(err, errlen,

@@ -862,26 +862,15 @@ static au_key_t to_our_key(void *arg, const au_table_t *t, au_key_t written)
              : UINT64_MAX;
 }
 
-/* The checkpoint directory DIR's LATEST names (or DIR itself) into sub. */
-static void checkpoint_dir(const char *dir, char *sub, size_t cap)
-{
-  char path[4300], name[256];
-  snprintf(path, sizeof(path), "%s/LATEST", dir);
-  FILE *f = fopen(path, "r");
-  if (f && fscanf(f, "%255s", name) == 1)
-    snprintf(sub, cap, "%s/%s", dir, name);
-  else
-    snprintf(sub, cap, "%s", dir);
-  if (f) fclose(f);
-}
-
 int mf_resume(mf_t *m, const char *dir, const mf_idmap_t *rows, int *epochs, char *err,
               size_t errlen)
 {
   uint64_t clock = 0;
-  char csub[4096], cpath[4200];
-  checkpoint_dir(dir, csub, sizeof(csub));
-  snprintf(cpath, sizeof(cpath), "%s/colmap.bin", csub);
+  char sub[4096], cpath[4200];
+  int writers = 0; /* (a missing checkpoint is au_restore_map's to report) */
+  if (au_checkpoint_find(dir, sub, sizeof(sub), &writers) != 0)
+    snprintf(sub, sizeof(sub), "%s", dir);
+  snprintf(cpath, sizeof(cpath), "%s/colmap.bin", sub);
   /* the writer's column keys, inverted: its key -> column -> ours */
   colmap_t cm = {.m = m, .nkeys = (uint32_t)au_table_keys(m->cols)};
   uint32_t *wk = malloc(((size_t)m->ncols + 1) * sizeof(uint32_t)), ncols = 0;
@@ -917,25 +906,11 @@ int mf_resume(mf_t *m, const char *dir, const mf_idmap_t *rows, int *epochs, cha
     else
       local[at] = (uint32_t)(g / (uint64_t)m->nodes), nmine++;
   }
-  char sub[4096], path[4300];
+  char path[4300];
   FILE *f;
-  checkpoint_dir(dir, sub, sizeof(sub));
   const uint32_t w = row_state(m);
   float *buf = malloc((size_t)w * sizeof(float));
   if (!rc && !buf) rc = AU_ENOMEM;
-  /* the writer's node count, from the manifest (au_restore read it whole already) */
-  int writers = 0;
-  snprintf(path, sizeof(path), "%s/manifest.txt", sub);
-  if (!rc && (f = fopen(path, "r"))) {
-    char line[256];
-    while (fgets(line, sizeof(line), f))
-      if (sscanf(line, "nodes=%d", &writers) == 1) break;
-    fclose(f);
-  }
-  if (!rc && writers < 1) {
-    snprintf(err, errlen, "resume: %s: no node count", path);
-    rc = AU_EIO;
-  }
   /* every writer's rows file */
   for (int r = 0; !rc && r < writers; r++) {
     snprintf(path, sizeof(path), "%s/rows-%d.bin", sub, r);
