@@ -559,4 +559,20 @@ void au_node_stats(const au_node_t *n, au_node_stats_t *out)
   }
   placer_stats(n, out);
   out->bytes_sent = au__bytes_sent(n->rt);
+  /* by kind: every message type of the protocol is one of these */
+  static const struct {
+    uint32_t type;
+    int kind; /* 0 fetch, 1 push, 2 move, 3 replica, 4 control */
+  } kinds[] = {{PS_REQ, 0},         {PS_ROWS, 0},      {PS_ERR, 0},    {PS_FWD_REQ, 0},
+               {PS_PUSH, 1},        {PS_FWD_PUSH, 1},  {PS_WANT, 2},   {PS_ARRIVED, 2},
+               {PS_MOVE_REQ, 2},    {PS_MOVE_DATA, 2}, {PS_OWNER, 2},  {PS_REP_REQ, 3},
+               {PS_REP_DATA, 3},    {PS_SYNC, 3},      {PS_FRESH, 3},  {PS_REP_DROP, 3},
+               {PS_REP_GONE, 3},    {PS_INTENT, 4},    {PS_CLAIM, 4},  {PS_HINT, 4},
+               {PS_BAR_ARRIVE, 4},  {PS_BAR_DONE, 4},  {PS_BAR_GO, 4}, {PS_BAR_FENCE, 4},
+               {PS_BAR_APPLIED, 4}, {PS_BAR_OPEN, 4}};
+  _Static_assert(PS_BAR_OPEN - PS_REQ < AU__BYTES_TYPES, "one byte counter per message type");
+  uint64_t *by[5] = {&out->bytes_fetch, &out->bytes_push, &out->bytes_move, &out->bytes_replica,
+                     &out->bytes_control};
+  for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+    *by[kinds[i].kind] += au__bytes_sent_type(n->rt, kinds[i].type);
 }

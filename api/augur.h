@@ -256,6 +256,12 @@ int au_trace_start(au_runtime_t *rt, const char *path);
 int au_trace_stop(au_runtime_t *rt);
 /* 1 while recording. */
 int au_trace_enabled(const au_runtime_t *rt);
+/* Records a span of the program's own work, such as an epoch: it began at begin_ns
+ * (au_now_ns) and ends now; the trace draws it as a slice called `name` (copied; at most
+ * 31 bytes shown) on the calling thread's track, with n as its argument ("n"), so that
+ * placement events line up with training in a viewer. A no-op while not recording; up
+ * to 12 names per runtime, spans of further names are not recorded. Any thread. */
+void au_trace_span(au_runtime_t *rt, const char *name, uint64_t n, uint64_t begin_ns);
 
 /* ======================================================================================
  * The parameter server: nodes, tables, worker actors.
@@ -611,6 +617,13 @@ typedef struct au_node_stats {
   uint64_t claims;     /* intents passed on to owners as claims (AU_PLACE_HOT/_ADAPTIVE) */
   uint64_t releases;   /* claims ended early: this node's workers were past the actor */
   uint64_t bytes_sent; /* payload bytes this node sent to other nodes */
+  /* the parameter server's part of bytes_sent, by what the messages were for (the
+   * rest: messages between the program's own actors): */
+  uint64_t bytes_fetch;   /* rows fetched: requests and their replies */
+  uint64_t bytes_push;    /* updates pushed to rows held elsewhere */
+  uint64_t bytes_move;    /* relocations: moved actors' rows, owner news, wants */
+  uint64_t bytes_replica; /* replicas: their rows, deltas synced, fresh rows, drops */
+  uint64_t bytes_control; /* intents, claims, hints, barriers */
 } au_node_stats_t;
 void au_node_stats(const au_node_t *node, au_node_stats_t *out);
 

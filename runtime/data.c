@@ -27,6 +27,7 @@ int data_init(net_t *net, char *err, size_t errlen)
   for (size_t i = 0; i < n; i++) atomic_init(&d->out_bytes[i], 0);
   atomic_init(&d->sent, 0);
   atomic_init(&d->sent_bytes, 0);
+  for (int i = 0; i < AU__BYTES_TYPES; i++) atomic_init(&d->sent_by[i], 0);
 
   /* testing only: an added delay on data frames (docs/cluster.md) */
   const char *dv = getenv("AU_NET_DELAY_US");
@@ -115,6 +116,8 @@ void data_send_finish(au_runtime_t *rt, au_msg_t *m)
   atomic_fetch_add(&d->out_bytes[fm->node], fm->len);
   atomic_fetch_add(&d->sent, 1);
   atomic_fetch_add_explicit(&d->sent_bytes, fm->len, memory_order_relaxed);
+  atomic_fetch_add_explicit(&d->sent_by[fm->extra[0] % AU__BYTES_TYPES], fm->len,
+                            memory_order_relaxed);
   m->type = NET_CMD_SEND;
   /* posted now, not at the end of the turn: see io_post_msg */
   if (!d->delay || netdelay_push(d->delay, m) != 0) io_post_msg(rt, m);
@@ -185,6 +188,13 @@ int au_link_wait(au_actor_t *self, uint32_t node, uint32_t type)
 uint64_t au__bytes_sent(const au_runtime_t *rt)
 {
   return rt->net ? atomic_load_explicit(&rt->net->data.sent_bytes, memory_order_relaxed) : 0;
+}
+
+uint64_t au__bytes_sent_type(const au_runtime_t *rt, uint32_t type)
+{
+  return rt->net ? atomic_load_explicit(&rt->net->data.sent_by[type % AU__BYTES_TYPES],
+                                        memory_order_relaxed)
+                 : 0;
 }
 
 /* --- in ------------------------------------------------------------------------------- */

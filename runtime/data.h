@@ -17,6 +17,7 @@
 
 #include "augur.h"
 #include "runtime/conn.h"
+#include "runtime/ext.h"
 
 /* Default per-peer outgoing queue limit (bytes): above it senders are asked to wait;
  * they are woken below a quarter of it (au_cluster_opts_t.queue_bytes). 4 MiB, with the
@@ -36,11 +37,12 @@ typedef struct netdelay netdelay_t;
 typedef struct data_plane {
   /* bytes queued per peer (any thread adds, the I/O thread subtracts) */
   atomic_size_t *out_bytes;
-  pthread_mutex_t wait_mu;  /* guards waiters and the low-water check */
-  waiter_t **waiters;       /* by peer */
-  atomic_ullong sent;       /* data frames this node has queued, ever */
-  atomic_ullong sent_bytes; /* their payload bytes */
-  netdelay_t *delay;        /* AU_NET_DELAY_US, or NULL */
+  pthread_mutex_t wait_mu;                /* guards waiters and the low-water check */
+  waiter_t **waiters;                     /* by peer */
+  atomic_ullong sent;                     /* data frames this node has queued, ever */
+  atomic_ullong sent_bytes;               /* their payload bytes */
+  atomic_ullong sent_by[AU__BYTES_TYPES]; /* the same by message type, modulo AU__BYTES_TYPES */
+  netdelay_t *delay;                      /* AU_NET_DELAY_US, or NULL */
   /* I/O thread: data frames of the current read for one actor, delivered together at the
    * end of the read or when a frame for another actor comes (data_flush) */
   au_actor_t *run_to;

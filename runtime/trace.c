@@ -58,6 +58,8 @@ typedef struct tbuf {
 typedef struct kind {
   au__trace_kind_t k;
   int duration;
+  int span;      /* au_trace_span's: a slice from its fourth argument to the event */
+  char name[32]; /* a span's name, copied */
 } kind_t;
 
 struct trace {
@@ -118,6 +120,35 @@ int trace_kind_register(au_runtime_t *rt, int kind, const au__trace_kind_t *k)
   }
   pthread_mutex_unlock(&tr->kinds_mu);
   return rc;
+}
+
+void au_trace_span(au_runtime_t *rt, const char *name, uint64_t n, uint64_t begin_ns)
+{
+  if (!rt || !name || !*name || !trace_on(rt)) return;
+  struct trace *tr = rt->trace;
+  int kind = 0;
+  /* the names so far, without the lock: a kind's name is written before its bit */
+  uint64_t reg = atomic_load_explicit(&tr->registered, memory_order_acquire);
+  for (int k = TRACE_SPAN; k < AU__TRACE_USER && !kind; k++)
+    if ((reg >> k & 1) && tr->kinds[k].span && strcmp(tr->kinds[k].name, name) == 0) kind = k;
+  if (!kind) { /* a new name: the first free span kind; past the last, not recorded */
+    pthread_mutex_lock(&tr->kinds_mu);
+    for (int k = TRACE_SPAN; k < AU__TRACE_USER && !kind; k++) {
+      kind_t *e = &tr->kinds[k];
+      if (e->k.name && strcmp(e->name, name) == 0) {
+        kind = k;
+      } else if (!e->k.name) {
+        snprintf(e->name, sizeof(e->name), "%s", name);
+        e->k = (au__trace_kind_t){e->name, {"n", NULL, NULL, NULL}, NULL, 0};
+        e->span = 1;
+        atomic_fetch_or_explicit(&tr->registered, 1ull << k, memory_order_release);
+        kind = k;
+      }
+    }
+    pthread_mutex_unlock(&tr->kinds_mu);
+    if (!kind) return;
+  }
+  trace_record(rt, kind, n, 0, 0, begin_ns);
 }
 
 int au__trace_kind(au_runtime_t *rt, int kind, const au__trace_kind_t *k)
@@ -452,6 +483,12 @@ static void w_event(writer_t *w, int tid, const trace_event_t *e, const trace_ev
   } else if (k->duration && next && (int)(next->tk & 0xff) == TRACE_UNPARK) {
     complete = 1; /* from park to unpark: the next event of a parked thread is its wake-up */
     dur = next_ts - ts;
+  } else if (k->span) {
+    /* recorded where it ended, drawn from where it began (not before the trace did) */
+    complete = 1;
+    const uint64_t begin = e->arg[3] < w->t0 ? w->t0 : e->arg[3] > ts ? ts : e->arg[3];
+    dur = ts - begin;
+    ts = begin;
   }
   w_begin(w);
   w_str(w, "{\"name\":");

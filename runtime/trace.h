@@ -28,6 +28,8 @@ enum {
   TRACE_PARK = 2,   /* sleeping (parked threads, this one included) */
   TRACE_UNPARK = 3, /* ns (parked for; the trace fills it in), token: woke up; token is 1
                      * when a wake-up token woke it, 0 when the run ended */
+  TRACE_SPAN = 4,   /* kinds TRACE_SPAN.. below AU__TRACE_USER: au_trace_span's names, in
+                     * the order first used; args n, -, -, begin (ns) */
 };
 
 /* au_runtime_create / au_runtime_destroy. trace_free writes a trace that is still on.
