@@ -681,23 +681,31 @@ int lda_iterate(lda_t *m, lda_iter_t *out)
   double cpu = cpu_seconds() - cpu0;
   if (rc != 0) return rc;
   au_node_stats(m->node, &after);
-  double v[6] = {0,
-                 0,
-                 (double)(after.rows_local - before.rows_local),
-                 (double)(after.rows_remote - before.rows_remote),
-                 (double)(after.intents - before.intents),
-                 cpu};
+  double v[12] = {0,
+                  0,
+                  (double)(after.rows_local - before.rows_local),
+                  (double)(after.rows_remote - before.rows_remote),
+                  (double)(after.intents - before.intents),
+                  cpu,
+                  (double)(after.bytes_sent - before.bytes_sent),
+                  (double)(after.bytes_fetch - before.bytes_fetch),
+                  (double)(after.bytes_push - before.bytes_push),
+                  (double)(after.bytes_move - before.bytes_move),
+                  (double)(after.bytes_replica - before.bytes_replica),
+                  (double)(after.bytes_control - before.bytes_control)};
   for (int i = 0; i < m->nshards; i++) {
     v[0] += (double)m->shards[i].tokens;
     v[1] += (double)m->shards[i].moved;
   }
-  if ((rc = au_allreduce_sum(au_node_runtime(m->node), v, 6)) != 0) return rc;
+  if ((rc = au_allreduce_sum(au_node_runtime(m->node), v, 12)) != 0) return rc;
   out->tokens = (uint64_t)v[0];
   out->tokens_per_s = out->seconds > 0 ? v[0] / out->seconds : 0;
   out->moved = v[0] > 0 ? v[1] / v[0] : 0;
   out->local = v[2] + v[3] > 0 ? v[2] / (v[2] + v[3]) : 1.0;
   out->intents = (uint64_t)v[4];
   out->cpu_seconds = v[5];
+  out->bytes_sent = (uint64_t)v[6];
+  for (int i = 0; i < 5; i++) out->bytes_by[i] = (uint64_t)v[7 + i];
   return 0;
 }
 

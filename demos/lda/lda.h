@@ -44,6 +44,8 @@ typedef struct lda_iter {
   double local;        /* share of word rows that were on this node when acquired */
   double cpu_seconds;  /* CPU time the nodes' processes used in the sweep, summed */
   uint64_t tokens, intents;
+  uint64_t bytes_sent;  /* bytes the nodes sent each other in the sweep */
+  uint64_t bytes_by[5]; /* the same by purpose: fetch, push, move, replica, control */
 } lda_iter_t;
 
 typedef struct lda lda_t;

@@ -425,7 +425,10 @@ int main(int argc, char **argv)
   for (int it = it0 + 1; it <= a.iterations && status == 0; it++) {
     lda_iter_t st;
     int eval = it % a.eval_every == 0 || it == a.iterations;
-    if ((rc = lda_iterate(m, &st)) != 0 || (eval && (rc = lda_llh(m, &llh)) != 0)) {
+    const uint64_t t0 = au_now_ns();
+    rc = lda_iterate(m, &st);
+    au_trace_span(au_node_runtime(node), "iteration", (uint64_t)it, t0); /* (when tracing) */
+    if (rc != 0 || (eval && (rc = lda_llh(m, &llh)) != 0)) {
       fprintf(stderr, PROG ": iteration %d: %s\n", it, au_strerror(rc));
       status = 1;
       break;
@@ -444,9 +447,13 @@ int main(int argc, char **argv)
     char lbuf[48] = "";
     if (eval) snprintf(lbuf, sizeof(lbuf), " llh_per_token=%.4f", llh);
     printf("iteration=%d%s seconds=%.3f tokens_per_s=%.3g moved=%.3f local=%.3f intents=%llu "
-           "cpu_seconds=%.3f\n",
+           "cpu_seconds=%.3f bytes_sent=%llu bytes_fetch=%llu bytes_push=%llu bytes_move=%llu "
+           "bytes_replica=%llu bytes_control=%llu\n",
            it, lbuf, st.seconds, st.tokens_per_s, st.moved, st.local,
-           (unsigned long long)st.intents, st.cpu_seconds);
+           (unsigned long long)st.intents, st.cpu_seconds, (unsigned long long)st.bytes_sent,
+           (unsigned long long)st.bytes_by[0], (unsigned long long)st.bytes_by[1],
+           (unsigned long long)st.bytes_by[2], (unsigned long long)st.bytes_by[3],
+           (unsigned long long)st.bytes_by[4]);
     if (ck_s >= 0) printf("checkpoint=%s iterations=%d seconds=%.3f\n", a.checkpoint, it, ck_s);
     fflush(stdout);
   }

@@ -418,7 +418,10 @@ int main(int argc, char **argv)
   }
   for (int e = e0; e < a.epochs && status == 0; e++) {
     mf_epoch_t st;
-    if ((rc = mf_epoch(m, e, &st)) != 0) {
+    const uint64_t t0 = au_now_ns();
+    rc = mf_epoch(m, e, &st);
+    au_trace_span(au_node_runtime(node), "epoch", (uint64_t)e + 1, t0); /* (when tracing) */
+    if (rc != 0) {
       fprintf(stderr, PROG ": epoch %d: %s\n", e + 1, au_strerror(rc));
       status = 1;
       break;
@@ -437,11 +440,14 @@ int main(int argc, char **argv)
     printf("epoch=%d train_rmse=%.4f", e + 1, st.train_rmse);
     if (ntest) printf(" test_rmse=%.4f", st.test_rmse);
     printf(" seconds=%.3f updates_per_s=%.3g local=%.3f intents=%llu moves=%llu replicas=%llu "
-           "bytes_sent=%llu releases=%llu cpu_seconds=%.3f waits=%llu\n",
+           "bytes_sent=%llu bytes_fetch=%llu bytes_push=%llu bytes_move=%llu "
+           "bytes_replica=%llu bytes_control=%llu releases=%llu cpu_seconds=%.3f waits=%llu\n",
            st.seconds, st.updates_per_s, st.local, (unsigned long long)st.intents,
            (unsigned long long)st.moves, (unsigned long long)st.replicas,
-           (unsigned long long)st.bytes_sent, (unsigned long long)st.releases, st.cpu_seconds,
-           (unsigned long long)st.waits);
+           (unsigned long long)st.bytes_sent, (unsigned long long)st.bytes_by[0],
+           (unsigned long long)st.bytes_by[1], (unsigned long long)st.bytes_by[2],
+           (unsigned long long)st.bytes_by[3], (unsigned long long)st.bytes_by[4],
+           (unsigned long long)st.releases, st.cpu_seconds, (unsigned long long)st.waits);
     if (ck_s >= 0) printf("checkpoint=%s epochs=%d seconds=%.3f\n", a.checkpoint, e + 1, ck_s);
     fflush(stdout);
   }

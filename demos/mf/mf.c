@@ -34,7 +34,7 @@
  * every column ends up replicated (--stagger on 4 nodes: 13 M bytes per epoch instead
  * of 4.5-10 M, no moves after epoch 2). */
 #define INTENT_PARTS 4
-#define PHASE_SUMS   11 /* what run_phase() sums over the cluster */
+#define PHASE_SUMS   16 /* what run_phase() sums over the cluster */
 
 /* ThreadSanitizer builds leave the column rows to the table's own (atomic) update path,
  * as augur.h does for Hogwild tables. */
@@ -646,7 +646,8 @@ static double cpu_seconds(void)
 
 /* One collective run of every worker, training (epoch e) or evaluating; sums over the
  * cluster into v: sse, ratings, local rows, remote rows, intents, moves in, replicas held
- * at the end, bytes sent, claims released, CPU seconds, waits. */
+ * at the end, bytes sent, claims released, CPU seconds, waits, bytes sent by purpose
+ * (au_node_stats_t's five). */
 static int run_phase(mf_t *m, int eval, int e, float lr, double v[PHASE_SUMS], double *seconds)
 {
   if (eval) {
@@ -686,6 +687,11 @@ static int run_phase(mf_t *m, int eval, int e, float lr, double v[PHASE_SUMS], d
   v[6] = (double)after.replicas;
   v[7] = (double)(after.bytes_sent - before.bytes_sent);
   v[8] = (double)(after.releases - before.releases);
+  v[11] = (double)(after.bytes_fetch - before.bytes_fetch);
+  v[12] = (double)(after.bytes_push - before.bytes_push);
+  v[13] = (double)(after.bytes_move - before.bytes_move);
+  v[14] = (double)(after.bytes_replica - before.bytes_replica);
+  v[15] = (double)(after.bytes_control - before.bytes_control);
   return au_allreduce_sum(au_node_runtime(m->node), v, PHASE_SUMS);
 }
 
@@ -715,6 +721,7 @@ int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
   out->releases = (uint64_t)v[8];
   out->cpu_seconds = v[9];
   out->waits = (uint64_t)v[10];
+  for (int i = 0; i < 5; i++) out->bytes_by[i] = (uint64_t)v[11 + i];
   return mf_evaluate(m, &out->test_rmse);
 }
 

@@ -58,12 +58,13 @@ typedef struct mf_epoch {
   double local; /* share of column rows that were local when acquired */
   uint64_t updates;
   uint64_t intents;
-  uint64_t moves;      /* parameter actors that moved between nodes */
-  uint64_t replicas;   /* replicas held at the end of the epoch, all nodes */
-  uint64_t bytes_sent; /* bytes the nodes sent each other in the epoch */
-  uint64_t releases;   /* claims the nodes ended once their workers were past the columns */
-  double cpu_seconds;  /* CPU time the nodes' processes used in the epoch, summed */
-  uint64_t waits;      /* steps in which a worker found no free block, all nodes */
+  uint64_t moves;       /* parameter actors that moved between nodes */
+  uint64_t replicas;    /* replicas held at the end of the epoch, all nodes */
+  uint64_t bytes_sent;  /* bytes the nodes sent each other in the epoch */
+  uint64_t bytes_by[5]; /* the same by purpose: fetch, push, move, replica, control */
+  uint64_t releases;    /* claims the nodes ended once their workers were past the columns */
+  double cpu_seconds;   /* CPU time the nodes' processes used in the epoch, summed */
+  uint64_t waits;       /* steps in which a worker found no free block, all nodes */
 } mf_epoch_t;
 
 typedef struct mf mf_t;
