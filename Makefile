@@ -19,7 +19,12 @@ build: deps build/CMakeCache.txt
 	$(CMAKE) --build build -j $(JOBS)
 
 # Tests labelled "flaky" (open bugs, see docs/development.md) run in `make test-flaky`.
-test: build
+# test_report also needs Chromium and libpng (install-deps.sh report): configured again
+# after they are in, so that its screenshot reader is built.
+test: deps
+	@scripts/install-deps.sh report
+	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	$(CMAKE) --build build -j $(JOBS)
 	cd build && $(CTEST) --output-on-failure -j $(JOBS) -LE flaky
 
 test-flaky: build

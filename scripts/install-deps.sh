@@ -7,13 +7,15 @@ set -euo pipefail
 # libssl-dev: HMAC for the handshake; openmpi-bin: the mpirun cluster test.
 pkgs=(pkg-config libuv1-dev libmsgpack-dev libck-dev libcmocka-dev libssl-dev openmpi-bin)
 # `install-deps.sh clang`: also clang (make clang); `install-deps.sh fuzz`: clang and its
-# libFuzzer runtime (make fuzz).
+# libFuzzer runtime (make fuzz); `install-deps.sh report`: Chromium and libpng, with which
+# test_report renders augur report's page and reads its screenshot (make test).
 case "${1:-}" in
 clang) pkgs+=(clang) ;;
+report) pkgs+=(chromium libpng-dev) ;;
 fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
 "") ;;
 *)
-  echo "install-deps: unknown extra '$1' (expected clang or fuzz)" >&2
+  echo "install-deps: unknown extra '$1' (expected clang, fuzz or report)" >&2
   exit 2
   ;;
 esac

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tools/report.h"
 #include "tools/run.h"
 #include "tools/trace.h"
 
@@ -23,6 +24,7 @@ typedef struct subcommand {
 static const subcommand_t subcommands[] = {
     {"run", "start N local processes that form one augur cluster", run_main, run_help},
     {"trace", "summarize or merge trace files (au_trace_start)", trace_main, trace_help},
+    {"report", "one HTML page of runs' curves, bytes and placement", report_main, report_help},
 };
 
 #define NSUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
