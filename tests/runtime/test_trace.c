@@ -5,6 +5,7 @@
  * the cap and its dropped count, the rank suffix, API errors, and the cost of
  * trace_emit (printed as key=value lines). */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -526,6 +528,60 @@ static void test_kinds_registered_by_users(void **state)
   au_runtime_destroy(rt);
 }
 
+/* --- spans: au_trace_span ------------------------------------------------------------- */
+
+static void test_spans(void **state)
+{
+  (void)state;
+  au_runtime_t *rt = new_rt(1);
+  char path[256];
+  tmp_path(path, sizeof(path), "spans");
+  au_trace_span(rt, "epoch", 1, au_now_ns()); /* off: not recorded */
+  assert_int_equal(au_trace_start(rt, path), 0);
+  const uint64_t before = au_now_ns() - 1000000; /* began before the trace did: clamped */
+  au_trace_span(rt, "epoch", 7, before);
+  const uint64_t b1 = au_now_ns();
+  struct timespec ts = {0, 2000000};
+  nanosleep(&ts, NULL);
+  au_trace_span(rt, "epoch", 8, b1);
+  au_trace_span(rt, NULL, 1, b1); /* no name: ignored */
+  au_trace_span(rt, "", 1, b1);   /* empty: ignored */
+  char names[16][8];
+  for (int i = 0; i < 13; i++) { /* 12 names in all: "epoch" and 11 more; the 13th is not */
+    snprintf(names[i], sizeof(names[i]), "s%d", i);
+    au_trace_span(rt, names[i], (uint64_t)i, au_now_ns());
+  }
+  assert_int_equal(au_trace_stop(rt), 0);
+  jv_t *doc = load(path);
+  assert_int_equal(count_kind(doc, "epoch"), 2);
+  for (int i = 0; i < 11; i++) assert_int_equal(count_kind(doc, names[i]), 1);
+  assert_int_equal(count_kind(doc, "s11"), 0);
+  assert_int_equal(count_kind(doc, "s12"), 0);
+  const jv_t *evs = jget(doc, "traceEvents");
+  const double start_us = jnum(jget(doc, "otherData"), "start_ns") / 1000.0;
+  int seen = 0;
+  for (size_t i = 0; i < evs->n; i++) {
+    const jv_t *e = evs->item[i];
+    if (!is_augur(e) || strcmp(jstr(e, "name"), "epoch") != 0) continue;
+    assert_string_equal(jstr(e, "ph"), "X");
+    const jv_t *args = jget(e, "args");
+    assert_int_equal(args->n, 1); /* n only; the beginning is the slice's ts */
+    const double n = jnum(args, "n"), t = jnum(e, "ts"), dur = jnum(e, "dur");
+    if (n == 7) {
+      assert_true(t >= start_us - 0.002 && t <= start_us + 1000); /* from the trace's start */
+    } else {
+      assert_true(n == 8);
+      assert_true(fabs(t - (double)b1 / 1000.0) < 0.002); /* from where it began */
+      assert_true(dur >= 2000);                           /* the 2 ms slept */
+    }
+    seen++;
+  }
+  assert_int_equal(seen, 2);
+  jfree(doc);
+  unlink(path);
+  au_runtime_destroy(rt);
+}
+
 /* --- a run with steals and parks, and events from every kind of thread ------------------- */
 
 #define SPAWNED      200
@@ -931,6 +987,7 @@ int main(void)
       cmocka_unit_test(test_off_records_nothing),
       cmocka_unit_test(test_api_errors),
       cmocka_unit_test(test_kinds_registered_by_users),
+      cmocka_unit_test(test_spans),
       cmocka_unit_test(test_run_every_thread),
       cmocka_unit_test(test_cap_counts_dropped),
       cmocka_unit_test(test_rank_suffix),

@@ -129,6 +129,15 @@ timeout 120 "$augur" run -n 2 "$mf" "${margs[@]}" --trace "$tmp/mf.json" >"$tmp/
 check "augur-mf adaptive with --trace: exit 0" test $? -eq 0
 timeout 120 "$augur" run -n 2 "$mf" "${margs[@]}" --mode classic >"$tmp/classic.out" 2>&1
 check "augur-mf classic: exit 0" test $? -eq 0
+# the parameter server's bytes by purpose add up to bytes_sent (augur-mf sends nothing else)
+sums() {
+  grep '^\[0\] epoch=' "$1" | awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+    if (v["bytes_sent"] != v["bytes_fetch"] + v["bytes_push"] + v["bytes_move"] + v["bytes_replica"] + v["bytes_control"]) bad++
+    if (v["bytes_sent"] > 0) some++ }
+    END { print (NR == 3 && some == 3 && !bad) ? "yes" : "no" }'
+}
+check "adaptive: every epoch's bytes by purpose add up to bytes_sent (> 0)" test "$(sums "$tmp/adaptive.out")" = yes
+check "classic: the same" test "$(sums "$tmp/classic.out")" = yes
 run report -o "$tmp/r.html" "$tmp/adaptive.out" "$tmp/classic.out" "$tmp"/mf.json.* >"$tmp/r.log" 2>&1
 check "report of the runs: exit 0" grep -q '^report=.* runs=2 traces=1$' "$tmp/r.log"
 r=$tmp/r.html
