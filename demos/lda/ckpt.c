@@ -1,9 +1,11 @@
 /* ckpt.c — augur-lda's checkpoints (lda.h; docs/lda.md, "Checkpoints"): the count tables
  * through au_checkpoint, and each node's topic assignments as (document id, word, topic)
- * per token in DIR/ckpt-S/docs-RANK.bin, written before the manifest and LATEST. A resume
- * restores the tables, gives every token of this node's documents its topic (a document
- * holds a word's tokens in any order: the topics of its (document, word) pairs are what
- * counts) and recounts the documents' topics from them, on any node count. */
+ * per token in DIR/ckpt-S/docs-RANK.bin, then its samplers' random states, written before
+ * the manifest and LATEST. A resume restores the tables, gives every token of this node's
+ * documents its topic (a document holds a word's tokens in any order: the topics of its
+ * (document, word) pairs are what counts) and recounts the documents' topics from them,
+ * on any node count; on the same node and sampler count each sampler goes on with its
+ * random stream where it was, elsewhere new streams are drawn. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +15,7 @@
 
 #include "model.h"
 
-#define DOCS_MAGIC      "AUGURLD1"
+#define DOCS_MAGIC      "AUGURLD2" /* 2: the samplers' random states after the tokens */
 #define CKPT_FULL_EVERY 10
 #define FNV_INIT        0xcbf29ce484222325ULL
 
@@ -70,6 +72,13 @@ int lda_checkpoint(lda_t *m, const char *dir, int sweeps, char *err, size_t errl
           fwrite(&r, sizeof(r), 1, f);
           h = fnv(h, &r, sizeof(r));
         }
+    }
+    const uint32_t ns = (uint32_t)m->nshards;
+    fwrite(&ns, 4, 1, f);
+    h = fnv(h, &ns, 4);
+    for (int i = 0; i < m->nshards; i++) {
+      fwrite(m->shards[i].rng.s, 8, 4, f);
+      h = fnv(h, m->shards[i].rng.s, 32);
     }
     fwrite(&h, 8, 1, f);
     ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
@@ -167,6 +176,9 @@ int lda_resume(lda_t *m, const char *dir, int *sweeps, char *err, size_t errlen)
   }
   if (!rc) qsort(mine, nmine, sizeof(mine_t), by_id);
   size_t given = 0;
+  uint64_t *streams = calloc(4 * (size_t)m->nshards + 1, sizeof(uint64_t));
+  int have_streams = 0;
+  if (!rc && !streams) rc = AU_ENOMEM;
   for (int r = 0; !rc && r < writers; r++) {
     snprintf(path, sizeof(path), "%s/docs-%d.bin", sub, r);
     if (!(f = fopen(path, "rb"))) {
@@ -201,6 +213,21 @@ int lda_resume(lda_t *m, const char *dir, int *sweeps, char *err, size_t errlen)
       taken[d->shard][o] = 1;
       given++;
     }
+    /* the writer's samplers' random states: ours if it was this node of as many */
+    uint32_t ns = 0;
+    uint64_t st[4];
+    if (!rc && (fread(&ns, 4, 1, f) != 1 || ns > (1u << 20))) rc = AU_EIO;
+    if (!rc) h = fnv(h, &ns, 4);
+    const int same = writers == m->nodes && r == m->rank && ns == (uint32_t)m->nshards;
+    for (uint32_t i = 0; !rc && i < ns; i++) {
+      if (fread(st, 8, 4, f) != 4) {
+        rc = AU_EIO;
+        break;
+      }
+      h = fnv(h, st, 32);
+      if (same) memcpy(streams + 4 * (size_t)i, st, 32);
+    }
+    if (!rc && same) have_streams = 1;
     if (!rc && (fread(&stored, 8, 1, f) != 1 || stored != h || fgetc(f) != EOF)) rc = AU_EIO;
     if (rc == AU_EIO) snprintf(err, errlen, "resume: %s: malformed", path);
     fclose(f);
@@ -234,10 +261,15 @@ int lda_resume(lda_t *m, const char *dir, int *sweeps, char *err, size_t errlen)
     rc = AU_EIO;
   }
   if (!rc) *sweeps = (int)clock;
-  /* the samplers' streams go on elsewhere than the first run's (a resumed job that drew
-   * the same numbers again would repeat its first sweeps' draws) */
+  /* the samplers go on with their streams where the checkpoint left them; on another
+   * node or sampler count, with new ones, elsewhere than the first run's (a resumed job
+   * that drew the same numbers again would repeat its first sweeps' draws) */
   for (int i = 0; !rc && i < m->nshards; i++)
-    lda_rng_seed(&m->shards[i].rng, m->o.seed ^ (clock * 0x9e3779b97f4a7c15ULL),
-                 0x100000u + ((uint64_t)m->rank << 16) + (uint64_t)i);
+    if (have_streams)
+      memcpy(m->shards[i].rng.s, streams + 4 * (size_t)i, 32);
+    else
+      lda_rng_seed(&m->shards[i].rng, m->o.seed ^ (clock * 0x9e3779b97f4a7c15ULL),
+                   0x100000u + ((uint64_t)m->rank << 16) + (uint64_t)i);
+  free(streams);
   return rc;
 }
