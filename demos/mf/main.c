@@ -45,7 +45,7 @@ static void usage(FILE *f)
              "                    enters and of the next N of its walk (0..1024, default 1)\n"
              "  --stagger         stagger all workers of the cluster over the column blocks,\n"
              "                    so that a column is used by one node at a time (default on\n"
-             "                    a cluster in every mode but classic)\n"
+             "                    a cluster, but for classic with --optimizer sgd)\n"
              "  --no-stagger      every node walks the column blocks in its own order\n"
              "  --seed N          seed for generation, split, shuffle, initialization (default 1)\n"
              "  --mode M          parameter placement across nodes (docs/cluster.md):\n"

@@ -511,8 +511,9 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
   m->rank = au_node_rank(node);
   m->nodes = au_node_nodes(node);
   m->o = *o;
-  /* Auto: staggered on a cluster where rows follow their users (mf.h) */
-  if (m->o.stagger < 0) m->o.stagger = m->nodes > 1 && o->place != AU_PLACE_CLASSIC;
+  /* Auto: staggered on a cluster, but for classic with plain SGD (mf.h) */
+  if (m->o.stagger < 0)
+    m->o.stagger = m->nodes > 1 && !(o->place == AU_PLACE_CLASSIC && o->optim == MF_SGD);
   m->nrows = nrows;
   m->ncols = ncols;
   m->dim = o->rank + (o->biases ? 1 : 0);

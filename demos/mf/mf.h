@@ -33,8 +33,8 @@ typedef struct mf_opts {
   uint32_t batch;     /* most ratings per step */
   int lookahead;      /* column blocks announced ahead of the one a worker enters */
   int stagger;        /* column blocks staggered over all workers of the cluster; -1
-                         (default): on a cluster in every mode but classic, where the
-                         order buys no locality (docs/mf.md, Across nodes) */
+                         (default): on a cluster, but for classic with plain SGD, which
+                         trains better in the node order (docs/mf.md, Across nodes) */
   int sharded;        /* the ratings given are this node's rows only (shard.h): the
                          column counts are summed over the cluster */
   au_kernel_t kernel; /* AU_KERNEL_HOGWILD (default) or AU_KERNEL_ADD (exact) */

@@ -66,27 +66,23 @@ check "exchange on 3 hosts: every node ok" test "$(grep -c ' ok$' "$tmp/ex.all")
 check "exchange on 3 hosts: no order or checksum error" \
   test "$(grep -c 'cluster_errors=0 ' "$tmp/ex.all")" -eq 3
 
-# 2. augur-mf in classic mode on 3 hosts trains like one node does. One node alone spreads
-# over ~2.7% under load (its block scheduler hands out blocks as the workers come; once
-# 0.2051 where it mostly ends at 0.2084-0.2104): the median of three runs is the mark
+# 2. augur-mf in classic mode on 3 hosts trains like one node does, on its default data
+# (4.5M ratings, 10 epochs; staggered, as on every cluster). One node alone spreads a
+# little under load: the median of three runs is the mark
 for i in 1 2 3; do
-  timeout 120 "$mf" --mode classic --rows 8000 --cols 2000 --ratings 1000000 --epochs 8 \
-    >"$tmp/one" 2>&1
-  grep "^epoch=8" "$tmp/one" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2
+  timeout 120 "$mf" --mode classic >"$tmp/one" 2>&1
+  grep "^epoch=10 " "$tmp/one" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2
 done >"$tmp/ones"
 one=$(sort -n "$tmp/ones" | sed -n 2p)
-on_hosts 3 "$tmp/mf" AU_SECRET=$secret -- "$mf" --mode classic --rows 8000 --cols 2000 \
-  --ratings 1000000 --epochs 8 >"$tmp/mf.all"
+on_hosts 3 "$tmp/mf" AU_SECRET=$secret -- "$mf" --mode classic >"$tmp/mf.all"
 rc=$?
 tail -3 "$tmp/mf.all"
-three=$(grep "^\[0\] epoch=8" "$tmp/mf.all" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+three=$(grep "^\[0\] epoch=10 " "$tmp/mf.all" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
 echo "one node test_rmse=$one (median of $(tr '\n' ' ' <"$tmp/ones")), 3 hosts test_rmse=$three"
 check "augur-mf on 3 hosts exits 0" test $rc -eq 0
-check "augur-mf on 3 hosts fetched rows from the others" grep -q '^\[0\] epoch=8 .* local=0\.3' "$tmp/mf.all"
-# (the issue's mark is 2%, met unloaded; beside another test under ctest -j2 3 hosts ended
-# 2.03% behind once, 0.2109 against a median of 0.2067: the check allows 3%)
-check "augur-mf on 3 hosts within 3% of one node" \
-  awk -v a="$three" -v b="$one" 'BEGIN { exit !(a != "" && b != "" && a <= 1.03 * b) }'
+check "augur-mf on 3 hosts fetched rows from the others" grep -q '^\[0\] epoch=10 .* local=0\.3' "$tmp/mf.all"
+check "augur-mf on 3 hosts within 2% of one node" \
+  awk -v a="$three" -v b="$one" 'BEGIN { exit !(a != "" && b != "" && a <= 1.02 * b) }'
 
 # 3. a coordinator nobody reaches: the nodes say where they tried and why
 on_hosts 2 "$tmp/bad" AU_SECRET=$secret AU_TIMEOUT=3 AU_COORD=$subnet.250:$port -- "$node" serve 1 \
