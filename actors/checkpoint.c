@@ -17,6 +17,7 @@
  * run of keys) u64 first key and count, then their rows, width u32 words each; last a u64 checksum
  * of all the bytes before it (FNV-1a in four lanes of 8-byte words, sum_add).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -446,6 +447,102 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
   }
   for (int i = 0; next && i < n->ntables; i++) free(next[i]);
   free(next);
+  return rc;
+}
+
+/* ---- pruning ---------------------------------------------------------------------------- */
+
+typedef struct ck_entry {
+  uint64_t clock;
+  int full; /* a manifest without base= */
+} ck_entry_t;
+
+static int cmp_entry(const void *a, const void *b)
+{
+  const ck_entry_t *x = a, *y = b;
+  return x->clock < y->clock ? 1 : x->clock > y->clock ? -1 : 0; /* newest first */
+}
+
+/* "ckpt-" and decimal digits only: the clock; -1 otherwise. */
+static int ckpt_clock(const char *name, uint64_t *clock)
+{
+  if (strncmp(name, "ckpt-", 5) || !name[5] || strlen(name + 5) > 19) return -1;
+  uint64_t c = 0;
+  for (const char *p = name + 5; *p; p++) {
+    if (*p < '0' || *p > '9') return -1;
+    c = c * 10 + (uint64_t)(*p - '0');
+  }
+  *clock = c;
+  return 0;
+}
+
+int au_checkpoint_prune(const char *dir, int keep, int *removed, char *err, size_t errlen)
+{
+  if (removed) *removed = 0;
+  if (!dir || keep < 0) return AU_EINVAL;
+  DIR *d = opendir(dir);
+  if (!d) {
+    set_err(err, errlen, "checkpoint prune: %s: %s", dir, strerror(errno));
+    return errno == ENOENT ? AU_EINVAL : AU_EIO;
+  }
+  ck_entry_t *v = NULL;
+  size_t n = 0, cap = 0;
+  int rc = 0;
+  struct dirent *e;
+  char path[4800], line[256];
+  while (rc == 0 && (e = readdir(d))) {
+    uint64_t clock;
+    if (ckpt_clock(e->d_name, &clock) != 0) continue;
+    if (n == cap) {
+      ck_entry_t *bigger = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+      if (!bigger) {
+        rc = AU_ENOMEM;
+        break;
+      }
+      v = bigger;
+    }
+    snprintf(path, sizeof(path), "%s/%s/manifest.txt", dir, e->d_name);
+    FILE *f = fopen(path, "r");
+    int full = f != NULL;
+    while (f && fgets(line, sizeof(line), f))
+      if (!strncmp(line, "base=", 5)) full = 0;
+    if (f) fclose(f);
+    v[n++] = (ck_entry_t){clock, full};
+  }
+  closedir(d);
+  if (rc) {
+    free(v);
+    set_err(err, errlen, "checkpoint prune: %s: out of memory", dir);
+    return rc;
+  }
+  qsort(v, n, sizeof(*v), cmp_entry);
+  /* the keep-th newest full one: everything older goes */
+  uint64_t oldest = 0;
+  int fulls = 0;
+  for (size_t i = 0; i < n && keep > 0 && fulls < keep; i++)
+    if (v[i].full && ++fulls == keep) oldest = v[i].clock;
+  for (size_t i = 0; i < n && fulls == keep && keep > 0 && rc == 0; i++) {
+    if (v[i].clock >= oldest) continue;
+    char sub[4200];
+    snprintf(sub, sizeof(sub), "%s/ckpt-%llu", dir, (unsigned long long)v[i].clock);
+    DIR *s = opendir(sub);
+    while (s && (e = readdir(s))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      snprintf(path, sizeof(path), "%s/%s", sub, e->d_name);
+      if (unlink(path) != 0 && errno != ENOENT) { /* (another node may have been first) */
+        set_err(err, errlen, "checkpoint prune: %s: %s", path, strerror(errno));
+        rc = AU_EIO;
+        break;
+      }
+    }
+    if (s) closedir(s);
+    if (rc == 0 && rmdir(sub) != 0 && errno != ENOENT) {
+      set_err(err, errlen, "checkpoint prune: %s: %s", sub, strerror(errno));
+      rc = AU_EIO;
+    }
+    if (rc == 0 && removed) (*removed)++;
+  }
+  free(v);
   return rc;
 }
 

@@ -441,6 +441,13 @@ typedef au_key_t (*au_restore_map_fn)(void *arg, const au_table_t *t, au_key_t w
 int au_checkpoint_find(const char *dir, char *path, size_t cap, int *nodes);
 int au_restore_map(au_node_t *node, const char *dir, au_restore_map_fn map, void *arg,
                    uint64_t *clock, char *err, size_t errlen);
+/* Removes from DIR the checkpoints no restore needs any more: every DIR/ckpt-N (with its
+ * files) older than the keep-th newest full checkpoint, so that DIR holds the last `keep`
+ * full checkpoints and the incremental ones after them (a chain never reaches further
+ * back). keep 0 removes nothing. Any node, between runs, after au_checkpoint: on a shared
+ * file system several nodes may do it at once. *removed (may be NULL) gets how many went.
+ * 0, AU_EINVAL (keep < 0, no DIR) or AU_EIO with a message in err. */
+int au_checkpoint_prune(const char *dir, int keep, int *removed, char *err, size_t errlen);
 
 /* 1 if this node owns the key's parameter actor (a replica is held, not owned), 0 if not,
  * AU_ERANGE for a bad key. Between runs every key has exactly one owner in the cluster:

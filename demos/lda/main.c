@@ -77,6 +77,9 @@ static void usage(FILE *f)
              "                    --restarts (AU_RESTART set), the job goes on from DIR's latest\n"
              "  --checkpoint-every N\n"
              "                    sweeps between checkpoints (default 1; the last one always)\n"
+             "  --checkpoint-keep N\n"
+             "                    keep the last N full checkpoints (one in 10 is full) and\n"
+             "                    those after them, remove older ones (default 2; 0: keep all)\n"
              "  --resume DIR      go on from DIR's latest checkpoint (same corpus and flags,\n"
              "                    any node count): --iterations counts the sweeps done there\n"
              "\n"
@@ -93,7 +96,7 @@ typedef struct args {
   int iterations, eval_every, threads, sync_ms, format, check, have_min_count;
   uint32_t top_words, min_count;
   const char *file, *vocab, *save, *trace, *checkpoint, *resume;
-  int checkpoint_every;
+  int checkpoint_every, checkpoint_keep;
 } args_t;
 
 /* Returns -1 to go on, or an exit status. */
@@ -105,6 +108,7 @@ static int parse_args(int argc, char **argv, args_t *a)
   lda_gen_opts_default(&a->gen);
   a->iterations = 50;
   a->checkpoint_every = 1;
+  a->checkpoint_keep = 2;
   a->eval_every = 1;
   a->format = FMT_AUTO;
   a->top_words = 10;
@@ -181,6 +185,8 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(a->checkpoint = VALUE())) rc = cli_fail_flag(f, "", "a directory");
     } else if (!strcmp(f, "--checkpoint-every")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1000000, &u))) a->checkpoint_every = (int)u;
+    } else if (!strcmp(f, "--checkpoint-keep")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1000000, &u))) a->checkpoint_keep = (int)u;
     } else if (!strcmp(f, "--resume")) {
       if (!(a->resume = VALUE())) rc = cli_fail_flag(f, "", "a directory");
     } else if (!strcmp(f, "--save")) {
@@ -434,9 +440,12 @@ int main(int argc, char **argv)
       break;
     }
     double ck_s = -1;
+    int ck_removed = 0;
     if (a.checkpoint && (it % a.checkpoint_every == 0 || it == a.iterations)) {
       uint64_t c0 = au_now_ns();
-      if ((rc = lda_checkpoint(m, a.checkpoint, it, err, sizeof(err))) != 0) {
+      if ((rc = lda_checkpoint(m, a.checkpoint, it, err, sizeof(err))) != 0 ||
+          (rc = au_checkpoint_prune(a.checkpoint, a.checkpoint_keep, &ck_removed, err,
+                                    sizeof(err))) != 0) {
         fprintf(stderr, PROG ": %s\n", err);
         status = 1;
         break;
@@ -454,7 +463,9 @@ int main(int argc, char **argv)
            (unsigned long long)st.bytes_by[0], (unsigned long long)st.bytes_by[1],
            (unsigned long long)st.bytes_by[2], (unsigned long long)st.bytes_by[3],
            (unsigned long long)st.bytes_by[4]);
-    if (ck_s >= 0) printf("checkpoint=%s iterations=%d seconds=%.3f\n", a.checkpoint, it, ck_s);
+    if (ck_s >= 0)
+      printf("checkpoint=%s iterations=%d seconds=%.3f removed=%d\n", a.checkpoint, it, ck_s,
+             ck_removed);
     fflush(stdout);
   }
   if (status == 0 && a.top_words > 0 && print_topics(m, &c, a.lda.topics, a.top_words, talk) != 0)

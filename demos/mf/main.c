@@ -76,6 +76,9 @@ static void usage(FILE *f)
              "                    --restarts (AU_RESTART set), the job resumes from DIR's latest\n"
              "  --checkpoint-every N\n"
              "                    epochs between checkpoints (default 1; the last one always)\n"
+             "  --checkpoint-keep N\n"
+             "                    keep the last N full checkpoints (one in 10 is full) and\n"
+             "                    those after them, remove older ones (default 2; 0: keep all)\n"
              "  --resume DIR      go on from DIR's latest checkpoint (same data and flags;\n"
              "                    any node count): --epochs counts the epochs done there\n"
              "\n"
@@ -99,7 +102,7 @@ typedef struct args {
   mf_gen_opts_t gen;
   int epochs, threads, sync_ms;
   const char *train, *test, *save, *trace, *checkpoint, *resume;
-  int checkpoint_every;
+  int checkpoint_every, checkpoint_keep;
   double test_ratio;
   int have_test_ratio;
   mf_format_t format;
@@ -114,6 +117,7 @@ static int parse_args(int argc, char **argv, args_t *a)
   mf_gen_opts_default(&a->gen);
   a->epochs = 10;
   a->checkpoint_every = 1;
+  a->checkpoint_keep = 2;
   a->optim = -1;
   a->lr = a->decay = a->reg = a->init_sd = NAN;
   a->test_ratio = 0.1;
@@ -188,6 +192,8 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(a->checkpoint = VALUE())) rc = cli_fail_flag(f, "", "a directory");
     } else if (!strcmp(f, "--checkpoint-every")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 100000, &u))) a->checkpoint_every = (int)u;
+    } else if (!strcmp(f, "--checkpoint-keep")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1000000, &u))) a->checkpoint_keep = (int)u;
     } else if (!strcmp(f, "--resume")) {
       if (!(a->resume = VALUE())) rc = cli_fail_flag(f, "", "a directory");
     } else if (!strcmp(f, "--save")) {
@@ -427,9 +433,12 @@ int main(int argc, char **argv)
       break;
     }
     double ck_s = -1;
+    int ck_removed = 0;
     if (a.checkpoint && ((e + 1) % a.checkpoint_every == 0 || e + 1 == a.epochs)) {
       uint64_t c0 = au_now_ns();
-      if ((rc = mf_checkpoint(m, a.checkpoint, e + 1, &d.rows, err, sizeof(err))) != 0) {
+      if ((rc = mf_checkpoint(m, a.checkpoint, e + 1, &d.rows, err, sizeof(err))) != 0 ||
+          (rc = au_checkpoint_prune(a.checkpoint, a.checkpoint_keep, &ck_removed, err,
+                                    sizeof(err))) != 0) {
         fprintf(stderr, PROG ": %s\n", err);
         status = 1;
         break;
@@ -448,7 +457,9 @@ int main(int argc, char **argv)
            (unsigned long long)st.bytes_by[1], (unsigned long long)st.bytes_by[2],
            (unsigned long long)st.bytes_by[3], (unsigned long long)st.bytes_by[4],
            (unsigned long long)st.releases, st.cpu_seconds, (unsigned long long)st.waits);
-    if (ck_s >= 0) printf("checkpoint=%s epochs=%d seconds=%.3f\n", a.checkpoint, e + 1, ck_s);
+    if (ck_s >= 0)
+      printf("checkpoint=%s epochs=%d seconds=%.3f removed=%d\n", a.checkpoint, e + 1, ck_s,
+             ck_removed);
     fflush(stdout);
   }
   if (status == 0 && a.save) {

@@ -17,7 +17,7 @@ out=$("$mf" --help); rc=$?
 check "--help exits 0" test $rc -eq 0
 for flag in --rank --epochs --optimizer --lr --decay --reg --biases --init-sd --exact --threads \
             --seed --test --test-ratio --format --save --rows --cols --ratings --true-rank --noise \
-            --skew --mode --hot --sync-ms --trace --workers --batch --lookahead --stagger --no-stagger --checkpoint --checkpoint-every --resume; do
+            --skew --mode --hot --sync-ms --trace --workers --batch --lookahead --stagger --no-stagger --checkpoint --checkpoint-every --checkpoint-keep --resume; do
   # the flag itself, at the start of a help line (not --test inside --test-ratio)
   check "--help documents $flag" grep -qE -- "^ +$flag( |\$)" <<<"$out"
 done
@@ -141,6 +141,24 @@ for isa in scalar sse2 avx2 avx512; do
   if [ "$isa" = scalar ]; then ref=$rmse; fi
   check "AUGUR_MF_ISA=$isa: test_rmse $rmse = scalar's $ref" test "$rmse" = "$ref"
 done
+
+# --checkpoint-keep: one checkpoint in 10 is full (epochs 1, 11, 21); keeping the last 2
+# full ones leaves epochs 11-23, keeping 1 leaves 21-23; the latest still resumes
+ck=$(mktemp -d)
+small=(--rows 2000 --cols 500 --ratings 100000 --threads 2)
+for keep in 2 1; do
+  out=$("$mf" "${small[@]}" --epochs 23 --checkpoint "$ck/k$keep" --checkpoint-keep $keep 2>&1)
+  first=$((keep == 2 ? 11 : 21))
+  left=$(ls "$ck/k$keep" | grep '^ckpt-' | sed 's/ckpt-//' | sort -n | tr '\n' ' ')
+  check "--checkpoint-keep $keep: ckpt-$first..23 left ($left)" test "$left" = "$(seq -s ' ' $first 23) "
+  check "--checkpoint-keep $keep: the removals said" grep -q "^checkpoint=.* epochs=21 .* removed=10$" <<<"$out"
+done
+out=$("$mf" "${small[@]}" --epochs 24 --resume "$ck/k1" 2>&1)
+check "--checkpoint-keep 1: the latest resumes" grep -q '^resumed=.* epochs=23 ' <<<"$out"
+out=$("$mf" "${small[@]}" --epochs 3 --checkpoint "$ck/k0" --checkpoint-keep 0 2>&1)
+check "--checkpoint-keep 0 keeps all" test "$(ls "$ck/k0" | grep -c '^ckpt-')" -eq 3
+rm -rf "$ck"
+expect_error "--checkpoint-keep x" "--checkpoint-keep" --checkpoint-keep x
 
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all checks passed"
