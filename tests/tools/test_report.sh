@@ -158,7 +158,7 @@ if [ -z "$chrome" ] || [ ! -x "$pngstat" ]; then
   exit 1
 fi
 browse() { # browse ARGS... : headless, its own profile, no sandbox (root)
-  timeout -s KILL 90 "$chrome" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+  timeout -s KILL 90 "$chrome" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars \
     --user-data-dir="$tmp/chrome" --no-first-run "$@" 2>>"$tmp/chrome.log"
 }
 browse --dump-dom "file://$r" >"$tmp/dom.html"
