@@ -200,32 +200,42 @@ static inline uint64_t fmix64(uint64_t x)
  * constants must look random: with one constant for every word, or an arithmetic
  * progression of them, LDA's moves (-1 in one count, +1 in others) cancelled and rows
  * looked unchanged. */
-enum { ROW_K = 2048 }; /* words (8 bytes) of a row that have their own constant */
+enum { ROW_K = 2048 }; /* words (8 bytes) of a row whose constant is in a table */
 static uint64_t row_k[ROW_K];
+
+/* Word j's constant: every word its own (a period would let moves j words apart cancel). */
+static inline uint64_t row_mult(uint32_t j)
+{
+  return fmix64(0x9e3779b97f4a7c15ULL * ((uint64_t)j + 1)) | 1;
+}
 
 /* Fills row_k (once: it is the same for every table). The main thread's: checkpoints are
  * between runs. */
 static void row_mults(void)
 {
   if (row_k[0]) return;
-  for (uint32_t j = 0; j < ROW_K; j++)
-    row_k[j] = fmix64(0x9e3779b97f4a7c15ULL * ((uint64_t)j + 1)) | 1;
+  for (uint32_t j = 0; j < ROW_K; j++) row_k[j] = row_mult(j);
 }
 
 static uint32_t row_hash(const char *row, uint32_t width)
 {
   uint64_t h = width;
-  const uint32_t words = width / 2;
+  const uint32_t words = width / 2, tabled = words < ROW_K ? words : ROW_K;
   uint32_t j = 0;
-  for (; j < words; j++) {
+  for (; j < tabled; j++) {
     uint64_t w;
     memcpy(&w, row + 8 * (size_t)j, 8);
-    h += w * row_k[j % ROW_K];
+    h += w * row_k[j];
+  }
+  for (; j < words; j++) { /* rows wider than 4096 values: computed */
+    uint64_t w;
+    memcpy(&w, row + 8 * (size_t)j, 8);
+    h += w * row_mult(j);
   }
   if (width & 1) {
     uint32_t w;
     memcpy(&w, row + 4 * (size_t)(width - 1), 4);
-    h += (uint64_t)w * row_k[j % ROW_K];
+    h += (uint64_t)w * (j < ROW_K ? row_k[j] : row_mult(j));
   }
   h = fmix64(h);
   return (uint32_t)(h ^ (h >> 32)) | 1u;
@@ -454,7 +464,10 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
 
 typedef struct ck_entry {
   uint64_t clock;
-  int full; /* a manifest without base= */
+  int full;      /* a manifest without base= */
+  int keep;      /* on LATEST's chain */
+  uint64_t base; /* an incremental one's base (its clock), with has_base */
+  int has_base;
 } ck_entry_t;
 
 static int cmp_entry(const void *a, const void *b)
@@ -463,10 +476,12 @@ static int cmp_entry(const void *a, const void *b)
   return x->clock < y->clock ? 1 : x->clock > y->clock ? -1 : 0; /* newest first */
 }
 
-/* "ckpt-" and decimal digits only: the clock; -1 otherwise. */
+/* "ckpt-" and a clock in plain decimal (no sign, no leading zero): the clock; -1 for any
+ * other name, so that a name prune rebuilds is the name it read. */
 static int ckpt_clock(const char *name, uint64_t *clock)
 {
   if (strncmp(name, "ckpt-", 5) || !name[5] || strlen(name + 5) > 19) return -1;
+  if (name[5] == '0' && name[6]) return -1;
   uint64_t c = 0;
   for (const char *p = name + 5; *p; p++) {
     if (*p < '0' || *p > '9') return -1;
@@ -476,23 +491,72 @@ static int ckpt_clock(const char *name, uint64_t *clock)
   return 0;
 }
 
+static ck_entry_t *entry_of(ck_entry_t *v, size_t n, uint64_t clock)
+{
+  for (size_t i = 0; i < n; i++)
+    if (v[i].clock == clock) return &v[i];
+  return NULL;
+}
+
+/* Removes the files of directory DIR/NAME and then it; only what is in it, never through
+ * a symbolic link (the directory is opened with O_NOFOLLOW, its entries unlinked by name
+ * in it: a link goes, not what it names). A subdirectory in it is left, and so is it. */
+static int remove_ckpt_dir(int dfd, const char *name, const char *dir, char *err, size_t errlen)
+{
+  int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  if (fd < 0 && errno == ENOENT) return 0; /* (another node may have been first) */
+  DIR *s = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!s) {
+    set_err(err, errlen, "checkpoint prune: %s/%s: %s", dir, name, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  struct dirent *e;
+  int rc = 0;
+  while ((e = readdir(s))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    if (unlinkat(dirfd(s), e->d_name, 0) != 0 && errno != ENOENT && errno != EISDIR) {
+      set_err(err, errlen, "checkpoint prune: %s/%s/%s: %s", dir, name, e->d_name, strerror(errno));
+      rc = -1;
+      break;
+    }
+  }
+  closedir(s);
+  if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT && errno != ENOTEMPTY &&
+      errno != EEXIST) {
+    set_err(err, errlen, "checkpoint prune: %s/%s: %s", dir, name, strerror(errno));
+    rc = -1;
+  }
+  return rc;
+}
+
 int au_checkpoint_prune(const char *dir, int keep, int *removed, char *err, size_t errlen)
 {
   if (removed) *removed = 0;
   if (!dir || keep < 0) return AU_EINVAL;
-  DIR *d = opendir(dir);
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
   if (!d) {
-    set_err(err, errlen, "checkpoint prune: %s: %s", dir, strerror(errno));
-    return errno == ENOENT ? AU_EINVAL : AU_EIO;
+    int e = errno;
+    if (dfd >= 0) close(dfd);
+    set_err(err, errlen, "checkpoint prune: %s: %s", dir, strerror(e));
+    return e == ENOENT || e == ENOTDIR ? AU_EINVAL : AU_EIO;
+  }
+  if (keep == 0) {
+    closedir(d);
+    return 0;
   }
   ck_entry_t *v = NULL;
   size_t n = 0, cap = 0;
   int rc = 0;
   struct dirent *e;
-  char path[4800], line[256];
+  char line[256];
   while (rc == 0 && (e = readdir(d))) {
     uint64_t clock;
+    struct stat st;
     if (ckpt_clock(e->d_name, &clock) != 0) continue;
+    /* only real directories: a file or a link of that name is not a checkpoint */
+    if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
     if (n == cap) {
       ck_entry_t *bigger = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
       if (!bigger) {
@@ -501,47 +565,59 @@ int au_checkpoint_prune(const char *dir, int keep, int *removed, char *err, size
       }
       v = bigger;
     }
-    snprintf(path, sizeof(path), "%s/%s/manifest.txt", dir, e->d_name);
-    FILE *f = fopen(path, "r");
-    int full = f != NULL;
-    while (f && fgets(line, sizeof(line), f))
-      if (!strncmp(line, "base=", 5)) full = 0;
+    ck_entry_t c = {.clock = clock};
+    char m[300];
+    snprintf(m, sizeof(m), "%s/manifest.txt", e->d_name);
+    int mfd = openat(dfd, m, O_RDONLY | O_NOFOLLOW);
+    FILE *f = mfd >= 0 ? fdopen(mfd, "r") : NULL;
+    if (!f && mfd >= 0) close(mfd);
+    c.full = f != NULL;
+    while (f && fgets(line, sizeof(line), f)) {
+      unsigned long long b;
+      if (!strncmp(line, "base=", 5)) {
+        c.full = 0;
+        if (sscanf(line, "base=ckpt-%llu", &b) == 1) c.base = b, c.has_base = 1;
+      }
+    }
     if (f) fclose(f);
-    v[n++] = (ck_entry_t){clock, full};
+    v[n++] = c;
   }
-  closedir(d);
+  /* what LATEST names, and its chain down to its full one, stay whatever their clocks
+   * (a new run into a DIR that holds an older run's checkpoints of higher clocks) */
+  FILE *lf = NULL;
+  int lfd = openat(dfd, "LATEST", O_RDONLY | O_NOFOLLOW);
+  if (lfd >= 0 && !(lf = fdopen(lfd, "r"))) close(lfd);
+  unsigned long long latest;
+  if (rc == 0 && lf && fscanf(lf, "ckpt-%llu", &latest) == 1) {
+    ck_entry_t *c = entry_of(v, n, latest);
+    for (size_t hops = 0; c && !c->keep && hops <= n; hops++) {
+      c->keep = 1;
+      c = c->has_base ? entry_of(v, n, c->base) : NULL;
+    }
+  }
+  if (lf) fclose(lf);
   if (rc) {
+    closedir(d);
     free(v);
     set_err(err, errlen, "checkpoint prune: %s: out of memory", dir);
     return rc;
   }
   qsort(v, n, sizeof(*v), cmp_entry);
-  /* the keep-th newest full one: everything older goes */
+  /* the keep-th newest full one: everything older goes, but LATEST's chain */
   uint64_t oldest = 0;
   int fulls = 0;
-  for (size_t i = 0; i < n && keep > 0 && fulls < keep; i++)
+  for (size_t i = 0; i < n && fulls < keep; i++)
     if (v[i].full && ++fulls == keep) oldest = v[i].clock;
-  for (size_t i = 0; i < n && fulls == keep && keep > 0 && rc == 0; i++) {
-    if (v[i].clock >= oldest) continue;
-    char sub[4200];
-    snprintf(sub, sizeof(sub), "%s/ckpt-%llu", dir, (unsigned long long)v[i].clock);
-    DIR *s = opendir(sub);
-    while (s && (e = readdir(s))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      snprintf(path, sizeof(path), "%s/%s", sub, e->d_name);
-      if (unlink(path) != 0 && errno != ENOENT) { /* (another node may have been first) */
-        set_err(err, errlen, "checkpoint prune: %s: %s", path, strerror(errno));
-        rc = AU_EIO;
-        break;
-      }
-    }
-    if (s) closedir(s);
-    if (rc == 0 && rmdir(sub) != 0 && errno != ENOENT) {
-      set_err(err, errlen, "checkpoint prune: %s: %s", sub, strerror(errno));
+  for (size_t i = 0; i < n && fulls == keep && rc == 0; i++) {
+    if (v[i].clock >= oldest || v[i].keep) continue;
+    char name[32];
+    snprintf(name, sizeof(name), "ckpt-%llu", (unsigned long long)v[i].clock);
+    if (remove_ckpt_dir(dfd, name, dir, err, errlen) != 0)
       rc = AU_EIO;
-    }
-    if (rc == 0 && removed) (*removed)++;
+    else if (removed)
+      (*removed)++;
   }
+  closedir(d);
   free(v);
   return rc;
 }

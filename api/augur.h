@@ -257,10 +257,11 @@ int au_trace_stop(au_runtime_t *rt);
 /* 1 while recording. */
 int au_trace_enabled(const au_runtime_t *rt);
 /* Records a span of the program's own work, such as an epoch: it began at begin_ns
- * (au_now_ns) and ends now; the trace draws it as a slice called `name` (copied; at most
- * 31 bytes shown) on the calling thread's track, with n as its argument ("n"), so that
- * placement events line up with training in a viewer. A no-op while not recording; up
- * to 12 names per runtime, spans of further names are not recorded. Any thread. */
+ * (au_now_ns) and ends now; the trace draws it as a slice called `name` (copied; 1 to 31
+ * bytes, longer names are not recorded) on the calling thread's track, with n as its
+ * argument ("n"), so that placement events line up with training in a viewer. A no-op
+ * while not recording; up to 12 names per runtime, spans of further names are not
+ * recorded. Any thread. */
 void au_trace_span(au_runtime_t *rt, const char *name, uint64_t n, uint64_t begin_ns);
 
 /* ======================================================================================
@@ -625,7 +626,9 @@ typedef struct au_node_stats {
   uint64_t releases;   /* claims ended early: this node's workers were past the actor */
   uint64_t bytes_sent; /* payload bytes this node sent to other nodes */
   /* the parameter server's part of bytes_sent, by what the messages were for (the
-   * rest: messages between the program's own actors): */
+   * rest: messages of the program's own actors; the counters are kept per message type
+   * in 32 slots, so should a program's type share a slot with one of the parameter
+   * server's and be sent before it, that one's bytes are in the rest too): */
   uint64_t bytes_fetch;   /* rows fetched: requests and their replies */
   uint64_t bytes_push;    /* updates pushed to rows held elsewhere */
   uint64_t bytes_move;    /* relocations: moved actors' rows, owner news, wants */

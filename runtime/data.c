@@ -27,7 +27,9 @@ int data_init(net_t *net, char *err, size_t errlen)
   for (size_t i = 0; i < n; i++) atomic_init(&d->out_bytes[i], 0);
   atomic_init(&d->sent, 0);
   atomic_init(&d->sent_bytes, 0);
-  for (int i = 0; i < AU__BYTES_TYPES; i++) atomic_init(&d->sent_by[i], 0);
+  for (int i = 0; i < AU__BYTES_TYPES; i++)
+    atomic_init(&d->sent_by[i], 0), atomic_init(&d->type_of[i], 0);
+  atomic_init(&d->sent_other, 0);
 
   /* testing only: an added delay on data frames (docs/cluster.md) */
   const char *dv = getenv("AU_NET_DELAY_US");
@@ -116,8 +118,18 @@ void data_send_finish(au_runtime_t *rt, au_msg_t *m)
   atomic_fetch_add(&d->out_bytes[fm->node], fm->len);
   atomic_fetch_add(&d->sent, 1);
   atomic_fetch_add_explicit(&d->sent_bytes, fm->len, memory_order_relaxed);
-  atomic_fetch_add_explicit(&d->sent_by[fm->extra[0] % AU__BYTES_TYPES], fm->len,
-                            memory_order_relaxed);
+  /* by type: the slot's first type owns it (data.h) */
+  const unsigned type = (unsigned)fm->extra[0], slot = type % AU__BYTES_TYPES;
+  unsigned owner = atomic_load_explicit(&d->type_of[slot], memory_order_relaxed);
+  if (owner == 0 && type != 0) {
+    unsigned expected = 0;
+    owner = atomic_compare_exchange_strong_explicit(&d->type_of[slot], &expected, type,
+                                                    memory_order_relaxed, memory_order_relaxed)
+                ? type
+                : expected; /* another sender's type took it first */
+  }
+  atomic_fetch_add_explicit(owner == type && type != 0 ? &d->sent_by[slot] : &d->sent_other,
+                            fm->len, memory_order_relaxed);
   m->type = NET_CMD_SEND;
   /* posted now, not at the end of the turn: see io_post_msg */
   if (!d->delay || netdelay_push(d->delay, m) != 0) io_post_msg(rt, m);
@@ -192,9 +204,12 @@ uint64_t au__bytes_sent(const au_runtime_t *rt)
 
 uint64_t au__bytes_sent_type(const au_runtime_t *rt, uint32_t type)
 {
-  return rt->net ? atomic_load_explicit(&rt->net->data.sent_by[type % AU__BYTES_TYPES],
-                                        memory_order_relaxed)
-                 : 0;
+  if (!rt->net || type == 0) return 0;
+  const data_t *d = &rt->net->data;
+  const unsigned slot = type % AU__BYTES_TYPES;
+  return atomic_load_explicit(&d->type_of[slot], memory_order_relaxed) == type
+             ? atomic_load_explicit(&d->sent_by[slot], memory_order_relaxed)
+             : 0;
 }
 
 /* --- in ------------------------------------------------------------------------------- */

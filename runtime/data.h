@@ -37,12 +37,16 @@ typedef struct netdelay netdelay_t;
 typedef struct data_plane {
   /* bytes queued per peer (any thread adds, the I/O thread subtracts) */
   atomic_size_t *out_bytes;
-  pthread_mutex_t wait_mu;                /* guards waiters and the low-water check */
-  waiter_t **waiters;                     /* by peer */
-  atomic_ullong sent;                     /* data frames this node has queued, ever */
-  atomic_ullong sent_bytes;               /* their payload bytes */
-  atomic_ullong sent_by[AU__BYTES_TYPES]; /* the same by message type, modulo AU__BYTES_TYPES */
-  netdelay_t *delay;                      /* AU_NET_DELAY_US, or NULL */
+  pthread_mutex_t wait_mu;  /* guards waiters and the low-water check */
+  waiter_t **waiters;       /* by peer */
+  atomic_ullong sent;       /* data frames this node has queued, ever */
+  atomic_ullong sent_bytes; /* their payload bytes */
+  /* the same by message type: slot type % AU__BYTES_TYPES counts the first type that came
+   * to it (type_of), any other type of that slot goes to sent_other */
+  atomic_ullong sent_by[AU__BYTES_TYPES];
+  atomic_uint type_of[AU__BYTES_TYPES]; /* 0: no type yet */
+  atomic_ullong sent_other;
+  netdelay_t *delay; /* AU_NET_DELAY_US, or NULL */
   /* I/O thread: data frames of the current read for one actor, delivered together at the
    * end of the read or when a frame for another actor comes (data_flush) */
   au_actor_t *run_to;

@@ -29,8 +29,11 @@ int au__cluster_run(au_runtime_t *rt);
 void au__cluster_idle(au_runtime_t *rt, int idle);
 /* Any thread: payload bytes of the data messages this node has sent to other nodes. */
 uint64_t au__bytes_sent(const au_runtime_t *rt);
-/* The same for the data messages whose type is `type` modulo AU__BYTES_TYPES (the
- * parameter server's types are consecutive numbers, fewer than that: one each). */
+/* The same for the data messages of type `type`. Counted in AU__BYTES_TYPES slots, slot
+ * type % AU__BYTES_TYPES for the first type that used it: another type of the same slot
+ * reads 0 (its bytes are in au__bytes_sent only). The parameter server's types are
+ * consecutive numbers, fewer than the slots: each has one unless a program's own type of
+ * its slot was sent first. */
 #define AU__BYTES_TYPES 32
 uint64_t au__bytes_sent_type(const au_runtime_t *rt, uint32_t type);
 

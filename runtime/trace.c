@@ -124,7 +124,8 @@ int trace_kind_register(au_runtime_t *rt, int kind, const au__trace_kind_t *k)
 
 void au_trace_span(au_runtime_t *rt, const char *name, uint64_t n, uint64_t begin_ns)
 {
-  if (!rt || !name || !*name || !trace_on(rt)) return;
+  /* (a name longer than a kind holds is not recorded: cut, it would match no call) */
+  if (!rt || !name || !*name || strnlen(name, 32) == 32 || !trace_on(rt)) return;
   struct trace *tr = rt->trace;
   int kind = 0;
   /* the names so far, without the lock: a kind's name is written before its bit */

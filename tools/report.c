@@ -210,7 +210,8 @@ static int trace_event(reader_t *r, void *ctx, const event_t *e, span_t raw)
   const int node =
       e->has_pid && e->pid >= 1 && e->pid <= 4096 ? (int)e->pid - 1 : 0; /* pid: rank + 1 */
   if (node + 1 > tl->nodes) tl->nodes = node + 1;
-  int64_t end = e->ts + (e->has_dur && e->dur > 0 ? e->dur : 0);
+  const int64_t dur = e->has_dur && e->dur > 0 ? e->dur : 0;
+  const int64_t end = e->ts > INT64_MAX - dur ? INT64_MAX : e->ts + dur;
   if (e->ts < tl->t0) tl->t0 = e->ts;
   if (end > tl->t1) tl->t1 = end;
   if ((!strcmp(e->name, "epoch") || !strcmp(e->name, "iteration")) && e->has_dur) {
@@ -342,10 +343,16 @@ static void chart(FILE *o, const run_t *runs, int nruns, int m, const char *titl
       x0 = fmin(x0, p->x), x1 = fmax(x1, p->x), y0 = fmin(y0, p->v[m]), y1 = fmax(y1, p->v[m]);
     }
   if (!any) return;
-  if (x1 == x0) x0 -= 1, x1 += 1;
-  if (y1 == y0) y0 -= fabs(y0) * 0.05 + 1e-3, y1 += fabs(y1) * 0.05 + 1e-3;
+  /* a range too narrow for the doubles to tell ticks apart is drawn as a flat one */
+  if (x1 - x0 <= 1e-9 * fmax(fabs(x0), fabs(x1)) || x1 - x0 < 1e-300) x0 -= 1, x1 += 1;
+  if (y1 - y0 <= 1e-9 * fmax(fabs(y0), fabs(y1)) || y1 - y0 < 1e-300)
+    y0 -= fabs(y0) * 0.05 + 1e-3, y1 += fabs(y1) * 0.05 + 1e-3;
   const double ys = nice_step(y0, y1, 5), xs = fmax(1, nice_step(x0, x1, 8));
   y0 = floor(y0 / ys) * ys, y1 = ceil(y1 / ys) * ys;
+  /* ticks by count, not by adding steps (which a large value can swallow): at most 12 */
+  const int nyt = (int)fmin(12, floor((y1 - y0) / ys + 0.5));
+  const double xt0 = ceil(x0 / xs) * xs;
+  const int nxt = (int)fmin(12, floor((x1 - xt0) / xs + 1e-6));
   const double pw = CW - PL - PR, ph = CH - PT - PB;
 #define SX(x) (PL + ((x)-x0) / (x1 - x0) * pw)
 #define SY(y) (PT + (1 - ((y)-y0) / (y1 - y0)) * ph)
@@ -358,14 +365,16 @@ static void chart(FILE *o, const run_t *runs, int nruns, int m, const char *titl
   fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"%g\" height=\"%g\" fill=\"#fff\" stroke=\"#999\"/>\n",
           PL, PT, pw, ph);
   char b[32];
-  for (double y = y0; y <= y1 + ys / 2; y += ys) {
+  for (int i = 0; i <= nyt; i++) {
+    const double y = y0 + i * ys;
     num(b, sizeof(b), fabs(y) < ys / 1e6 ? 0 : y);
     fprintf(o,
             "<line x1=\"%d\" x2=\"%g\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>"
             "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" font-size=\"11\">%s</text>\n",
             PL, PL + pw, SY(y), SY(y), PL - 4, SY(y) + 4, b);
   }
-  for (double x = ceil(x0 / xs) * xs; x <= x1 + xs / 1e6; x += xs) {
+  for (int i = 0; i <= nxt; i++) {
+    const double x = xt0 + i * xs;
     num(b, sizeof(b), x);
     fprintf(o, "<text x=\"%.1f\" y=\"%g\" text-anchor=\"middle\" font-size=\"11\">%s</text>\n",
             SX(x), PT + ph + 15, b);
@@ -507,7 +516,7 @@ static int timeline_svg(FILE *o, timeline_t *tl, int ntop)
   int rows = (int)(nact < (size_t)ntop ? nact : (size_t)ntop);
   const int left = 90, rowh = 24, top = 34, w = CW - left - 10;
   const int h = top + rowh * (rows ? rows : 1) + 30;
-  const double t0 = (double)tl->t0, span = tl->t1 > tl->t0 ? (double)(tl->t1 - tl->t0) : 1;
+  const double t0 = (double)tl->t0, span = tl->t1 > tl->t0 ? (double)tl->t1 - (double)tl->t0 : 1;
 #define TX(ts) (left + ((double)(ts)-t0) / span * w)
   fprintf(o,
           "<svg class=\"timeline\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
@@ -520,7 +529,7 @@ static int timeline_svg(FILE *o, timeline_t *tl, int ntop)
             "<rect class=\"span\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
             "fill=\"%s\"><title>%s %llu: %.3f s</title></rect>"
             "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" fill=\"#666\">%llu</text>\n",
-            TX(s->ts), top - 4, TX(s->ts + s->dur) - TX(s->ts), rowh * rows + 8,
+            TX(s->ts), top - 4, TX((double)s->ts + (double)s->dur) - TX(s->ts), rowh * rows + 8,
             i % 2 ? "#f4f4f4" : "#e8eef6", tl->span_name, (unsigned long long)s->n,
             (double)s->dur / 1e9, TX(s->ts) + 2, top - 8, (unsigned long long)s->n);
   }
@@ -729,8 +738,11 @@ int report_main(int argc, char **argv)
       }
       run_t *r = &runs[nruns++];
       r->file = a;
-      FILE *f = fmemopen(text, len ? len : 1, "r");
-      if (!f) {
+      FILE *f = len ? fmemopen(text, len, "r") : NULL;
+      if (!len) {
+        fprintf(stderr, PROG ": %s: empty (no epoch=N or iteration=N lines)\n", a);
+        rc = 2;
+      } else if (!f) {
         fprintf(stderr, PROG ": %s: %s\n", a, strerror(errno));
         rc = 1;
       } else {

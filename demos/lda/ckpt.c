@@ -186,10 +186,19 @@ int lda_resume(lda_t *m, const char *dir, int *sweeps, char *err, size_t errlen)
       rc = AU_EIO;
       break;
     }
-    char magic[8];
+    char magic[8] = {0};
     uint64_t n = 0, h = FNV_INIT, stored = 0;
     if (fread(magic, 1, 8, f) != 8 || memcmp(magic, DOCS_MAGIC, 8) || fread(&n, 8, 1, f) != 1)
       rc = AU_EIO;
+    if (rc && !memcmp(magic, "AUGURLD1", 8)) { /* (2026-12-01's, without the states) */
+      snprintf(err, errlen,
+               "resume: %s: format 1, from an earlier augur-lda; this one reads format 2 "
+               "(docs/lda.md): train on from a new checkpoint",
+               path);
+      rc = AU_EINVAL; /* (exit 2: the input, not the machine) */
+      fclose(f);
+      break;
+    }
     rec_t rec;
     for (uint64_t i = 0; !rc && i < n; i++) {
       if (fread(&rec, sizeof(rec), 1, f) != 1 || rec.z >= m->p.K) {

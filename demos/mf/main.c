@@ -436,13 +436,14 @@ int main(int argc, char **argv)
     int ck_removed = 0;
     if (a.checkpoint && ((e + 1) % a.checkpoint_every == 0 || e + 1 == a.epochs)) {
       uint64_t c0 = au_now_ns();
-      if ((rc = mf_checkpoint(m, a.checkpoint, e + 1, &d.rows, err, sizeof(err))) != 0 ||
-          (rc = au_checkpoint_prune(a.checkpoint, a.checkpoint_keep, &ck_removed, err,
-                                    sizeof(err))) != 0) {
+      if ((rc = mf_checkpoint(m, a.checkpoint, e + 1, &d.rows, err, sizeof(err))) != 0) {
         fprintf(stderr, PROG ": %s\n", err);
         status = 1;
         break;
       }
+      /* old checkpoints: a failure to remove them leaves them, and training goes on */
+      if (au_checkpoint_prune(a.checkpoint, a.checkpoint_keep, &ck_removed, err, sizeof(err)) != 0)
+        fprintf(stderr, PROG ": warning: %s\n", err);
       ck_s = (double)(au_now_ns() - c0) / 1e9;
     }
     if (!talk) continue;

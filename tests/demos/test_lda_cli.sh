@@ -234,5 +234,13 @@ if [ -n "$augur" ]; then
     test "$(grep -c 'another node could not read its part of' <<<"$out")" -eq 2
 fi
 
+# a checkpoint whose topics file is of the earlier format (without the samplers' states)
+ck=$tmp/ck1
+"$lda" --threads 1 --top-words 0 --docs 500 --iterations 2 --checkpoint "$ck" >/dev/null 2>&1
+printf 'AUGURLD1' | dd of="$ck/ckpt-2/docs-0.bin" bs=1 count=8 conv=notrunc 2>/dev/null
+err=$("$lda" --threads 1 --top-words 0 --docs 500 --iterations 3 --resume "$ck" 2>&1 >/dev/null)
+rc=$?
+check "a format-1 checkpoint: exit 2, says so" test $rc -eq 2 -a "$(grep -c 'docs-0.bin: format 1, from an earlier augur-lda' <<<"$err")" -eq 1
+
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all checks passed"

@@ -546,6 +546,8 @@ static void test_spans(void **state)
   au_trace_span(rt, "epoch", 8, b1);
   au_trace_span(rt, NULL, 1, b1); /* no name: ignored */
   au_trace_span(rt, "", 1, b1);   /* empty: ignored */
+  for (int i = 0; i < 20; i++)    /* too long: not recorded, and takes no name's place */
+    au_trace_span(rt, "a-name-of-forty-bytes-for-a-span-kind-xx", 1, b1);
   char names[16][8];
   for (int i = 0; i < 13; i++) { /* 12 names in all: "epoch" and 11 more; the 13th is not */
     snprintf(names[i], sizeof(names[i]), "s%d", i);

@@ -112,6 +112,16 @@ check "no epoch lines: exit 2" test $? -eq 2 -a "$(grep -c "none.out: no epoch=N
 head -c 200 "$tmp/t.json.0" >"$tmp/cut.json"
 run report -o "$tmp/x.html" "$tmp/cut.json" 2>"$tmp/err"
 check "a cut trace: exit 2, byte N" test $? -eq 2 -a "$(grep -c "cut.json: byte [0-9]*: " "$tmp/err")" -eq 1
+: >"$tmp/empty.out"
+run report -o "$tmp/x.html" "$tmp/empty.out" 2>"$tmp/err"
+check "an empty file: exit 2" test $? -eq 2 -a "$(grep -c "empty.out: empty" "$tmp/err")" -eq 1
+# ranges the doubles can hardly tell apart: a page, at once (ticks by count, not by adding)
+printf 'epoch=1 train_rmse=1\nepoch=2 train_rmse=1.0000000000000002\n' >"$tmp/flat.out"
+printf 'epoch=100000000000000000 train_rmse=1\nepoch=100000000000000032 train_rmse=2\n' >"$tmp/far.out"
+for f in flat far; do
+  timeout -s KILL 10 "$augur" report -o "$tmp/$f.html" "$tmp/$f.out" >/dev/null 2>&1
+  check "a $f range: exit 0, a page of under 100 kB" test $? -eq 0 -a "$(stat -c %s "$tmp/$f.html")" -lt 100000
+done
 run report -o "$tmp/x.html" "$tmp/missing.out" 2>"$tmp/err"
 check "a missing file: exit 1" test $? -eq 1
 run report -o "$tmp/x.html" 2>"$tmp/err"
