@@ -435,27 +435,41 @@ mpirun)
   check "mpirun: ranks 0..2 from OpenMPI" test "$(grep -c 'joined' "$tmp/out")" -eq 3
   ;;
 mf)
-  # classic MF on 3 nodes reaches the single-node test RMSE: within 3% with sgd (in the
-  # node order), within 4% with adagrad (the default, staggered). Both numbers move between runs: the block scheduler
-  # hands blocks out in the order the workers come, so one node alone spreads over ~1.8%
-  # (sgd 0.186-0.190, adagrad 0.205-0.213 at 8 epochs); 3 nodes ended 0.4-2.3% behind
+  # classic MF on 3 nodes reaches the single-node test RMSE: with sgd (in the node order)
+  # on a 1M set within 3%, with adagrad (the default, staggered) on the default data set
+  # (4.5M ratings, 10 epochs, the issue's shape) within 2%. The mark is the median of
+  # three one-node runs: the block scheduler hands blocks out in the order the workers
+  # come, so one node alone spreads (sgd 0.186-0.190 at 8 epochs on the 1M set). On the
+  # 1M set staggered adagrad ended 4.2% and 4.6% behind a lucky one-node run under ctest
+  # -j2 (0.2155 against 0.2068); on the default set 3 local nodes end 0.7% behind
+  # (docs/mf.md). Under the sanitizers the default set is too slow: the 1M set, 6%
   mf=$build/demos/augur-mf
-  for opt in sgd:3 adagrad:4; do # optimizer:percent
-    args=(--ratings 1000000 --rows 8000 --cols 2000 --epochs 8 --mode classic --optimizer ${opt%:*})
-    timeout 120 "$mf" "${args[@]}" >"$tmp/one" 2>&1
-    timeout 200 "$augur" run -n 3 "$mf" "${args[@]}" >"$tmp/three" 2>&1
+  small=(--ratings 1000000 --rows 8000 --cols 2000 --epochs 8)
+  asize=() aepochs=10 apct=2
+  case $build in *-asan | *-tsan) asize=("${small[@]}") aepochs=8 apct=6 ;; esac
+  for opt in sgd adagrad; do
+    if [ $opt = sgd ]; then
+      args=("${small[@]}" --mode classic --optimizer sgd) last=8 pct=3
+    else
+      args=("${asize[@]}" --mode classic --optimizer adagrad) last=$aepochs pct=$apct
+    fi
+    for i in 1 2 3; do
+      timeout 120 "$mf" "${args[@]}" >"$tmp/one" 2>&1
+      grep "^epoch=$last " "$tmp/one" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2
+    done >"$tmp/ones"
+    timeout 300 "$augur" run -n 3 "$mf" "${args[@]}" >"$tmp/three" 2>&1
     rc=$?
     cat "$tmp/one" "$tmp/three"
-    check "3-node augur-mf ${opt%:*} exits 0" test $rc -eq 0
-    one=$(grep '^epoch=8 ' "$tmp/one" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
-    three=$(grep '^\[0\] epoch=8 ' "$tmp/three" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
-    echo "${opt%:*}: single-node test_rmse=$one, 3-node test_rmse=$three"
-    check "${opt%:*}: 3 nodes within ${opt#*:}% of one node" awk -v a="$one" -v b="$three" -v t="${opt#*:}" \
+    check "3-node augur-mf $opt exits 0" test $rc -eq 0
+    one=$(sort -n "$tmp/ones" | sed -n 2p)
+    three=$(grep "^\[0\] epoch=$last " "$tmp/three" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+    echo "$opt: single-node test_rmse=$one (median of $(tr '\n' ' ' <"$tmp/ones")), 3-node test_rmse=$three"
+    check "$opt: 3 nodes within $pct% of one node" awk -v a="$one" -v b="$three" -v t="$pct" \
       'BEGIN { d = 100 * (b - a) / a; exit !(a > 0 && b > 0 && d < t && d > -t) }'
-    check "${opt%:*}: 3 nodes fetched remote columns" grep -q '^\[0\] epoch=8 .*local=0\.[0-9]' "$tmp/three"
+    check "$opt: 3 nodes fetched remote columns" grep -q "^\[0\] epoch=$last .*local=0\.[0-9]" "$tmp/three"
     # the walking order by default: staggered, but for classic with plain SGD (mf.md)
-    want=1 && [ "${opt%:*}" = sgd ] && want=0
-    check "${opt%:*}: stagger=$want by default" grep -q "^\[0\] model .* stagger=$want " "$tmp/three"
+    want=1 && [ $opt = sgd ] && want=0
+    check "$opt: stagger=$want by default" grep -q "^\[0\] model .* stagger=$want " "$tmp/three"
   done
   # --stagger: each column block is used by one node at a time, so adaptive moves the
   # columns to their user (reads are local) and the model still trains
