@@ -668,8 +668,6 @@ int report_main(int argc, char **argv)
   static run_t runs[MAX_RUNS];
   static timeline_t tls[MAX_RUNS];
   int nruns = 0, ntl = 0, rc = 0, nfiles = 0;
-  memset(runs, 0, sizeof(runs));
-  memset(tls, 0, sizeof(tls));
   for (int i = 1; i < argc && rc == 0; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

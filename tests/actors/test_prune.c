@@ -38,6 +38,23 @@ static void touch(const char *name)
   fclose(f);
 }
 
+/* A node of one thread with a float table "t" of keys x dim, values normal(0, sd). */
+static au_node_t *node_with_table(uint64_t keys, uint32_t dim, double sd, au_table_t **t)
+{
+  au_node_t *node;
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 1}, &node), 0);
+  assert_int_equal(au_table_create(node,
+                                   &(au_table_opts_t){.keys = keys,
+                                                      .dim = dim,
+                                                      .type = AU_F32,
+                                                      .init = AU_INIT_NORMAL,
+                                                      .init_b = sd,
+                                                      .name = "t"},
+                                   t),
+                   0);
+  return node;
+}
+
 static void test_prune(void **state)
 {
   (void)state;
@@ -45,18 +62,8 @@ static void test_prune(void **state)
   char cmd[600];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s-outside'", dir, dir);
   assert_int_equal(system(cmd), 0);
-  au_node_t *node;
   au_table_t *t;
-  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 1}, &node), 0);
-  assert_int_equal(au_table_create(node,
-                                   &(au_table_opts_t){.keys = 1000,
-                                                      .dim = 4,
-                                                      .type = AU_F32,
-                                                      .init = AU_INIT_NORMAL,
-                                                      .init_b = 0.1,
-                                                      .name = "t"},
-                                   &t),
-                   0);
+  au_node_t *node = node_with_table(1000, 4, 0.1, &t);
   char err[512] = "";
   for (uint64_t c = 1; c <= 7; c++)
     assert_int_equal(au_checkpoint(node, dir, c, c == 1 || c == 4 || c == 7, err, sizeof(err)), 0);
@@ -93,16 +100,8 @@ static void test_prune(void **state)
   assert_int_equal(removed, 0);
 
   /* the latest still restores, on a fresh node */
-  au_node_t *n2;
   au_table_t *t2;
-  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 1}, &n2), 0);
-  assert_int_equal(
-      au_table_create(
-          n2,
-          &(au_table_opts_t){
-              .keys = 1000, .dim = 4, .type = AU_F32, .init = AU_INIT_ZERO, .name = "t"},
-          &t2),
-      0);
+  au_node_t *n2 = node_with_table(1000, 4, 0, &t2);
   uint64_t clock = 0;
   assert_int_equal(au_restore(n2, dir, &clock, err, sizeof(err)), 0);
   assert_int_equal(clock, 7);
@@ -151,22 +150,6 @@ static void test_prune(void **state)
   assert_int_equal(system(cmd), 0);
 }
 
-static au_node_t *node_with_table(float init_b, au_table_t **t)
-{
-  au_node_t *node;
-  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 1}, &node), 0);
-  assert_int_equal(au_table_create(node,
-                                   &(au_table_opts_t){.keys = 100,
-                                                      .dim = 2,
-                                                      .type = AU_F32,
-                                                      .init = AU_INIT_NORMAL,
-                                                      .init_b = init_b,
-                                                      .name = "t"},
-                                   t),
-                   0);
-  return node;
-}
-
 /* A new run into a DIR that holds an older run's checkpoints of higher clocks: LATEST's
  * chain stays, whatever the clocks say. */
 static void test_prune_keeps_latest_chain(void **state)
@@ -177,11 +160,11 @@ static void test_prune_keeps_latest_chain(void **state)
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
   assert_int_equal(system(cmd), 0);
   au_table_t *t;
-  au_node_t *old = node_with_table(0.1f, &t);
+  au_node_t *old = node_with_table(100, 2, 0.1, &t);
   for (uint64_t c = 1; c <= 21; c++)
     assert_int_equal(au_checkpoint(old, dir, c, c % 10 == 1, err, sizeof(err)), 0);
   au_node_destroy(old);
-  au_node_t *now = node_with_table(0.5f, &t); /* other values */
+  au_node_t *now = node_with_table(100, 2, 0.5, &t); /* other values */
   assert_int_equal(au_checkpoint(now, dir, 1, 1, err, sizeof(err)), 0);
   assert_int_equal(au_checkpoint(now, dir, 2, 0, err, sizeof(err)), 0); /* on ckpt-1 */
   int removed = -1;
@@ -190,7 +173,7 @@ static void test_prune_keeps_latest_chain(void **state)
   assert_true(exists("ckpt-1/manifest.txt") && exists("ckpt-2/manifest.txt"));
   assert_false(exists("ckpt-3") || exists("ckpt-10"));
   au_table_t *t2;
-  au_node_t *fresh = node_with_table(0, &t2);
+  au_node_t *fresh = node_with_table(100, 2, 0, &t2);
   uint64_t clock = 0;
   assert_int_equal(au_restore(fresh, dir, &clock, err, sizeof(err)), 0);
   assert_int_equal(clock, 2);
