@@ -318,7 +318,10 @@ mfresume)
 
   # augur-lda the same: its count tables and every token's topic
   lda=$build/demos/augur-lda
-  largs=(--iterations 40 --threads 1 --top-words 0 --seed 3)
+  # 30 topics for the 20 planted ones: at 20, runs settle in different local modes (four
+  # uninterrupted 150-sweep runs: -6.7412, -6.7996, -6.8052, -6.8070), at 30 in one
+  # (60 sweeps: -6.9267 to -6.9287), so the comparison below sees the restarts, not the mode
+  largs=(--topics 30 --iterations 60 --threads 1 --top-words 0 --seed 3)
   timeout 200 "$augur" run -n 3 "$lda" "${largs[@]}" --checkpoint "$tmp/lk0" >"$tmp/lplain" 2>&1
   check "augur-lda with checkpoints: exit 0" test $? -eq 0
   timeout 300 "$augur" run -n 3 --restarts 3 "$lda" "${largs[@]}" --checkpoint "$tmp/lkk" --check \
@@ -340,18 +343,18 @@ mfresume)
   check "augur-lda killed three times: finishes (exit 0), restarted three times" test $rc -eq 0 -a \
     "$(grep -c 'starting the job again (restart [123] of 3' "$tmp/lkilled")" -eq 3
   check "... its counts exact at the end (--check)" grep -q '^\[0\] check=ok ' "$tmp/lkilled"
-  # (uninterrupted runs of 40 sweeps themselves end 1% apart: -6.81 to -6.88; under ctest
-  # -j2 the killed runs ended 2.1% behind twice: -6.8823 against -6.7422)
-  a=$(grep '^\[0\] iteration=40 ' "$tmp/lplain" | grep -o 'llh_per_token=[-0-9.]*' | cut -d= -f2)
-  b=$(grep '^\[0\] iteration=40 ' "$tmp/lkilled" | tail -1 | grep -o 'llh_per_token=[-0-9.]*' | cut -d= -f2)
+  a=$(grep '^\[0\] iteration=60 ' "$tmp/lplain" | grep -o 'llh_per_token=[-0-9.]*' | cut -d= -f2)
+  b=$(grep '^\[0\] iteration=60 ' "$tmp/lkilled" | tail -1 | grep -o 'llh_per_token=[-0-9.]*' | cut -d= -f2)
   echo "augur-lda uninterrupted llh_per_token=$a, killed three times $b"
-  check "... llh/token within 4% of the uninterrupted run's" \
-    awk -v a="$a" -v b="$b" 'BEGIN { exit !(a < 0 && b < 0 && b > 1.04 * a && b < 0.96 * a) }'
+  # (5 killed runs: 0.02-0.45% from the uninterrupted runs' median; the bound leaves room
+  # for ctest -j2's load)
+  check "... llh/token within 1.5% of the uninterrupted run's" \
+    awk -v a="$a" -v b="$b" 'BEGIN { exit !(a < 0 && b < 0 && b > 1.015 * a && b < 0.985 * a) }'
   for n in 1 2; do
-    timeout 200 "$augur" run -n $n "$lda" "${largs[@]}" --iterations 41 --resume "$tmp/lk0" --check \
+    timeout 200 "$augur" run -n $n "$lda" "${largs[@]}" --iterations 61 --resume "$tmp/lk0" --check \
       >"$tmp/lres$n" 2>&1
     check "augur-lda --resume on $n node(s): the checkpoint's llh/token ($a), counts exact" \
-      test $? -eq 0 -a "$(grep -c "^\[0\] resumed=.* iterations=40 llh_per_token=$a\$" "$tmp/lres$n")" -eq 1 -a \
+      test $? -eq 0 -a "$(grep -c "^\[0\] resumed=.* iterations=60 llh_per_token=$a\$" "$tmp/lres$n")" -eq 1 -a \
       "$(grep -c '^\[0\] check=ok ' "$tmp/lres$n")" -eq 1
   done
   ;;
