@@ -248,8 +248,10 @@ static int eval_step(au_worker_t *aw, worker_t *w)
     const int r = au_view_acquire(aw, m->cols, (const au_key_t *)&g->keys[g->koff[b]],
                                   g->koff[b + 1] - g->koff[b], &v[i]);
     held[i] = r == 0;
-    if (r == AU_EAGAIN) wait = 1;
-    else if (r != 0 && !rc) rc = r;
+    if (r == AU_EAGAIN)
+      wait = 1;
+    else if (r != 0 && !rc)
+      rc = r;
   }
   for (int i = 0; i < w->en && (rc || wait); i++)
     if (held[i]) au_view_release(aw, &v[i]);
