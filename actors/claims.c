@@ -237,8 +237,14 @@ void claims_inputs(rec_t *r, uint64_t now, place_input_t *in, nodeset_t *claiman
   for (int i = 0; i < c->nclaims; i++)
     if (c->claims[i].until_ns > now) c->claims[k++] = c->claims[i];
   c->nclaims = k;
-  int hot = 0; /* hot if any claimant counts it hot (nodes count their own intents) */
+  /* hot if any claimant counts it hot (nodes count their own intents); between its uses,
+   * when no claim is active, what the last claims said: a hot actor keeps its replicas
+   * through the pauses (adaptive's rules, which hot applies to the others, would drop
+   * them) */
+  int hot = 0;
   for (int i = 0; i < c->nclaims; i++) hot |= c->claims[i].hot;
+  if (c->nclaims) c->hot = (uint8_t)hot;
+  hot = c->hot;
   usage_period(r, now);
   in->claims = c->claims;
   in->nclaims = c->nclaims;

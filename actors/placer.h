@@ -66,6 +66,7 @@ typedef struct claims_rec {
    * last looked (at seen_ns); shared: the last period had more of several */
   uint64_t alone_ns, together_ns, seen_ns;
   uint8_t shared;
+  uint8_t hot; /* the owner: the latest claims counted it hot (kept while none is active) */
   /* when the last period ended, the pauses between periods (a running estimate), and
    * until when the replicas of a shared actor with such a rhythm stay through one */
   uint64_t period_end_ns, pause_ns, keep_until;

@@ -128,9 +128,13 @@ place_action_t place_decide(place_mode_t mode, int owner, const claim_t *claims,
   case PLACE_RELOCATE:
     return move_to_first(owner, claims, n, now_ns);
   case PLACE_HOT:
-    if (!hot) return move_to_first(owner, claims, n, now_ns);
-    claimants(claims, n, now_ns, NULL, nodes);
-    return replicate_to(owner, nodes);
+    if (hot) {
+      claimants(claims, n, now_ns, NULL, nodes);
+      return replicate_to(owner, nodes);
+    }
+    /* the others as adaptive places them (cluster.md: moved to a lone claimant, with
+     * replicas while claims overlap) */
+    /* fall through */
   case PLACE_ADAPTIVE: {
     const claim_t *first = first_claim(claims, n, now_ns);
     if (!first)
@@ -205,9 +209,10 @@ void place_plan(const place_input_t *in, place_plan_t *plan)
   case PLACE_LEAVE:
     break;
   }
-  /* adaptive: a replica whose node no longer claims the actor goes (hot keeps its
-   * replicas: they are for the whole run) */
-  if (in->mode == PLACE_ADAPTIVE && !nodeset_empty(in->replicas) && now >= in->keep_until) {
+  /* adaptive, and hot's actors that are not hot: a replica whose node no longer claims
+   * the actor goes (a hot actor keeps its replicas: they are for the whole run) */
+  const int adaptive = in->mode == PLACE_ADAPTIVE || (in->mode == PLACE_HOT && !in->hot);
+  if (adaptive && !nodeset_empty(in->replicas) && now >= in->keep_until) {
     for (int node = -1; (node = nodeset_next(in->replicas, node)) >= 0;)
       if (!nodeset_has(in->claimants, node)) nodeset_add(plan->drop, node);
   }

@@ -334,8 +334,9 @@ typedef enum au_place {
   AU_PLACE_REPLICATE = 1, /* every node that needs rows keeps a replica for the run */
   AU_PLACE_RELOCATE = 2,  /* ownership moves to the node that needs the rows */
   /* The next two act on intents (au_worker_intent) and fetch rows like classic otherwise. */
-  AU_PLACE_HOT = 3,      /* the `hot` most intended parameter actors replicated on every node
-                            that intends them, the others moved to the node that intends them */
+  AU_PLACE_HOT = 3,      /* the `hot` most intended parameter actors (or those au_table_hot
+                            names) replicated on every node that intends them, for the run;
+                            the others placed as AU_PLACE_ADAPTIVE places them */
   AU_PLACE_ADAPTIVE = 4, /* per actor: intended by one node -> moved there; by several at
                             once -> a replica on each; intents over -> replicas dropped */
 } au_place_t;

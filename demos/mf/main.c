@@ -55,7 +55,7 @@ static void usage(FILE *f)
              "                    replicate (every node keeps replicas of what it uses),\n"
              "                    relocate (columns move to the node that uses them),\n"
              "                    hot (the actors of the --hot most rated columns replicated,\n"
-             "                    the rest moved)\n"
+             "                    the rest placed as adaptive places them)\n"
              "  --hot N           for --mode hot: the N most rated columns are hot\n"
              "                    (default 1%% of the columns)\n"
              "  --sync-ms N       replicas sync every N ms, their staleness bound (default 2)\n"

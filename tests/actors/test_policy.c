@@ -64,10 +64,22 @@ static void test_modes(void **state)
   assert_int_equal(a.kind, PLACE_MOVE);
   assert_int_equal(a.node, 1); /* the one that needs it first */
 
+  /* hot: a hot actor gets a replica on every claimant; the others are placed as
+   * adaptive places them (below: replicas for the two that overlap, not for node 3) */
   a = decide(PLACE_HOT, 0, both, 3, 1, 0);
   assert_int_equal(a.kind, PLACE_REPLICAS);
+  assert_int_equal(bits(out, 0), (1u << 1) | (1u << 2) | (1u << 3));
   a = decide(PLACE_HOT, 0, both, 3, 0, 0);
+  assert_int_equal(a.kind, PLACE_REPLICAS);
+  assert_int_equal(bits(out, 0), (1u << 1) | (1u << 2));
+  claim_t lone[] = {{.node = 2, .from_ns = 90 * MS, .until_ns = 200 * MS}};
+  a = decide(PLACE_HOT, 0, lone, 1, 0, 0);
   assert_int_equal(a.kind, PLACE_MOVE);
+  assert_int_equal(a.node, 2);
+  a = decide(PLACE_HOT, 0, NULL, 0, 1, 1u << 2); /* unclaimed: a hot one keeps its replicas */
+  assert_int_equal(a.kind, PLACE_LEAVE);
+  a = decide(PLACE_HOT, 0, NULL, 0, 0, 1u << 2);
+  assert_int_equal(a.kind, PLACE_DROP);
 
   /* adaptive: nodes 1 and 2 overlap -> replicas for both, not for node 3 (later) */
   a = decide(PLACE_ADAPTIVE, 0, both, 3, 0, 0);
@@ -201,6 +213,21 @@ static void test_plan(void **state)
   place_plan(&in, &p);
   assert_int_equal(bits(p.drop, 0), 0);
   assert_int_equal(bits(p.give, 0), 1u << 2);
+  /* hot: a replica whose node no longer claims the actor stays if the actor is hot, and
+   * goes as in adaptive if it is not */
+  in.mode = PLACE_HOT;
+  in.claims = one;
+  in.nclaims = 1;
+  in.claimants = set(1u << 2);
+  in.replicas = set((1u << 1) | (1u << 2));
+  in.keep_until = 0;
+  in.hot = 1;
+  place_plan(&in, &p);
+  assert_int_equal(bits(p.drop, 0), 0);
+  assert_int_equal(p.move_to, -1);
+  in.hot = 0;
+  place_plan(&in, &p);
+  assert_int_equal(bits(p.drop, 0), 1u << 1);
   free(p.give), free(p.drop), free(p.work);
 }
 
