@@ -221,25 +221,28 @@ static mf_kargs_t kargs(const mf_t *m, const mf_grid_t *g, size_t b, const au_vi
                       .qmode = qmode_of(m, v)};
 }
 
-/* An evaluation step: predictions for a group of test blocks (consecutive ones, that is
- * row blocks of one column block, with their columns in common), no updates. The group's
- * views are all acquired before the step waits, so that the rows of the whole group come
- * from the other nodes in one round trip, not one per block: on 4 nodes at 200 us an
- * evaluation took longer than the epoch when each block was a step of its own. */
+/* An evaluation step: predictions for a group of test blocks (up to EVAL_GROUP, or until
+ * they hold EVAL_CELLS ratings; the workers take them in turns from one counter), no
+ * updates. The group's views are all acquired before the step waits, so that the rows of
+ * the whole group come from the other nodes in one round trip, not one per block: on 4
+ * nodes at 200 us an evaluation took longer than the epoch when each block was a step of
+ * its own. */
 #define EVAL_GROUP ((int)(sizeof(((worker_t *)0)->eblk) / sizeof(size_t)))
 #define EVAL_CELLS (1u << 16) /* ratings in a group, about */
 static int eval_step(au_worker_t *aw, worker_t *w)
 {
   mf_t *m = w->m;
   const mf_grid_t *g = &m->test;
-  for (size_t cells = 0; w->en == 0 || (w->en < EVAL_GROUP && cells < EVAL_CELLS);) {
-    const size_t b = atomic_fetch_add_explicit(&m->eval_next, 1, memory_order_relaxed);
-    if (b >= mf_grid_blocks(g)) break;
-    if (block_len(g, b) == 0) continue;
-    w->eblk[w->en++] = b;
-    cells += block_len(g, b);
+  if (w->en == 0) { /* a new group (a re-run after AU_WAIT goes on with the one it has) */
+    for (size_t cells = 0; w->en < EVAL_GROUP && cells < EVAL_CELLS;) {
+      const size_t b = atomic_fetch_add_explicit(&m->eval_next, 1, memory_order_relaxed);
+      if (b >= mf_grid_blocks(g)) break;
+      if (block_len(g, b) == 0) continue;
+      w->eblk[w->en++] = b;
+      cells += block_len(g, b);
+    }
+    if (w->en == 0) return AU_PAUSE;
   }
-  if (w->en == 0) return AU_PAUSE;
   au_view_t v[EVAL_GROUP];
   uint8_t held[EVAL_GROUP];
   int rc = 0, wait = 0;
