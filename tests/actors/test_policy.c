@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "actors/placer.h"
 #include "actors/policy.h"
 
 #define MS    1000000ull
@@ -231,6 +232,38 @@ static void test_plan(void **state)
   free(p.give), free(p.drop), free(p.work);
 }
 
+/* claims_inputs: an actor is hot if an active claim says so; while none is active, what
+ * the last claims said (a hot actor keeps its replicas through the pauses in its use) */
+static void test_hot_mark(void **state)
+{
+  (void)state;
+  claim_t cl[2] = {{.node = 1, .from_ns = 0, .until_ns = 200 * MS, .hot = 1}};
+  rec_t r = {0};
+  r.claims.claims = cl;
+  r.claims.nclaims = r.claims.capclaims = 1;
+  nodeset_t *who = nodeset_new(NODES);
+  place_input_t in = {0};
+  claims_inputs(&r, 100 * MS, &in, who);
+  assert_int_equal(in.hot, 1);
+  assert_int_equal(bits(who, 0), 1u << 1);
+  claims_inputs(&r, 300 * MS, &in, who); /* lapsed: none active, still hot */
+  assert_int_equal(r.claims.nclaims, 0);
+  assert_int_equal(in.hot, 1);
+  assert_int_equal(bits(who, 0), 0);
+  cl[0] = (claim_t){.node = 2, .from_ns = 300 * MS, .until_ns = 400 * MS, .hot = 0};
+  r.claims.nclaims = 1;
+  claims_inputs(&r, 350 * MS, &in, who); /* a claim that does not count it hot */
+  assert_int_equal(in.hot, 0);
+  claims_inputs(&r, 500 * MS, &in, who);
+  assert_int_equal(in.hot, 0);
+  cl[0] = (claim_t){.node = 2, .from_ns = 500 * MS, .until_ns = 600 * MS, .hot = 0};
+  cl[1] = (claim_t){.node = 3, .from_ns = 500 * MS, .until_ns = 700 * MS, .hot = 1};
+  r.claims.nclaims = r.claims.capclaims = 2;
+  claims_inputs(&r, 550 * MS, &in, who); /* any claimant that counts it hot */
+  assert_int_equal(in.hot, 1);
+  free(who);
+}
+
 static void test_mode_names(void **state)
 {
   (void)state;
@@ -282,6 +315,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_modes),
       cmocka_unit_test(test_plan),
+      cmocka_unit_test(test_hot_mark),
       cmocka_unit_test(test_mode_names),
       cmocka_unit_test(test_clock_rate_and_timing),
   };
