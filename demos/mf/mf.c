@@ -443,7 +443,8 @@ static int name_hot(mf_t *m, const uint32_t *cc, uint32_t cb_cols)
   if (want > m->ncols) want = m->ncols;
   col_count_t *c = malloc(m->ncols * sizeof(*c));
   au_key_t *keys = malloc(want * sizeof(*keys));
-  uint32_t *at = malloc(m->ncols * sizeof(uint32_t)), *first = calloc(m->ncols, sizeof(uint32_t));
+  const uint32_t ncb = (m->ncols + cb_cols - 1) / cb_cols;
+  uint32_t *at = malloc(m->ncols * sizeof(uint32_t)), *first = calloc(ncb, sizeof(uint32_t));
   int rc = AU_ENOMEM;
   if (c && keys && at && first) {
     for (uint32_t j = 0; j < m->ncols; j++) c[j] = (col_count_t){cc[j], j};
@@ -640,7 +641,6 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
     w->m = m;
     w->id = i;
     w->cur = -1;
-    w->en = 0;
     rc = au_worker_spawn(node, &(au_worker_opts_t){step, w}, NULL);
     if (rc != 0) {
       snprintf(err, errlen, "spawning worker %d: %s", i, au_strerror(rc));

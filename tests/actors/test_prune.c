@@ -55,6 +55,27 @@ static au_node_t *node_with_table(uint64_t keys, uint32_t dim, double sd, au_tab
   return node;
 }
 
+/* DIR restores on a fresh node to clock `clock`, and every step-th key of it reads as it
+ * does in t (keys x dim floats). */
+static void assert_restores(au_table_t *t, uint64_t keys, uint32_t dim, uint64_t step,
+                            uint64_t clock)
+{
+  au_table_t *t2;
+  au_node_t *fresh = node_with_table(keys, dim, 0, &t2);
+  uint64_t got = 0;
+  char err[512] = "";
+  assert_int_equal(au_restore(fresh, dir, &got, err, sizeof(err)), 0);
+  assert_int_equal(got, clock);
+  float a[16], b[16];
+  assert_true(dim <= 16);
+  for (au_key_t k = 0; k < keys; k += step) {
+    assert_int_equal(au_table_read(t, &k, 1, a), 0);
+    assert_int_equal(au_table_read(t2, &k, 1, b), 0);
+    assert_memory_equal(a, b, dim * sizeof(float));
+  }
+  au_node_destroy(fresh);
+}
+
 static void test_prune(void **state)
 {
   (void)state;
@@ -100,18 +121,7 @@ static void test_prune(void **state)
   assert_int_equal(removed, 0);
 
   /* the latest still restores, on a fresh node */
-  au_table_t *t2;
-  au_node_t *n2 = node_with_table(1000, 4, 0, &t2);
-  uint64_t clock = 0;
-  assert_int_equal(au_restore(n2, dir, &clock, err, sizeof(err)), 0);
-  assert_int_equal(clock, 7);
-  float a[4], b[4];
-  for (au_key_t k = 0; k < 1000; k += 97) {
-    assert_int_equal(au_table_read(t, &k, 1, a), 0);
-    assert_int_equal(au_table_read(t2, &k, 1, b), 0);
-    assert_memory_equal(a, b, sizeof(a));
-  }
-  au_node_destroy(n2);
+  assert_restores(t, 1000, 4, 97, 7);
 
   /* what looks like a checkpoint but is not one is left: a link to a directory outside
    * (and what is in it), a file, a name with a leading zero */
@@ -172,18 +182,7 @@ static void test_prune_keeps_latest_chain(void **state)
   assert_int_equal(removed, 8); /* 3..10: the older run's, below its full one at 11 */
   assert_true(exists("ckpt-1/manifest.txt") && exists("ckpt-2/manifest.txt"));
   assert_false(exists("ckpt-3") || exists("ckpt-10"));
-  au_table_t *t2;
-  au_node_t *fresh = node_with_table(100, 2, 0, &t2);
-  uint64_t clock = 0;
-  assert_int_equal(au_restore(fresh, dir, &clock, err, sizeof(err)), 0);
-  assert_int_equal(clock, 2);
-  float a[2], b[2];
-  for (au_key_t k = 0; k < 100; k += 7) {
-    assert_int_equal(au_table_read(t, &k, 1, a), 0);
-    assert_int_equal(au_table_read(t2, &k, 1, b), 0);
-    assert_memory_equal(a, b, sizeof(a));
-  }
-  au_node_destroy(fresh);
+  assert_restores(t, 100, 2, 7, 2);
   au_node_destroy(now);
   assert_int_equal(system(cmd), 0);
 }
