@@ -40,11 +40,15 @@ int au_node_create(const au_node_opts_t *opts, au_node_t **out)
   au_node_t *n = calloc(1, sizeof(*n));
   if (!n) return AU_ENOMEM;
   au_node_opts_t o = opts ? *opts : (au_node_opts_t){0};
-  if (o.sync_ms < 0 || o.sync_ms > 1000) {
+  if (o.sync_ms < 0 || o.sync_ms > 1000 || o.consistency < AU_ASYNC || o.consistency > AU_BSP ||
+      o.staleness < 0 || o.staleness > 1000000) {
     free(n);
     return AU_EINVAL;
   }
   n->sync_ms = o.sync_ms ? o.sync_ms : 2;
+  n->consistency = (int)o.consistency;
+  n->staleness = o.consistency == AU_SSP ? o.staleness : 0;
+  atomic_init(&n->visible, INT64_MIN);
   rc = au_runtime_create(
       &(au_runtime_opts_t){.threads = o.threads, .keep_denormals = o.keep_denormals}, &n->rt);
   if (rc != 0) {
@@ -75,7 +79,7 @@ int au_node_create(const au_node_opts_t *opts, au_node_t **out)
     }
     n->rank = au_runtime_rank(n->rt);
     n->nodes = au_runtime_nodes(n->rt);
-    if ((rc = barrier_join(n)) != 0) {
+    if ((rc = barrier_join(n)) != 0 || (rc = clk_join(n)) != 0) {
       au_node_destroy(n);
       return rc;
     }
@@ -107,6 +111,7 @@ int au_node_run(au_node_t *n)
     }
   }
   barrier_run(n);
+  clk_run_start(n); /* before the kicks: no read goes by the last run's bound */
   /* busy before the first kick, so that no worker can make the node idle early */
   atomic_store(&n->active, ready);
   if (ready)
@@ -142,6 +147,7 @@ void au_node_destroy(au_node_t *n)
   au_runtime_destroy(n->rt); /* leaves the cluster; frees the worker actors (their state
                                is au_worker_t) */
   remote_free_servers(n);
+  clk_free(n);
   placer_free(n);
   barrier_free(n);
   checkpoint_free(n);

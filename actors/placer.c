@@ -49,7 +49,8 @@ static void decide(struct placer *p, rec_t *r, uint64_t now)
                       .dropping = r->repl.dropping,
                       .arrived_ns = r->reloc.arrived_ns,
                       .hold_ns = reloc_hold_ns(r),
-                      .now_ns = now};
+                      .now_ns = now,
+                      .pinned = node_bounded(p->node)};
   claims_inputs(r, now, &in, p->claimants);
   place_plan_t plan = {.give = p->give, .drop = p->drop, .work = p->work};
   place_plan(&in, &plan);
@@ -171,7 +172,16 @@ static void placer_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     if (replication_on_drop(p, m, &r) == 1) claims_forget(r); /* a later intent claims anew */
     break;
   case PL_DROP_GRACE:
-    if ((r = grace_poll(p, m))) replication_finish_drop(p, r);
+    if ((r = grace_poll(p, m))) {
+      replication_finish_drop(p, r);
+      clk_update(p); /* a flush may have waited for its last delta */
+    }
+    break;
+  case PL_CLK_RUN:
+  case PL_CLK_NEWS:
+  case PS_CLK_FLUSH:
+  case PS_CLK_FRESH:
+    clk_on_message(p, m);
     break;
   case PS_REP_GONE:
     if ((r = replication_on_gone(p, m))) decide(p, r, au_now_ns());

@@ -98,6 +98,7 @@ typedef struct reloc_state {
 
 typedef struct repl_state {
   rec_t *replicas, *owned; /* replicas held here; owned actors that have replicas */
+  int drops_here;          /* replicas here waiting out their grace period to leave */
   atomic_ullong syncs, replicas_made, replicas_dropped;
   atomic_llong replicas_held;
 } repl_state_t;
@@ -119,6 +120,21 @@ typedef struct claims_state {
   atomic_ullong claims_sent, releases;
 } claims_state_t;
 
+/* AU_SSP / AU_BSP (consistency.c): what this node heard in a run, per node. */
+typedef struct clk_slot {
+  uint64_t run;           /* the run it is for (0: none yet) */
+  int64_t *flush_clock;   /* the node's latest PS_CLK_FLUSH: its workers finished this */
+  uint64_t *flush_pushes; /* ... after sending this node so many push messages */
+  int64_t *ok;            /* the latest flush whose pushes are all applied here */
+  int64_t *fresh;         /* the node's latest PS_CLK_FRESH */
+} clk_slot_t;
+
+typedef struct clk_state {
+  uint64_t run;                     /* the run being served (0 before the first) */
+  int64_t flushed_self, fresh_self; /* what this node said in it */
+  clk_slot_t slot[2];               /* by run & 1: the next run's news may come early */
+} clk_state_t;
+
 struct placer {
   au_node_t *node;
   au_actor_t *actor;
@@ -133,11 +149,13 @@ struct placer {
   reloc_state_t reloc;
   repl_state_t repl;
   claims_state_t claims;
+  clk_state_t clk;
 };
 
-/* The placer's own messages. PL_TICK is the one periodic tick; the others poll a grace
- * period (a u64 record key, psm_key_encode). */
-enum { PL_TICK = 0x50534c01, PL_GRACE, PL_DROP_GRACE };
+/* The placer's own messages. PL_TICK is the one periodic tick; PL_GRACE and PL_DROP_GRACE
+ * poll a grace period (a u64 record key, psm_key_encode); PL_CLK_RUN (a run starts) and
+ * PL_CLK_NEWS (a worker finished a clock, a server applied pushes) are consistency.c's. */
+enum { PL_TICK = 0x50534c01, PL_GRACE, PL_DROP_GRACE, PL_CLK_RUN, PL_CLK_NEWS };
 
 static inline param_actor_t *pa_of(const rec_t *r)
 {
@@ -299,5 +317,12 @@ int placer_start(au_node_t *node);
 void placer_free(au_node_t *node);
 /* Adds the placer's counters (moves, forwards, syncs, claims, replicas) to st. */
 void placer_stats(const au_node_t *node, au_node_stats_t *st);
+
+/* --- consistency.c: the bound of AU_SSP / AU_BSP ------------------------------------------ */
+
+/* A PL_CLK_* message, a PS_CLK_* message from another node, or a replica gone: the bound
+ * may move. */
+void clk_on_message(struct placer *p, const au_msg_t *m);
+void clk_update(struct placer *p);
 
 #endif

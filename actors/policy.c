@@ -193,6 +193,12 @@ void place_plan(const place_input_t *in, place_plan_t *plan)
                                     in->shared, now, plan->give);
   switch (act.kind) {
   case PLACE_MOVE:
+    if (in->pinned) { /* a replica there, the owner stays (consistency.c says why) */
+      nodeset_clear(plan->give);
+      nodeset_add(plan->give, act.node);
+      nodeset_minus(plan->give, in->replicas);
+      break;
+    }
     if (!nodeset_empty(in->replicas))
       nodeset_union(plan->drop, in->replicas); /* first; the move comes once they are gone */
     else if (now - in->arrived_ns >= hold)

@@ -113,6 +113,8 @@ typedef struct place_input {
   uint64_t arrived_ns;        /* when the actor last arrived here */
   uint64_t hold_ns; /* ... and how long it stays before it moves again (0: PLACE_HOLD_NS) */
   uint64_t now_ns;
+  int pinned; /* the owner does not move it (AU_SSP / AU_BSP): a lone claimant gets a
+                 replica instead */
 } place_input_t;
 
 typedef struct place_plan {

@@ -134,8 +134,15 @@ struct au_worker {
    * dropping a replica waits until every worker that was in a step has left it
    * (grace.c) */
   ck_epoch_record_t ck;
+  /* AU_SSP / AU_BSP (consistency.c): the last clock this worker finished, published at the
+   * end of each step after its writes and pushes (INT64_MAX while it is not in the run:
+   * paused or done); the clock the bound waits for (GATE_NONE: not waiting), which the
+   * placer takes when it kicks; the step said AU_EAGAIN for the bound; since when */
+  _Atomic int64_t done_clock, gate_need;
+  int gate_wait;
+  uint64_t gate_t0;
   /* written by the worker's actor only (runtime/counter.h), read by au_node_stats */
-  atomic_ullong steps, rows_local, rows_remote, intents, intent_keys;
+  atomic_ullong steps, rows_local, rows_remote, intents, intent_keys, reads_waited, wait_ns;
 };
 
 struct au_node {
@@ -162,6 +169,17 @@ struct au_node {
   au_actor_t *barrier_actor;
   atomic_int error; /* first negative step result */
   atomic_int live;  /* workers not done */
+  /* the consistency model (au_node_opts_t; consistency.c): AU_ASYNC, or a bound of
+   * `staleness` clocks (AU_BSP: 0); the runs so far (au_node_run); the clock up to which
+   * every update of every worker is visible here in this run (workers read it) */
+  int consistency, staleness;
+  _Atomic uint64_t run;
+  _Atomic int64_t visible;
+  atomic_int clk_news;      /* a PL_CLK_NEWS is on its way to the placer */
+  atomic_int clk_push_wait; /* the placer waits for pushes to be applied: servers say */
+  /* push messages this node's workers sent to each node, and its servers applied from
+   * each node, since the start (nodes entries each, NULL on one node) */
+  atomic_ullong *pushes_sent, *pushes_applied;
 };
 
 /* table.c */
@@ -225,6 +243,26 @@ void kernel_hogwild_f32(void *row, const void *delta, uint32_t dim, void *arg);
 void kernel_hogwild_i32(void *row, const void *delta, uint32_t dim, void *arg);
 /* Copies one row with relaxed atomic loads (safe against concurrent kernels). */
 void kernel_copy_row(void *dst, const void *row, uint32_t dim);
+
+/* consistency.c (AU_SSP / AU_BSP) */
+#define GATE_NONE INT64_MIN
+static inline int node_bounded(const au_node_t *n)
+{
+  return n->consistency != AU_ASYNC;
+}
+/* au_node_run starts a run: resets the bound and tells the placer (before the kicks). */
+void clk_run_start(au_node_t *n);
+/* After a worker's step (its pushes sent): publishes the clock it finished. */
+void clk_step_done(au_worker_t *w, int in_run);
+/* A server applied a push message from `node`. */
+void clk_push_applied(au_node_t *n, uint32_t node);
+/* A push message went to `node`. */
+static inline void clk_push_sent(au_node_t *n, uint32_t node)
+{
+  if (n->pushes_sent) atomic_fetch_add_explicit(&n->pushes_sent[node], 1, memory_order_relaxed);
+}
+int clk_join(au_node_t *n);
+void clk_free(au_node_t *n);
 
 /* worker.c */
 /* Frees what the worker allocated (not the worker: it is its actor's state). */

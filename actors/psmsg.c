@@ -583,3 +583,24 @@ int psm_bar_decode(const uint8_t *p, size_t len, psm_bar_t *out, psm_why_t *why)
   *out = (psm_bar_t){.gen = get_u64(p), .count = get_u32(p + 8)};
   return 0;
 }
+
+/* --- clocks: u64 run, i64 clock, u64 pushes ------------------------------------------------ */
+
+size_t psm_clk_encode(uint8_t out[PSM_CLK_LEN], const psm_clk_t *m)
+{
+  put_u64(out, m->run);
+  put_u64(out + 8, (uint64_t)m->clock);
+  put_u64(out + 16, m->pushes);
+  return PSM_CLK_LEN;
+}
+
+int psm_clk_decode(const uint8_t *p, size_t len, psm_clk_t *out, psm_why_t *why)
+{
+  if (len != PSM_CLK_LEN) {
+    say(why, "a clock message of %zu bytes, not %d", len, PSM_CLK_LEN);
+    return AU_EPROTO;
+  }
+  *out =
+      (psm_clk_t){.run = get_u64(p), .clock = (int64_t)get_u64(p + 8), .pushes = get_u64(p + 16)};
+  return 0;
+}

@@ -49,6 +49,10 @@ enum {
   PS_BAR_FENCE,        /* worker -> server -> its barrier: this worker's pushes are in */
   PS_BAR_APPLIED,      /* barrier -> node 0's barrier: every push to this node is in */
   PS_BAR_OPEN,         /* node 0's barrier -> every barrier: every push is in everywhere */
+  PS_CLK_FLUSH,        /* placer -> every placer: this node's workers finished a clock, its
+                          replicas' deltas went before (AU_SSP/AU_BSP, consistency.c) */
+  PS_CLK_FRESH,        /* placer -> every placer: the updates up to a clock are in here, the
+                          fresh values of its actors went before */
 };
 
 /* Why a decoder refused a message, for the log. */
@@ -263,6 +267,19 @@ typedef struct psm_bar {
 #define PSM_BAR_LEN 16
 size_t psm_bar_encode(uint8_t out[PSM_BAR_LEN], const psm_bar_t *m);
 int psm_bar_decode(const uint8_t *p, size_t len, psm_bar_t *out, psm_why_t *why);
+
+/* --- clocks: PS_CLK_FLUSH, PS_CLK_FRESH ------------------------------------------------- */
+
+typedef struct psm_clk {
+  uint64_t run;    /* the run (au_node_run calls so far on the sender) */
+  int64_t clock;   /* FLUSH: every worker of the sender finished it; FRESH: every update up
+                      to it is in the sender's actors */
+  uint64_t pushes; /* FLUSH: push messages the sender's workers sent the receiver so far */
+} psm_clk_t;
+
+#define PSM_CLK_LEN 24
+size_t psm_clk_encode(uint8_t out[PSM_CLK_LEN], const psm_clk_t *m);
+int psm_clk_decode(const uint8_t *p, size_t len, psm_clk_t *out, psm_why_t *why);
 
 /* --- the placer's messages to itself: a u64 key ------------------------------------------ */
 

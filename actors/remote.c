@@ -177,6 +177,7 @@ void remote_step_done(au_worker_t *w, int waiting)
      * the end-of-run detection counts like a frame */
     int rc =
         au_send_to(n->rt, (uint32_t)to, PS_SERVER_PORT(w->id % n->nservers), PS_PUSH, b->p, b->len);
+    if (rc == 0) clk_push_sent(n, (uint32_t)to); /* the bound counts them (consistency.c) */
     if (rc != 0 && !r->failed) r->failed = rc;
     b->len = 0;
   }
@@ -396,8 +397,11 @@ static void server_behaviour(au_actor_t *self, void *state, au_msg_t *m)
   grace_enter(&s->ck); /* a hand-off that marked an actor waits for this to end */
   switch (m->type) {
   case PS_REQ:
+    serve(s, m, m->type);
+    break;
   case PS_PUSH:
     serve(s, m, m->type);
+    clk_push_applied(s->node, m->from_node); /* after the updates: the bound counts them */
     break;
   case PS_BAR_FENCE: /* the pushes before it from that worker are applied: pass it on */
     au_send(barrier_actor(s->node), PS_BAR_FENCE, m->data, m->len);

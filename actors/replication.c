@@ -379,6 +379,7 @@ int replication_on_drop(struct placer *p, const au_msg_t *m, rec_t **out)
   /* no new access from here on; the values stay until the grace period is over */
   LIST_DEL(r, replica);
   r->repl.dropping_here = 1;
+  p->repl.drops_here++;
   idle_pending(n, 1);
   atomic_store(&pa_of(r)->state, PA_REMOTE);
   grace_begin(p, r, PL_DROP_GRACE);
@@ -412,6 +413,7 @@ void replication_finish_drop(struct placer *p, rec_t *r)
   free(r->repl.base);
   r->repl.base = NULL;
   r->repl.dropping_here = 0;
+  p->repl.drops_here--;
   send_actor(p, r, PS_REP_GONE, owner);
   au__trace(n->rt, TRACE_REPLICA_DROP, (uint64_t)r->t->id, r->actor, owner, 0);
   counter_add(&p->repl.replicas_dropped, 1);

@@ -102,6 +102,13 @@ int au_table_create(au_node_t *node, const au_table_opts_t *opts, au_table_t **o
   if (!node || !out) return AU_EINVAL;
   int rc = check_opts(opts);
   if (rc != 0) return rc;
+  if (opts->place == AU_PLACE_RELOCATE && node_bounded(node)) {
+    au__log(AU_LOG_ERROR, node->rank,
+            "table %s: relocate placement needs the async consistency model (under ssp and "
+            "bsp parameter actors do not move; replicate, hot and adaptive work)",
+            opts->name ? opts->name : "table");
+    return AU_EINVAL;
+  }
   au_table_t *t = calloc(1, sizeof(*t));
   if (!t) return AU_ENOMEM;
   t->node = node;

@@ -115,6 +115,7 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
   } else {
     w->state = W_RUNNING;
     w->remote.link_wait = 0;
+    w->gate_wait = 0;
     counter_add(&w->steps, 1);
     /* a section: a hand-off that marked an actor waits for it to end (grace.c) */
     grace_enter(&w->ck);
@@ -133,7 +134,7 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
     remote_step_done(w, rc == AU_WAIT);
     if (w->fence_gen) barrier_fence(w); /* after the pushes */
     if (rc == AU_WAIT && !w->remote.pending && !w->remote.link_wait && !w->barrier_gen &&
-        !w->wants) {
+        !w->wants && !w->gate_wait) {
       au__log(AU_LOG_ERROR, -1,
               "worker %d: step returned AU_WAIT, but it waits for nothing (no call "
               "said AU_EAGAIN)",
@@ -141,6 +142,8 @@ static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
       rc = AU_EDEADLK;
     }
   }
+  /* after the step's writes and pushes: the clock it finished (consistency.c) */
+  if (node_bounded(w->node)) clk_step_done(w, rc == AU_CONTINUE || rc == AU_WAIT);
   switch (rc) {
   case AU_CONTINUE:
     w->state = W_READY;
@@ -199,6 +202,8 @@ int au_worker_spawn(au_node_t *n, const au_worker_opts_t *opts, au_worker_t **ou
   w->state = W_READY;
   grace_register(n, &w->ck);
   atomic_init(&w->kicked, 0);
+  atomic_init(&w->done_clock, INT64_MAX);
+  atomic_init(&w->gate_need, GATE_NONE);
   n->workers[n->nworkers++] = w;
   atomic_fetch_add(&n->live, 1);
   if (out) *out = w;
@@ -394,6 +399,10 @@ static int lacking(au_worker_t *w, wants_t *ws, wants_t *hs, size_t missing)
 int au_view_acquire(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n, au_view_t *v)
 {
   if (!w || !t || !v || (n && !keys)) return AU_EINVAL;
+  if (node_bounded(w->node)) {
+    int rc = au_worker_sync(w);
+    if (rc != 0) return rc;
+  }
   void **rows = rows_alloc(w, n ? n : 1);
   if (!rows) return AU_ENOMEM;
   uint8_t *remote = NULL;
@@ -499,6 +508,7 @@ int au_worker_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n
   if (!w || !t || (n && !out)) return AU_EINVAL;
   int rc = check_keys(t, keys, n);
   if (rc != 0) return rc;
+  if (node_bounded(w->node) && (rc = au_worker_sync(w)) != 0) return rc;
   size_t missing = 0, nremote = 0;
   wants_t ws = {0}, hs = {0};
   for (size_t i = 0; i < n; i++) {
@@ -556,6 +566,8 @@ void au_node_stats(const au_node_t *n, au_node_stats_t *out)
     out->rows_remote += counter_get(&w->rows_remote);
     out->intents += counter_get(&w->intents);
     out->intent_keys += counter_get(&w->intent_keys);
+    out->reads_waited += counter_get(&w->reads_waited);
+    out->wait_ns += counter_get(&w->wait_ns);
   }
   placer_stats(n, out);
   out->bytes_sent = au__bytes_sent(n->rt);
@@ -563,14 +575,14 @@ void au_node_stats(const au_node_t *n, au_node_stats_t *out)
   static const struct {
     uint32_t type;
     int kind; /* 0 fetch, 1 push, 2 move, 3 replica, 4 control */
-  } kinds[] = {{PS_REQ, 0},         {PS_ROWS, 0},      {PS_ERR, 0},    {PS_FWD_REQ, 0},
-               {PS_PUSH, 1},        {PS_FWD_PUSH, 1},  {PS_WANT, 2},   {PS_ARRIVED, 2},
-               {PS_MOVE_REQ, 2},    {PS_MOVE_DATA, 2}, {PS_OWNER, 2},  {PS_REP_REQ, 3},
-               {PS_REP_DATA, 3},    {PS_SYNC, 3},      {PS_FRESH, 3},  {PS_REP_DROP, 3},
-               {PS_REP_GONE, 3},    {PS_INTENT, 4},    {PS_CLAIM, 4},  {PS_HINT, 4},
-               {PS_BAR_ARRIVE, 4},  {PS_BAR_DONE, 4},  {PS_BAR_GO, 4}, {PS_BAR_FENCE, 4},
-               {PS_BAR_APPLIED, 4}, {PS_BAR_OPEN, 4}};
-  _Static_assert(PS_BAR_OPEN - PS_REQ < AU__BYTES_TYPES, "one byte counter per message type");
+  } kinds[] = {{PS_REQ, 0},         {PS_ROWS, 0},      {PS_ERR, 0},       {PS_FWD_REQ, 0},
+               {PS_PUSH, 1},        {PS_FWD_PUSH, 1},  {PS_WANT, 2},      {PS_ARRIVED, 2},
+               {PS_MOVE_REQ, 2},    {PS_MOVE_DATA, 2}, {PS_OWNER, 2},     {PS_REP_REQ, 3},
+               {PS_REP_DATA, 3},    {PS_SYNC, 3},      {PS_FRESH, 3},     {PS_REP_DROP, 3},
+               {PS_REP_GONE, 3},    {PS_INTENT, 4},    {PS_CLAIM, 4},     {PS_HINT, 4},
+               {PS_BAR_ARRIVE, 4},  {PS_BAR_DONE, 4},  {PS_BAR_GO, 4},    {PS_BAR_FENCE, 4},
+               {PS_BAR_APPLIED, 4}, {PS_BAR_OPEN, 4},  {PS_CLK_FLUSH, 4}, {PS_CLK_FRESH, 4}};
+  _Static_assert(PS_CLK_FRESH - PS_REQ < AU__BYTES_TYPES, "one byte counter per message type");
   uint64_t *by[5] = {&out->bytes_fetch, &out->bytes_push, &out->bytes_move, &out->bytes_replica,
                      &out->bytes_control};
   for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)

@@ -281,11 +281,30 @@ typedef struct au_worker au_worker_t;
 typedef uint64_t au_key_t;
 typedef int64_t au_clock_t;
 
+/* What a worker's read may miss of the others' updates (docs/workers.md, "Consistency").
+ * Clocks are the workers' own (au_worker_clock). */
+typedef enum au_consistency {
+  AU_ASYNC = 0, /* reads see what has arrived: replicas within sync_ms, no clock bound */
+  AU_SSP = 1,   /* stale synchronous parallel: a read at clock c sees every update any worker
+                   made at clocks <= c - staleness - 1 (a read that would not waits) */
+  AU_BSP = 2,   /* bulk synchronous: AU_SSP with staleness 0, no worker reads at clock c + 1
+                   before every worker has finished clock c */
+} au_consistency_t;
+
+/* "async", "ssp:S" (S = 0..1000000) or "bsp" -> model and staleness (0 unless ssp); 0 or
+ * AU_EINVAL. au_consistency_name writes the same form into buf (at least 24 bytes). */
+int au_consistency_parse(const char *text, au_consistency_t *model, int *staleness);
+const char *au_consistency_name(au_consistency_t model, int staleness, char *buf, size_t len);
+
 typedef struct au_node_opts {
-  int threads;        /* scheduler threads; 0 = online cores */
-  int keep_denormals; /* see au_runtime_opts_t */
-  int sync_ms;        /* replicas ship deltas and get fresh values every this many ms:
-                         their staleness bound (1..1000; 0 = 2) */
+  int threads;                  /* scheduler threads; 0 = online cores */
+  int keep_denormals;           /* see au_runtime_opts_t */
+  int sync_ms;                  /* replicas ship deltas and get fresh values every this many ms:
+                                   their staleness bound (1..1000; 0 = 2) */
+  au_consistency_t consistency; /* AU_ASYNC (default), AU_SSP or AU_BSP, for every run; every
+                                   node of a cluster must give the same. Under AU_SSP and
+                                   AU_BSP parameter actors do not relocate (docs/workers.md) */
+  int staleness;                /* AU_SSP: S, in clocks (0..1000000) */
 } au_node_opts_t;
 
 /* Starts a node (its runtime and I/O thread). opts may be NULL. When the environment
@@ -634,9 +653,24 @@ typedef struct au_node_stats {
   uint64_t bytes_push;    /* updates pushed to rows held elsewhere */
   uint64_t bytes_move;    /* relocations: moved actors' rows, owner news, wants */
   uint64_t bytes_replica; /* replicas: their rows, deltas synced, fresh rows, drops */
-  uint64_t bytes_control; /* intents, claims, hints, barriers */
+  uint64_t bytes_control; /* intents, claims, hints, barriers, clocks */
+  /* AU_SSP / AU_BSP: reads that had to wait for the bound (au_worker_sync said AU_EAGAIN),
+   * and the time they waited in all */
+  uint64_t reads_waited;
+  uint64_t wait_ns;
 } au_node_stats_t;
 void au_node_stats(const au_node_t *node, au_node_stats_t *out);
+
+/* Under AU_SSP or AU_BSP (au_node_opts_t): 0 when a read at the worker's clock may go on,
+ * AU_EAGAIN when some update it must see has not reached this node yet (return AU_WAIT;
+ * the step is re-run when it has). au_view_acquire and au_worker_pull ask it themselves;
+ * a step calls it first when it must not take something else (a block of work) while it
+ * waits. Always 0 under AU_ASYNC. */
+int au_worker_sync(au_worker_t *w);
+/* Advances the worker's clock to `clock` if it is behind (e.g. each epoch from a clock all
+ * workers share, so that under AU_SSP a worker with less work per epoch does not fall
+ * behind the others for good). */
+void au_worker_advance_to(au_worker_t *w, au_clock_t clock);
 
 /* Barrier over all workers of the node that are not done: 0 once every one has arrived,
  * AU_EAGAIN before (return AU_WAIT; the step is re-run when the last one arrives). */

@@ -34,15 +34,24 @@ int data_init(net_t *net, char *err, size_t errlen)
   /* testing only: an added delay on data frames (docs/cluster.md) */
   const char *dv = getenv("AU_NET_DELAY_US");
   if (dv && *dv) {
+    /* D, or D:J: D microseconds and up to J more at random for each frame */
     char *end;
     errno = 0;
-    unsigned long long us = strtoull(dv, &end, 10);
-    if (errno || *end || us > 1000000 || *dv == '-') {
-      snprintf(err, errlen, "AU_NET_DELAY_US: expected microseconds from 0 to 1000000, got '%s'",
+    unsigned long long us = strtoull(dv, &end, 10), jitter = 0;
+    int bad = errno || us > 1000000 || *dv == '-';
+    if (!bad && *end == ':') {
+      const char *j = end + 1;
+      jitter = strtoull(j, &end, 10);
+      bad = errno || jitter > 1000000 || *j == '-' || *j == '\0';
+    }
+    if (bad || *end) {
+      snprintf(err, errlen,
+               "AU_NET_DELAY_US: expected microseconds from 0 to 1000000 (D, or D:J with up to "
+               "J more at random), got '%s'",
                dv);
       return AU_EINVAL;
     }
-    if (us && netdelay_start(net->rt, us * 1000, &d->delay) != 0) {
+    if ((us || jitter) && netdelay_start(net->rt, us * 1000, jitter * 1000, &d->delay) != 0) {
       snprintf(err, errlen, "AU_NET_DELAY_US: cannot start the delay thread");
       return AU_ENOMEM;
     }

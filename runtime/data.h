@@ -79,7 +79,7 @@ void data_written(net_t *net, int peer, size_t bytes);
 void data_flush(net_t *net, conn_t *c);
 
 /* netdelay.c: an added one-way delay on data frames (AU_NET_DELAY_US, testing only) */
-int netdelay_start(au_runtime_t *rt, uint64_t delay_ns, netdelay_t **out);
+int netdelay_start(au_runtime_t *rt, uint64_t delay_ns, uint64_t jitter_ns, netdelay_t **out);
 /* Any thread: posts m to the I/O thread once the delay has passed. 0 or AU_ENOMEM. */
 int netdelay_push(netdelay_t *d, au_msg_t *m);
 /* Posts what is left at once and ends the thread. */

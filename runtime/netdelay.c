@@ -6,9 +6,10 @@
  * FIFO (every frame waits equally long, so FIFO order is due order, up to the moments
  * between a sender reading the clock and taking the lock), sleeps until the head is due
  * and then posts every frame due by then to the I/O thread, in one batch, as if it had
- * just been sent. Per-sender FIFO order is kept; control frames (joining, end-of-run polls,
- * heartbeats) are not delayed. A delayed frame counts as sent from the start, so a run does not end
- * while frames wait here.
+ * just been sent. AU_NET_DELAY_US=D:J adds up to J microseconds at random per frame (a
+ * frame still never leaves before the one ahead of it). Per-sender FIFO order is kept; control
+ * frames (joining, end-of-run polls, heartbeats) are not delayed. A delayed frame counts as sent
+ * from the start, so a run does not end while frames wait here.
  */
 #include <errno.h>
 #include <sys/prctl.h>
@@ -27,7 +28,8 @@ typedef struct delayed {
 
 struct netdelay {
   au_runtime_t *rt;
-  uint64_t delay_ns;
+  uint64_t delay_ns, jitter_ns; /* each frame waits delay_ns + [0, jitter_ns) */
+  uint64_t rng, last_due;       /* under mu: the jitter's xorshift; the last frame's due time */
   pthread_t tid;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -79,12 +81,14 @@ static void *delay_main(void *arg)
   return NULL;
 }
 
-int netdelay_start(au_runtime_t *rt, uint64_t delay_ns, netdelay_t **out)
+int netdelay_start(au_runtime_t *rt, uint64_t delay_ns, uint64_t jitter_ns, netdelay_t **out)
 {
   netdelay_t *d = calloc(1, sizeof(*d));
   if (!d) return AU_ENOMEM;
   d->rt = rt;
   d->delay_ns = delay_ns;
+  d->jitter_ns = jitter_ns;
+  d->rng = au_now_ns() | 1;
   d->tail = &d->head;
   pthread_mutex_init(&d->mu, NULL);
   pthread_cond_init(&d->cv, NULL);
@@ -107,6 +111,13 @@ int netdelay_push(netdelay_t *d, au_msg_t *m)
   e->m = m;
   e->next = NULL;
   pthread_mutex_lock(&d->mu);
+  if (d->jitter_ns) {
+    /* a random extra wait, but never before the frame ahead: FIFO is due order */
+    d->rng ^= d->rng << 13, d->rng ^= d->rng >> 7, d->rng ^= d->rng << 17;
+    e->due_ns += d->rng % d->jitter_ns;
+    if (e->due_ns < d->last_due) e->due_ns = d->last_due;
+    d->last_due = e->due_ns;
+  }
   int was_empty = d->head == NULL;
   *d->tail = e;
   d->tail = &e->next;

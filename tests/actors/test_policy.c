@@ -171,6 +171,19 @@ static void test_plan(void **state)
   place_plan(&in, &p);
   assert_int_equal(p.move_to, 2);
   assert_true(nodeset_empty(p.give) && nodeset_empty(p.drop));
+  /* ... under a consistency bound (pinned) it gets a replica instead, also when it holds
+   * other replicas (they stay), and one it holds already is not given again */
+  in.pinned = 1;
+  place_plan(&in, &p);
+  assert_int_equal(p.move_to, -1);
+  assert_int_equal(bits(p.give, 0), 1u << 2);
+  assert_int_equal(bits(p.drop, 0), 0);
+  in.replicas = set(1u << 2);
+  place_plan(&in, &p);
+  assert_int_equal(p.move_to, -1);
+  assert_int_equal(bits(p.give, 0) | bits(p.drop, 0), 0);
+  in.replicas = NULL;
+  in.pinned = 0;
   /* ... but not while it waits out its hold after arriving: look again when it ends */
   in.arrived_ns = 99 * MS + 500 * 1000;
   place_plan(&in, &p);

@@ -1,8 +1,10 @@
 /* test_worker.c — worker actors through the public API: W workers pushing commuting
  * exact updates give the same final values as a serial reference; barriers order
- * phases; pause/resume across au_node_run; errors, deadlock and misuse are reported. */
+ * phases; pause/resume across au_node_run; errors, deadlock and misuse are reported; a
+ * consistency bound holds a fast worker back. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -255,12 +257,86 @@ static void test_errors_are_reported(void **state)
   au_node_destroy(node);
 }
 
+/* Consistency on one node: a fast worker and a slow one (it takes SLOW steps per clock);
+ * whenever the fast one passes au_worker_sync at clock c, the slow one has finished clock
+ * c - S - 1, so its clock is at least c - S. */
+enum { CLOCKS = 40, SLOW = 30 };
+typedef struct pacer {
+  int slow;
+  _Atomic int64_t *slow_clock; /* the slow worker's clock, published after each advance */
+  int64_t worst;               /* the fast one: least (slow clock - own clock) at a pass */
+  int steps;
+} pacer_t;
+
+static int pace_step(au_worker_t *w, void *arg)
+{
+  pacer_t *p = arg;
+  if (au_worker_clock(w) >= CLOCKS) return AU_DONE;
+  if (au_worker_sync(w) == AU_EAGAIN) return AU_WAIT;
+  if (p->slow) {
+    if (++p->steps % SLOW) return AU_CONTINUE;
+    au_worker_advance(w);
+    atomic_store(p->slow_clock, au_worker_clock(w));
+    return AU_CONTINUE;
+  }
+  int64_t lead = atomic_load(p->slow_clock) - au_worker_clock(w);
+  if (lead < p->worst) p->worst = lead;
+  au_worker_advance(w);
+  return AU_CONTINUE;
+}
+
+static void test_consistency_bound(void **state)
+{
+  (void)state;
+  au_consistency_t c;
+  int s;
+  char name[24];
+  assert_int_equal(au_consistency_parse("ssp:3", &c, &s), 0);
+  assert_true(c == AU_SSP && s == 3);
+  assert_string_equal(au_consistency_name(c, s, name, sizeof(name)), "ssp:3");
+  assert_int_equal(au_consistency_parse("bsp", &c, &s), 0);
+  assert_true(c == AU_BSP && s == 0);
+  assert_int_equal(au_consistency_parse("async", &c, &s), 0);
+  assert_true(c == AU_ASYNC);
+  const char *bad[] = {"ssp", "ssp:", "ssp:-1", "ssp:2x", "ssp:1000001", "BSP", ""};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    assert_int_equal(au_consistency_parse(bad[i], &c, &s), AU_EINVAL);
+  au_node_t *node;
+  assert_int_equal(au_node_create(&(au_node_opts_t){.consistency = 7}, &node), AU_EINVAL);
+  const int staleness[] = {0, 2};
+  for (int i = 0; i < 2; i++) {
+    const au_node_opts_t o = {
+        .threads = 2, .consistency = staleness[i] ? AU_SSP : AU_BSP, .staleness = staleness[i]};
+    assert_int_equal(au_node_create(&o, &node), 0);
+    au_table_t *t;
+    /* relocation needs async: parameter actors do not move under a bound */
+    assert_int_equal(
+        au_table_create(
+            node,
+            &(au_table_opts_t){.keys = 4, .dim = 1, .type = AU_I32, .place = AU_PLACE_RELOCATE},
+            &t),
+        AU_EINVAL);
+    _Atomic int64_t slow_clock = 0;
+    pacer_t fast = {.slow_clock = &slow_clock, .worst = INT64_MAX},
+            slow = {.slow = 1, .slow_clock = &slow_clock};
+    assert_int_equal(au_worker_spawn(node, &(au_worker_opts_t){pace_step, &fast}, NULL), 0);
+    assert_int_equal(au_worker_spawn(node, &(au_worker_opts_t){pace_step, &slow}, NULL), 0);
+    assert_int_equal(au_node_run(node), 0);
+    assert_true(fast.worst >= -staleness[i]);
+    au_node_stats_t st;
+    au_node_stats(node, &st);
+    assert_true(st.reads_waited > 0); /* the fast one had to wait */
+    au_node_destroy(node);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_workers_match_serial_reference),
       cmocka_unit_test(test_pause_resumes_in_next_run),
       cmocka_unit_test(test_errors_are_reported),
+      cmocka_unit_test(test_consistency_bound),
   };
   return cmocka_run_group_tests_name("worker", tests, NULL, NULL);
 }

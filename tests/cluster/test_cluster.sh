@@ -377,6 +377,33 @@ barrier)
   check "barrier beside a node without workers exits 0" test $rc -eq 0
   check "barrier beside a node without workers: every node ok" test "$(grep -c ' ok$' "$tmp/idle")" -eq 3
   ;;
+clocks)
+  # the consistency models (clocks_node.c): each node with its own random link delay and
+  # jitter; every worker checks every value it reads against every writer's clock-stamped
+  # exact pushes: under ssp:S nothing older than S clocks missing, under bsp exactly the
+  # serial clock-by-clock result; across runs too (RUNS > 1); async, with no bound, misses
+  # some (the check can fail)
+  clk=$build/tests/clocks_node
+  seed=0
+  for spec in "3 bsp classic 1" "3 ssp:2 replicate 3" "3 bsp adaptive 4" "3 ssp:1 hot 1" \
+    "4 ssp:0 adaptive 2" "4 bsp replicate 1" "3 ssp:3 classic 2"; do
+    set -- $spec
+    seed=$((seed + 1))
+    CLOCKS_SEED=$seed timeout 180 "$augur" run -n $1 "$clk" $2 $3 120 $4 >"$tmp/out" 2>&1
+    rc=$?
+    grep -v '] worker' "$tmp/out"
+    check "$2 on $1 nodes, $3, $4 run(s): exits 0" test $rc -eq 0
+    check "$2 on $1 nodes, $3: every node's reads within the bound" \
+      test "$(grep -c 'short=0 ahead=0 inexact=0 .* ok$' "$tmp/out")" -eq $1
+    check "$2 on $1 nodes, $3: reads waited for the bound" grep -q 'reads_waited=[1-9]' "$tmp/out"
+    check "$2 on $1 nodes, $3: no parameter actor moved" \
+      test "$(grep -c 'moves_in=0 ' "$tmp/out")" -eq $1
+  done
+  CLOCKS_SEED=9 timeout 120 "$augur" run -n 3 "$clk" async classic 120 >"$tmp/out" 2>&1
+  check "async on 3 nodes exits 0" test $? -eq 0
+  check "async: the checker sees reads a bound would have refused" \
+    test "$(grep -o 'short=[0-9]*' "$tmp/out" | awk -F= '{s += $2} END {print s + 0}')" -gt 0
+  ;;
 refuse)
   # a 2-node cluster with a secret; bad peers knock on rank 0's door meanwhile
   AU_SECRET=s3cret timeout 60 "$augur" run -n 2 "$node" serve 6 >"$tmp/out" 2>"$tmp/err" &

@@ -198,14 +198,27 @@ static void entries(const uint8_t *p, size_t len)
   free(again.p);
 }
 
+/* A clock message decodes only at its one length, and encodes back to the same bytes. */
+static void clk(const uint8_t *p, size_t len)
+{
+  psm_clk_t c;
+  psm_why_t why;
+  if (psm_clk_decode(p, len, &c, &why) != 0) {
+    CHECK(len != PSM_CLK_LEN);
+    return;
+  }
+  uint8_t again[PSM_CLK_LEN];
+  CHECK(psm_clk_encode(again, &c) == len && memcmp(again, p, len) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   setup();
   if (size < 1) return 0;
-  static const uint32_t types[] = {PS_REQ,      PS_ROWS,      PS_PUSH,     PS_FWD_REQ,
-                                   PS_FWD_PUSH, PS_MOVE_DATA, PS_REP_DATA, PS_MOVE_REQ,
-                                   PS_OWNER,    PS_REP_REQ,   PS_REP_DROP, PS_REP_GONE,
-                                   PS_WANT,     PS_INTENT,    PS_CLAIM,    PS_SYNC};
+  static const uint32_t types[] = {PS_REQ,       PS_ROWS,     PS_PUSH,     PS_FWD_REQ, PS_FWD_PUSH,
+                                   PS_MOVE_DATA, PS_REP_DATA, PS_MOVE_REQ, PS_OWNER,   PS_REP_REQ,
+                                   PS_REP_DROP,  PS_REP_GONE, PS_WANT,     PS_INTENT,  PS_CLAIM,
+                                   PS_SYNC,      PS_CLK_FLUSH};
   uint32_t type = types[data[0] % (sizeof(types) / sizeof(types[0]))];
   const uint8_t *p = data + 1;
   size_t len = size - 1;
@@ -236,6 +249,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     break;
   case PS_SYNC:
     entries(m, len);
+    break;
+  case PS_CLK_FLUSH:
+    clk(m, len);
     break;
   default:
     actor(type, m, len);
