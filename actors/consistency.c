@@ -111,12 +111,6 @@ void clk_free(au_node_t *n)
   }
 }
 
-/* Tells the placer that something the bound depends on changed (once in flight). */
-static void nudge(au_node_t *n)
-{
-  if (!atomic_exchange(&n->clk_news, 1)) au_send(n->placer->actor, PL_CLK_NEWS, NULL, 0);
-}
-
 void clk_run_start(au_node_t *n)
 {
   if (!node_bounded(n)) return;
@@ -127,62 +121,7 @@ void clk_run_start(au_node_t *n)
     atomic_store(&w->done_clock, w->state == W_READY ? w->clock - 1 : INT64_MAX);
     atomic_store(&w->gate_need, GATE_NONE);
   }
-  au_send(n->placer->actor, PL_CLK_RUN, NULL, 0);
-}
-
-void clk_step_done(au_worker_t *w, int in_run)
-{
-  const int64_t done = in_run ? w->clock - 1 : INT64_MAX;
-  if (done == atomic_load_explicit(&w->done_clock, memory_order_relaxed)) return;
-  /* release: the writes, marks and pushes of the steps before come first */
-  atomic_store_explicit(&w->done_clock, done, memory_order_release);
-  nudge(w->node);
-}
-
-void clk_push_applied(au_node_t *n, uint32_t node)
-{
-  if (!n->pushes_applied || node >= (uint32_t)n->nodes) return;
-  atomic_fetch_add_explicit(&n->pushes_applied[node], 1, memory_order_release);
-  if (atomic_load(&n->clk_push_wait)) nudge(n);
-}
-
-int au_worker_sync(au_worker_t *w)
-{
-  if (!w) return AU_EINVAL;
-  au_node_t *n = w->node;
-  if (!node_bounded(n)) return 0;
-  const int64_t need = w->clock - n->staleness - 1;
-  if (atomic_load_explicit(&n->visible, memory_order_acquire) < need) {
-    atomic_store(&w->gate_need, need);
-    /* the placer may have raised it meanwhile: take the wait back, unless it took it
-     * first (then its kick is on the way) */
-    int64_t mine = need;
-    if (atomic_load(&n->visible) < need ||
-        !atomic_compare_exchange_strong(&w->gate_need, &mine, GATE_NONE)) {
-      if (!w->gate_t0) {
-        w->gate_t0 = au_now_ns();
-        counter_add(&w->reads_waited, 1);
-      }
-      w->gate_wait = 1;
-      return AU_EAGAIN;
-    }
-  }
-  if (w->gate_t0) {
-    counter_add(&w->wait_ns, au_now_ns() - w->gate_t0);
-    w->gate_t0 = 0;
-  }
-  return 0;
-}
-
-void au_worker_advance_to(au_worker_t *w, au_clock_t clock)
-{
-  if (!w || clock <= w->clock) return;
-  w->clock = clock;
-  if (w->node->nodes == 1) return;
-  /* a jump, not work done: the rate's next sample starts here */
-  w->rate.last_clock = clock;
-  w->rate.last_ns = au_now_ns();
-  atomic_store_explicit(&w->seen_clock, (uint64_t)clock, memory_order_relaxed);
+  au_send(n->placer_actor, PL_CLK_RUN, NULL, 0);
 }
 
 /* The slot for run `run`, emptied if it held an older one. */
@@ -272,7 +211,7 @@ void clk_update(struct placer *p)
     int64_t need = atomic_load(&w->gate_need);
     if (need != GATE_NONE && need <= vis &&
         atomic_compare_exchange_strong(&w->gate_need, &need, GATE_NONE))
-      worker_kick(w);
+      au_send(w->actor, PS_CLK_OPEN, NULL, 0); /* it re-runs its step (worker.c) */
   }
 }
 

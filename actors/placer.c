@@ -220,6 +220,7 @@ int placer_start(au_node_t *n)
   }
   *(struct placer **)au_actor_state(p->actor) = p;
   n->placer = p;
+  n->placer_actor = p->actor;
   return 0;
 }
 

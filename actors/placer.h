@@ -152,10 +152,6 @@ struct placer {
   clk_state_t clk;
 };
 
-/* The placer's own messages. PL_TICK is the one periodic tick; PL_GRACE and PL_DROP_GRACE
- * poll a grace period (a u64 record key, psm_key_encode); PL_CLK_RUN (a run starts) and
- * PL_CLK_NEWS (a worker finished a clock, a server applied pushes) are consistency.c's. */
-enum { PL_TICK = 0x50534c01, PL_GRACE, PL_DROP_GRACE, PL_CLK_RUN, PL_CLK_NEWS };
 
 static inline param_actor_t *pa_of(const rec_t *r)
 {

@@ -155,9 +155,10 @@ struct au_node {
   void *servers; /* server_t[nservers] (remote.c) */
   int nservers;
   struct placer *placer; /* moves parameter actors (placer.c) */
-  ck_epoch_t epoch;      /* the workers', servers' and placer's sections (grace.c) */
-  node_idle_t idle;      /* work outside any mailbox (idle.c) */
-  atomic_int active;     /* workers ready, running or waiting in this run */
+  au_actor_t *placer_actor;
+  ck_epoch_t epoch;  /* the workers', servers' and placer's sections (grace.c) */
+  node_idle_t idle;  /* work outside any mailbox (idle.c) */
+  atomic_int active; /* workers ready, running or waiting in this run */
   au_worker_t **workers;
   int nworkers, cap_workers;
   /* barrier: workers that arrived in the current generation */
@@ -244,7 +245,15 @@ void kernel_hogwild_i32(void *row, const void *delta, uint32_t dim, void *arg);
 /* Copies one row with relaxed atomic loads (safe against concurrent kernels). */
 void kernel_copy_row(void *dst, const void *row, uint32_t dim);
 
-/* consistency.c (AU_SSP / AU_BSP) */
+/* The placer's own messages (placer.h). PL_TICK is the one periodic tick; PL_GRACE and
+ * PL_DROP_GRACE poll a grace period (a u64 record key, psm_key_encode); PL_CLK_RUN (a run
+ * starts) and PL_CLK_NEWS (a worker finished a clock, a server applied pushes) are
+ * consistency.c's. PS_CLK_OPEN: the placer tells a worker waiting for the bound that it
+ * may read. */
+enum { PL_TICK = 0x50534c01, PL_GRACE, PL_DROP_GRACE, PL_CLK_RUN, PL_CLK_NEWS, PS_CLK_OPEN };
+
+/* consistency.c (AU_SSP / AU_BSP); the workers' and servers' side is here and in worker.c,
+ * so that the bound calls into neither */
 #define GATE_NONE INT64_MIN
 static inline int node_bounded(const au_node_t *n)
 {
@@ -252,17 +261,25 @@ static inline int node_bounded(const au_node_t *n)
 }
 /* au_node_run starts a run: resets the bound and tells the placer (before the kicks). */
 void clk_run_start(au_node_t *n);
-/* After a worker's step (its pushes sent): publishes the clock it finished. */
-void clk_step_done(au_worker_t *w, int in_run);
-/* A server applied a push message from `node`. */
-void clk_push_applied(au_node_t *n, uint32_t node);
+int clk_join(au_node_t *n);
+void clk_free(au_node_t *n);
+/* Tells the placer that something the bound depends on changed (once in flight). */
+static inline void clk_nudge(au_node_t *n)
+{
+  if (!atomic_exchange(&n->clk_news, 1)) au_send(n->placer_actor, PL_CLK_NEWS, NULL, 0);
+}
 /* A push message went to `node`. */
 static inline void clk_push_sent(au_node_t *n, uint32_t node)
 {
   if (n->pushes_sent) atomic_fetch_add_explicit(&n->pushes_sent[node], 1, memory_order_relaxed);
 }
-int clk_join(au_node_t *n);
-void clk_free(au_node_t *n);
+/* A server applied a push message from `node` (after its updates). */
+static inline void clk_push_applied(au_node_t *n, uint32_t node)
+{
+  if (!n->pushes_applied || node >= (uint32_t)n->nodes) return;
+  atomic_fetch_add_explicit(&n->pushes_applied[node], 1, memory_order_release);
+  if (atomic_load(&n->clk_push_wait)) clk_nudge(n);
+}
 
 /* worker.c */
 /* Frees what the worker allocated (not the worker: it is its actor's state). */

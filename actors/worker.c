@@ -92,16 +92,68 @@ static void leave_run(au_worker_t *w)
   idle_worker_left(w->node);
 }
 
+/* After a step (its writes, marks and pushes done): publishes the clock the worker
+ * finished, for the bound (consistency.c). */
+static void clk_step_done(au_worker_t *w, int in_run)
+{
+  const int64_t done = in_run ? w->clock - 1 : INT64_MAX;
+  if (done == atomic_load_explicit(&w->done_clock, memory_order_relaxed)) return;
+  /* release: the writes, marks and pushes of the steps before come first */
+  atomic_store_explicit(&w->done_clock, done, memory_order_release);
+  clk_nudge(w->node);
+}
+
+/* The consistency bound's side in the worker (consistency.c has the placer's). */
+int au_worker_sync(au_worker_t *w)
+{
+  if (!w) return AU_EINVAL;
+  au_node_t *n = w->node;
+  if (!node_bounded(n)) return 0;
+  const int64_t need = w->clock - n->staleness - 1;
+  if (atomic_load_explicit(&n->visible, memory_order_acquire) < need) {
+    atomic_store(&w->gate_need, need);
+    /* the placer may have raised it meanwhile: take the wait back, unless it took it
+     * first (then its kick is on the way) */
+    int64_t mine = need;
+    if (atomic_load(&n->visible) < need ||
+        !atomic_compare_exchange_strong(&w->gate_need, &mine, GATE_NONE)) {
+      if (!w->gate_t0) {
+        w->gate_t0 = au_now_ns();
+        counter_add(&w->reads_waited, 1);
+      }
+      w->gate_wait = 1;
+      return AU_EAGAIN;
+    }
+  }
+  if (w->gate_t0) {
+    counter_add(&w->wait_ns, au_now_ns() - w->gate_t0);
+    w->gate_t0 = 0;
+  }
+  return 0;
+}
+
+void au_worker_advance_to(au_worker_t *w, au_clock_t clock)
+{
+  if (!w || clock <= w->clock) return;
+  w->clock = clock;
+  if (w->node->nodes == 1) return;
+  /* a jump, not work done: the rate's next sample starts here */
+  w->rate.last_clock = clock;
+  w->rate.last_ns = au_now_ns();
+  atomic_store_explicit(&w->seen_clock, (uint64_t)clock, memory_order_relaxed);
+}
+
 static void worker_behaviour(au_actor_t *self, void *state, au_msg_t *m)
 {
   (void)self;
   au_worker_t *w = state;
   if (w->state == W_DONE) return;
-  if (m->type == PS_ROWS || m->type == PS_ERR || m->type == PS_ARRIVED) {
-    /* what a waiting step waited for: re-run it once nothing else is outstanding */
+  if (m->type == PS_ROWS || m->type == PS_ERR || m->type == PS_ARRIVED || m->type == PS_CLK_OPEN) {
+    /* what a waiting step waited for: re-run it once nothing else is outstanding (the
+     * bound's opening: the placer took the wait, consistency.c) */
     if (m->type == PS_ARRIVED)
       w->wants = 0;
-    else
+    else if (m->type != PS_CLK_OPEN)
       remote_on_reply(w, m);
     if (w->state == W_WAITING && !w->remote.pending && !w->wants && !w->remote.link_wait)
       worker_kick(w);

@@ -313,6 +313,11 @@ static int sample_step(au_worker_t *w, shard_t *s)
 static int step(au_worker_t *w, void *arg)
 {
   shard_t *s = arg;
+  if (s->m->o.bounded && s->based != s->m->clock_base) {
+    /* every worker starts the sweep at the same clock, whatever its steps last time */
+    au_worker_advance_to(w, s->m->clock_base);
+    s->based = s->m->clock_base;
+  }
   if (s->pos >= s->nsteps) {
     s->pos = 0;
     return AU_PAUSE; /* end of the sweep; the next au_node_run starts the next */
@@ -642,6 +647,23 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
       return rc;
     }
   }
+  if (o->bounded) { /* the most steps of a worker over the cluster (collective) */
+    double most[1] = {0};
+    double *v = calloc((size_t)m->nodes, sizeof(double));
+    if (!v) goto nomem;
+    for (int i = 0; i < ns; i++)
+      if (m->shards[i].nsteps > v[m->rank]) v[m->rank] = m->shards[i].nsteps;
+    rc = au_allreduce_sum(au_node_runtime(node), v, (size_t)m->nodes);
+    for (int k = 0; k < m->nodes; k++)
+      if (v[k] > most[0]) most[0] = v[k];
+    free(v);
+    if (rc != 0) {
+      snprintf(err, errlen, "the steps of a sweep over the cluster: %s", au_strerror(rc));
+      lda_free(m);
+      return rc;
+    }
+    m->run_ticks = (int64_t)most[0] + 1;
+  }
   /* the initial topics and their counts: one collective run */
   for (int i = 0; i < ns; i++) m->shards[i].init = 1;
   rc = au_node_run(node);
@@ -674,6 +696,7 @@ int lda_iterate(lda_t *m, lda_iter_t *out)
   for (int i = 0; i < m->nshards; i++) m->shards[i].tokens = m->shards[i].moved = 0;
   au_node_stats_t before, after;
   au_node_stats(m->node, &before);
+  if (m->o.bounded) m->clock_base += m->run_ticks; /* every node sweeps as often */
   double cpu0 = cpu_seconds();
   uint64_t t0 = au_now_ns();
   int rc = au_node_run(m->node);
@@ -681,7 +704,7 @@ int lda_iterate(lda_t *m, lda_iter_t *out)
   double cpu = cpu_seconds() - cpu0;
   if (rc != 0) return rc;
   au_node_stats(m->node, &after);
-  double v[12] = {0,
+  double v[14] = {0,
                   0,
                   (double)(after.rows_local - before.rows_local),
                   (double)(after.rows_remote - before.rows_remote),
@@ -692,12 +715,14 @@ int lda_iterate(lda_t *m, lda_iter_t *out)
                   (double)(after.bytes_push - before.bytes_push),
                   (double)(after.bytes_move - before.bytes_move),
                   (double)(after.bytes_replica - before.bytes_replica),
-                  (double)(after.bytes_control - before.bytes_control)};
+                  (double)(after.bytes_control - before.bytes_control),
+                  (double)(after.reads_waited - before.reads_waited),
+                  (double)(after.wait_ns - before.wait_ns) / 1e9};
   for (int i = 0; i < m->nshards; i++) {
     v[0] += (double)m->shards[i].tokens;
     v[1] += (double)m->shards[i].moved;
   }
-  if ((rc = au_allreduce_sum(au_node_runtime(m->node), v, 12)) != 0) return rc;
+  if ((rc = au_allreduce_sum(au_node_runtime(m->node), v, 14)) != 0) return rc;
   out->tokens = (uint64_t)v[0];
   out->tokens_per_s = out->seconds > 0 ? v[0] / out->seconds : 0;
   out->moved = v[0] > 0 ? v[1] / v[0] : 0;
@@ -706,6 +731,8 @@ int lda_iterate(lda_t *m, lda_iter_t *out)
   out->cpu_seconds = v[5];
   out->bytes_sent = (uint64_t)v[6];
   for (int i = 0; i < 5; i++) out->bytes_by[i] = (uint64_t)v[7 + i];
+  out->clock_waits = (uint64_t)v[12];
+  out->clock_wait_s = v[13];
   return 0;
 }
 

@@ -31,6 +31,8 @@ typedef struct lda_opts {
   int sharded;       /* the corpus given is this node's documents only (shard.h), over the
                         cluster's vocabulary: word and token counts are summed over it */
   uint64_t doc_base; /* sharded: the corpus's id of this node's first document */
+  int bounded;       /* the node runs under AU_SSP or AU_BSP: every sweep starts from a
+                        clock all workers share (docs/lda.md, "Consistency") */
 } lda_opts_t;
 
 /* topics 20, alpha 0.1, beta 0.01, workers 0, batch 65536, lookahead 2, mh_steps 1,
@@ -46,6 +48,8 @@ typedef struct lda_iter {
   uint64_t tokens, intents;
   uint64_t bytes_sent;  /* bytes the nodes sent each other in the sweep */
   uint64_t bytes_by[5]; /* the same by purpose: fetch, push, move, replica, control */
+  uint64_t clock_waits; /* under a consistency bound: reads that waited for it, all nodes */
+  double clock_wait_s;  /* ... and the seconds they waited, summed over the workers */
 } lda_iter_t;
 
 typedef struct lda lda_t;

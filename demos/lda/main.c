@@ -49,6 +49,8 @@ static void usage(FILE *f)
              "                    relocate, hot\n"
              "  --trace FILE      write a Chrome trace of the run (FILE.<rank> on a cluster)\n"
              "  --sync-ms N       replicas sync every N ms, their staleness bound (default 2)\n"
+             "  --consistency M   async (default), ssp:S or bsp: what a read may miss of the\n"
+             "                    other workers' updates, in clocks of one step (docs/lda.md)\n"
              "\n"
              "data:\n"
              "  FILE              the corpus\n"
@@ -94,6 +96,8 @@ typedef struct args {
   lda_opts_t lda;
   lda_gen_opts_t gen;
   int iterations, eval_every, threads, sync_ms, format, check, have_min_count;
+  au_consistency_t consistency;
+  int staleness;
   uint32_t top_words, min_count;
   const char *file, *vocab, *save, *trace, *checkpoint, *resume;
   int checkpoint_every, checkpoint_keep;
@@ -140,6 +144,11 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
     } else if (!strcmp(f, "--sync-ms")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1000, &u))) a->sync_ms = (int)u;
+    } else if (!strcmp(f, "--consistency")) {
+      const char *v = VALUE();
+      if (au_consistency_parse(v, &a->consistency, &a->staleness) != 0)
+        rc = cli_fail_flag(f, v, "async, ssp:S (S = 0..1000000) or bsp");
+      a->lda.bounded = a->consistency != AU_ASYNC;
     } else if (!strcmp(f, "--workers")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 4096, &u))) a->lda.workers = (int)u;
     } else if (!strcmp(f, "--batch")) {
@@ -201,6 +210,11 @@ static int parse_args(int argc, char **argv, args_t *a)
     }
 #undef VALUE
     if (rc) return rc;
+  }
+  if (a->lda.place == AU_PLACE_RELOCATE && a->consistency != AU_ASYNC) {
+    fprintf(stderr, PROG ": --mode relocate needs --consistency async: under a bound parameter "
+                         "actors do not move (replicate, hot and adaptive work)\n");
+    return 2;
   }
   if (!a->file && (a->vocab || a->format != FMT_AUTO || a->have_min_count)) {
     fprintf(stderr, PROG ": --format, --vocab and --min-count need a FILE (without one the "
@@ -354,8 +368,11 @@ int main(int argc, char **argv)
   double load_s = (double)(au_now_ns() - t0) / 1e9;
 
   au_node_t *node;
-  if ((rc = au_node_create(&(au_node_opts_t){.threads = a.threads, .sync_ms = a.sync_ms}, &node)) !=
-      0) {
+  if ((rc = au_node_create(&(au_node_opts_t){.threads = a.threads,
+                                             .sync_ms = a.sync_ms,
+                                             .consistency = a.consistency,
+                                             .staleness = a.staleness},
+                           &node)) != 0) {
     fprintf(stderr, PROG ": starting the node: %s\n", au_strerror(rc));
     lda_corpus_free(&c);
     return 1;
@@ -401,10 +418,13 @@ int main(int argc, char **argv)
     fprintf(stderr, PROG ": log-likelihood: %s\n", au_strerror(rc));
     status = 1;
   } else if (talk) {
+    char cname[24];
     printf("model topics=%u alpha=%g beta=%g nodes=%d threads=%d workers=%d mode=%s "
-           "mh_steps=%d batch=%u\n",
+           "consistency=%s mh_steps=%d batch=%u\n",
            a.lda.topics, a.lda.alpha, a.lda.beta, nodes, au_runtime_threads(au_node_runtime(node)),
-           lda_workers(m), au_place_name(a.lda.place), a.lda.mh_steps, a.lda.batch);
+           lda_workers(m), au_place_name(a.lda.place),
+           au_consistency_name(a.consistency, a.staleness, cname, sizeof(cname)), a.lda.mh_steps,
+           a.lda.batch);
     printf("init llh_per_token=%.4f seconds=%.3f\n", llh, init_s);
     fflush(stdout);
   }
@@ -458,12 +478,12 @@ int main(int argc, char **argv)
     if (eval) snprintf(lbuf, sizeof(lbuf), " llh_per_token=%.4f", llh);
     printf("iteration=%d%s seconds=%.3f tokens_per_s=%.3g moved=%.3f local=%.3f intents=%llu "
            "cpu_seconds=%.3f bytes_sent=%llu bytes_fetch=%llu bytes_push=%llu bytes_move=%llu "
-           "bytes_replica=%llu bytes_control=%llu\n",
+           "bytes_replica=%llu bytes_control=%llu clock_waits=%llu clock_wait_s=%.3f\n",
            it, lbuf, st.seconds, st.tokens_per_s, st.moved, st.local,
            (unsigned long long)st.intents, st.cpu_seconds, (unsigned long long)st.bytes_sent,
            (unsigned long long)st.bytes_by[0], (unsigned long long)st.bytes_by[1],
            (unsigned long long)st.bytes_by[2], (unsigned long long)st.bytes_by[3],
-           (unsigned long long)st.bytes_by[4]);
+           (unsigned long long)st.bytes_by[4], (unsigned long long)st.clock_waits, st.clock_wait_s);
     if (ck_s >= 0)
       printf("checkpoint=%s iterations=%d seconds=%.3f removed=%d\n", a.checkpoint, it, ck_s,
              ck_removed);

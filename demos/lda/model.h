@@ -64,6 +64,7 @@ typedef struct shard {
   lda_rng_t rng;
   /* this run */
   uint64_t tokens, moved;
+  int64_t based; /* under a bound: the run's first clock, once taken */
 } shard_t;
 
 struct lda {
@@ -79,6 +80,9 @@ struct lda {
   int nshards;
   shard_t *shards;
   lda_lgamma_t lga, lgb; /* lgamma(c + alpha), lgamma(c + beta) tables */
+  /* under a bound: the most steps a worker takes in a sweep, over the cluster, and the
+   * clock this run starts from (sweeps so far times it) */
+  int64_t run_ticks, clock_base;
 };
 
 /* Calls fn(arg, key, row) for each word row in [first, end) that this node holds (copied

@@ -59,6 +59,8 @@ static void usage(FILE *f)
              "  --hot N           for --mode hot: the N most rated columns are hot\n"
              "                    (default 1%% of the columns)\n"
              "  --sync-ms N       replicas sync every N ms, their staleness bound (default 2)\n"
+             "  --consistency M   async (default), ssp:S or bsp: what a read may miss of the\n"
+             "                    other workers' updates, in clocks of 512 ratings (docs/mf.md)\n"
              "  --trace FILE      write a Chrome trace of the run (FILE.<rank> on a cluster)\n"
              "\n"
              "data:\n"
@@ -101,6 +103,8 @@ typedef struct args {
   float lr, decay, reg, init_sd; /* NAN: the optimizer's default */
   mf_gen_opts_t gen;
   int epochs, threads, sync_ms;
+  au_consistency_t consistency;
+  int staleness;
   const char *train, *test, *save, *trace, *checkpoint, *resume;
   int checkpoint_every, checkpoint_keep;
   double test_ratio;
@@ -159,6 +163,11 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
     } else if (!strcmp(f, "--sync-ms")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1000, &u))) a->sync_ms = (int)u;
+    } else if (!strcmp(f, "--consistency")) {
+      const char *v = VALUE();
+      if (au_consistency_parse(v, &a->consistency, &a->staleness) != 0)
+        rc = cli_fail_flag(f, v, "async, ssp:S (S = 0..1000000) or bsp");
+      a->mf.bounded = a->consistency != AU_ASYNC;
     } else if (!strcmp(f, "--workers")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 65536, &u))) a->mf.workers = (int)u;
     } else if (!strcmp(f, "--batch")) {
@@ -227,6 +236,11 @@ static int parse_args(int argc, char **argv, args_t *a)
   if (!isnan(a->decay)) a->mf.decay = a->decay;
   if (!isnan(a->reg)) a->mf.reg = a->reg;
   if (!isnan(a->init_sd)) a->mf.init_sd = a->init_sd;
+  if (a->mf.place == AU_PLACE_RELOCATE && a->consistency != AU_ASYNC) {
+    fprintf(stderr, PROG ": --mode relocate needs --consistency async: under a bound parameter "
+                         "actors do not move (replicate, hot and adaptive work)\n");
+    return 2;
+  }
   if (a->test && a->have_test_ratio) {
     fprintf(stderr, PROG ": --test and --test-ratio exclude each other\n");
     return 2;
@@ -328,8 +342,11 @@ int main(int argc, char **argv)
   double load_s = (double)(au_now_ns() - t0) / 1e9;
 
   au_node_t *node;
-  if ((rc = au_node_create(&(au_node_opts_t){.threads = a.threads, .sync_ms = a.sync_ms}, &node)) !=
-      0) {
+  if ((rc = au_node_create(&(au_node_opts_t){.threads = a.threads,
+                                             .sync_ms = a.sync_ms,
+                                             .consistency = a.consistency,
+                                             .staleness = a.staleness},
+                           &node)) != 0) {
     fprintf(stderr, PROG ": starting the node: %s\n", au_strerror(rc));
     dataset_free(&d);
     return 1;
@@ -388,10 +405,13 @@ int main(int argc, char **argv)
   if (talk) {
     mf_info_t info;
     mf_info(m, &info);
+    char cname[24];
     printf("model rank=%u biases=%d nodes=%d threads=%d workers=%d kernel=%s mode=%s "
-           "optimizer=%s lr=%g reg=%g decay=%g stagger=%d isa=%s blocks=%ux%u memory_mb=%.1f\n",
+           "consistency=%s optimizer=%s lr=%g reg=%g decay=%g stagger=%d isa=%s blocks=%ux%u "
+           "memory_mb=%.1f\n",
            a.mf.rank, a.mf.biases, nodes, threads, info.workers,
            a.mf.kernel == AU_KERNEL_ADD ? "exact" : "hogwild", au_place_name(a.mf.place),
+           au_consistency_name(a.consistency, a.staleness, cname, sizeof(cname)),
            a.mf.optim == MF_ADAGRAD ? "adagrad" : "sgd", a.mf.lr, a.mf.reg, a.mf.decay,
            info.stagger, mf_isa_name(info.isa), info.grid->nrb, info.grid->ncb,
            (double)info.memory / 1e6);
@@ -451,13 +471,15 @@ int main(int argc, char **argv)
     if (ntest) printf(" test_rmse=%.4f", st.test_rmse);
     printf(" seconds=%.3f updates_per_s=%.3g local=%.3f intents=%llu moves=%llu replicas=%llu "
            "bytes_sent=%llu bytes_fetch=%llu bytes_push=%llu bytes_move=%llu "
-           "bytes_replica=%llu bytes_control=%llu releases=%llu cpu_seconds=%.3f waits=%llu\n",
+           "bytes_replica=%llu bytes_control=%llu releases=%llu cpu_seconds=%.3f waits=%llu "
+           "clock_waits=%llu clock_wait_s=%.3f\n",
            st.seconds, st.updates_per_s, st.local, (unsigned long long)st.intents,
            (unsigned long long)st.moves, (unsigned long long)st.replicas,
            (unsigned long long)st.bytes_sent, (unsigned long long)st.bytes_by[0],
            (unsigned long long)st.bytes_by[1], (unsigned long long)st.bytes_by[2],
            (unsigned long long)st.bytes_by[3], (unsigned long long)st.bytes_by[4],
-           (unsigned long long)st.releases, st.cpu_seconds, (unsigned long long)st.waits);
+           (unsigned long long)st.releases, st.cpu_seconds, (unsigned long long)st.waits,
+           (unsigned long long)st.clock_waits, st.clock_wait_s);
     if (ck_s >= 0)
       printf("checkpoint=%s epochs=%d seconds=%.3f removed=%d\n", a.checkpoint, e + 1, ck_s,
              ck_removed);

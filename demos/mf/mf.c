@@ -34,7 +34,7 @@
  * every column ends up replicated (--stagger on 4 nodes: 13 M bytes per epoch instead
  * of 4.5-10 M, no moves after epoch 2). */
 #define INTENT_PARTS 4
-#define PHASE_SUMS   16 /* what run_phase() sums over the cluster */
+#define PHASE_SUMS   18 /* what run_phase() sums over the cluster */
 
 /* ThreadSanitizer builds leave the column rows to the table's own (atomic) update path,
  * as augur.h does for Hogwild tables. */
@@ -67,6 +67,10 @@ typedef struct worker {
   float lr;
   double sse;
   uint64_t done, waits;
+  /* under a consistency bound: the run's first clock it has taken, the ticks of the
+   * block being walked, added when it ends */
+  int64_t based;
+  size_t owed;
 } worker_t;
 
 /* Rows: global row g lives on node g % nodes as local row l = g / nodes, whose factor is
@@ -89,6 +93,9 @@ struct mf {
    * the clock ticks its blocks take */
   au_key_t *ckeys;
   size_t *ckoff, *cticks;
+  /* under a consistency bound: the most ticks any worker can take in a run (the ticks of
+   * the largest node's blocks), and the clock this run starts from (runs so far times it) */
+  int64_t run_ticks, clock_base;
   uint32_t epoch;  /* the epoch running, for said[] */
   int checkpoints; /* written by this process (mf_checkpoint) */
   mf_sched_t sched;
@@ -275,10 +282,19 @@ static int step(au_worker_t *aw, void *arg)
 {
   worker_t *w = arg;
   mf_t *m = w->m;
+  if (m->o.bounded && w->based != m->clock_base) {
+    /* every worker starts the run at the same clock: one with less work in the last run
+     * would otherwise hold the others back under the bound for good */
+    au_worker_advance_to(aw, m->clock_base);
+    w->based = m->clock_base;
+  }
   if (w->eval) return eval_step(aw, w);
   const mf_grid_t *g = &m->train;
   int rc;
   if (w->cur < 0) {
+    /* under a bound, wait before taking a block, not with one: the block's rows and
+     * columns would be held from the workers this one waits for */
+    if (m->o.bounded && au_worker_sync(aw) == AU_EAGAIN) return AU_WAIT;
     long b = mf_sched_take(&m->sched, &w->walk);
     if (b == MF_SCHED_DONE) return AU_PAUSE; /* the next au_node_run starts the next epoch */
     if (b == MF_SCHED_BUSY) {
@@ -313,13 +329,18 @@ static int step(au_worker_t *aw, void *arg)
   au_view_release(aw, &v);
   w->done += n;
   w->cb_ticks += ticks(n);
+  /* the clock counts work, not steps: blocks differ in size, and the placement turns
+   * intent windows into time by the clock's rate. Under a bound it moves when the block
+   * is done, so that the block's steps all read at the clock the wait was for */
+  size_t tick = ticks(n);
+  if (m->o.bounded) w->owed += tick, tick = 0;
   if ((w->at += n) == end) {
     mf_sched_put(&m->sched, w->id, (uint32_t)b);
     w->cur = -1;
+    tick += w->owed;
+    w->owed = 0;
   }
-  /* the clock counts work, not steps: blocks differ in size, and the placement turns
-   * intent windows into time by the clock's rate */
-  for (size_t t = ticks(n); t > 0; t--) au_worker_advance(aw);
+  for (; tick > 0; tick--) au_worker_advance(aw);
   return AU_CONTINUE;
 }
 
@@ -411,6 +432,21 @@ static int column_keys(mf_t *m)
   m->ckoff[g->ncb] = n;
   free(seen);
   return 0;
+}
+
+/* Under a bound: the most clock ticks a worker can take in one run, over the cluster
+ * (collective): all of the largest node's blocks. */
+static int run_ticks(mf_t *m)
+{
+  double *v = calloc((size_t)m->nodes, sizeof(double));
+  if (!v) return AU_ENOMEM;
+  for (uint32_t cb = 0; cb < m->train.ncb; cb++) v[m->rank] += (double)m->cticks[cb];
+  int rc = au_allreduce_sum(au_node_runtime(m->node), v, (size_t)m->nodes);
+  m->run_ticks = 1;
+  for (int k = 0; rc == 0 && k < m->nodes; k++)
+    if (v[k] + 1 > (double)m->run_ticks) m->run_ticks = (int64_t)v[k] + 1;
+  free(v);
+  return rc;
 }
 
 /* Where rows and columns go in the grid. Columns: balanced by their ratings over all
@@ -636,6 +672,11 @@ int mf_create(au_node_t *node, const mf_opts_t *o, uint32_t nrows, uint32_t ncol
   m->sched_ok = 1;
   if (column_keys(m) != 0) goto nomem;
   if (init_walks(m) != 0) goto nomem;
+  if (o->bounded && (rc = run_ticks(m)) != 0) {
+    snprintf(err, errlen, "the clocks of a run over the cluster: %s", au_strerror(rc));
+    mf_free(m);
+    return rc;
+  }
   for (int i = 0; i < nw; i++) {
     worker_t *w = &m->w[i];
     w->m = m;
@@ -705,6 +746,7 @@ static int run_phase(mf_t *m, int eval, int e, float lr, double v[PHASE_SUMS], d
     /* every other epoch walks backward, from the block where the last one ended */
     if (!eval) w->walk.back = e % 2, w->cur_cb = UINT32_MAX;
   }
+  if (m->o.bounded) m->clock_base += m->run_ticks; /* every node runs as often */
   au_node_stats_t before, after;
   au_node_stats(m->node, &before);
   uint64_t t0 = au_now_ns();
@@ -732,6 +774,8 @@ static int run_phase(mf_t *m, int eval, int e, float lr, double v[PHASE_SUMS], d
   v[13] = (double)(after.bytes_move - before.bytes_move);
   v[14] = (double)(after.bytes_replica - before.bytes_replica);
   v[15] = (double)(after.bytes_control - before.bytes_control);
+  v[16] = (double)(after.reads_waited - before.reads_waited);
+  v[17] = (double)(after.wait_ns - before.wait_ns) / 1e9;
   return au_allreduce_sum(au_node_runtime(m->node), v, PHASE_SUMS);
 }
 
@@ -762,6 +806,8 @@ int mf_epoch(mf_t *m, int e, mf_epoch_t *out)
   out->cpu_seconds = v[9];
   out->waits = (uint64_t)v[10];
   for (int i = 0; i < 5; i++) out->bytes_by[i] = (uint64_t)v[11 + i];
+  out->clock_waits = (uint64_t)v[16];
+  out->clock_wait_s = v[17];
   return mf_evaluate(m, &out->test_rmse);
 }
 

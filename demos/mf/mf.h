@@ -41,6 +41,9 @@ typedef struct mf_opts {
   au_place_t place;   /* how the column table is placed (default AU_PLACE_ADAPTIVE) */
   uint64_t seed;
   uint64_t hot; /* AU_PLACE_HOT: this many most rated columns are hot (0: 1%) */
+  int bounded;  /* the node runs under AU_SSP or AU_BSP: a worker's clock moves at the end
+                   of each block it walks, and every run starts from a clock all workers
+                   share (docs/mf.md, "Consistency") */
 } mf_opts_t;
 
 /* Defaults: rank 16, adagrad (below), batch 8192, lookahead 1, stagger auto, adaptive
@@ -65,6 +68,8 @@ typedef struct mf_epoch {
   uint64_t releases;    /* claims the nodes ended once their workers were past the columns */
   double cpu_seconds;   /* CPU time the nodes' processes used in the epoch, summed */
   uint64_t waits;       /* steps in which a worker found no free block, all nodes */
+  uint64_t clock_waits; /* under a consistency bound: reads that waited for it, all nodes */
+  double clock_wait_s;  /* ... and the seconds they waited, summed over the workers */
 } mf_epoch_t;
 
 typedef struct mf mf_t;

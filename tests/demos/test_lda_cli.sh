@@ -20,7 +20,7 @@ check "--help exits 0" test $rc -eq 0
 for flag in --topics --alpha --beta --iterations --eval-every --mh-steps --threads --workers --batch \
             --lookahead --seed --mode --format --vocab --min-count --docs --vocab-size \
             --doc-length --planted-topics --zipf --length-sigma --top-words --save --trace --sync-ms \
-            --checkpoint --checkpoint-every --resume; do
+            --checkpoint --checkpoint-every --resume --consistency; do
   # the flag itself, at the start of a help line (not --vocab inside --vocab-size)
   check "--help documents $flag" grep -qE -- "^ +$flag( |\$)" <<<"$out"
 done
@@ -162,6 +162,25 @@ if [ -n "$augur" ]; then
     check "3 nodes, $mode: a trace per node" test -s "$tmp/trace.0" -a -s "$tmp/trace.1" -a \
       -s "$tmp/trace.2"
   done
+
+  # the consistency models: counts exact in every placement that allows them, reads that
+  # waited counted, and relocate refused under a bound with a message that says why
+  for cons in bsp ssp:1; do
+    for mode in classic adaptive replicate hot; do
+      out=$(AU_NET_DELAY_US=100 timeout 120 "$augur" run -n 3 "$lda" "${args[@]}" --mode $mode \
+        --consistency $cons 2>&1)
+      rc=$?
+      check "3 nodes, $mode, $cons: exit 0" test $rc -eq 0
+      check "3 nodes, $mode, $cons: counts exact" \
+        grep -q '^\[0\] check=ok negative=0 row_sums=0 totals=0 recount=0 docs=0 ' <<<"$out"
+      check "3 nodes, $mode, $cons: reads waited for the bound" \
+        grep -q '^\[0\] iteration=.* clock_waits=[1-9]' <<<"$out"
+    done
+  done
+  out=$(timeout 60 "$augur" run -n 2 "$lda" "${args[@]}" --mode relocate --consistency bsp 2>&1)
+  check "relocate under bsp: refused" test $? -ne 0
+  check "relocate under bsp: says why" grep -q -- '--mode relocate needs --consistency async' \
+    <<<"$out"
 fi
 
 if [ -n "$augur" ]; then

@@ -17,7 +17,8 @@ out=$("$mf" --help); rc=$?
 check "--help exits 0" test $rc -eq 0
 for flag in --rank --epochs --optimizer --lr --decay --reg --biases --init-sd --exact --threads \
             --seed --test --test-ratio --format --save --rows --cols --ratings --true-rank --noise \
-            --skew --mode --hot --sync-ms --trace --workers --batch --lookahead --stagger --no-stagger --checkpoint --checkpoint-every --checkpoint-keep --resume; do
+            --skew --mode --hot --sync-ms --trace --workers --batch --lookahead --stagger --no-stagger --checkpoint --checkpoint-every --checkpoint-keep --resume \
+            --consistency; do
   # the flag itself, at the start of a help line (not --test inside --test-ratio)
   check "--help documents $flag" grep -qE -- "^ +$flag( |\$)" <<<"$out"
 done
@@ -37,6 +38,9 @@ expect_error "negative number" "--epochs: expected" --epochs -3
 expect_error "missing value" "--lr: expected" --lr
 expect_error "bad format" "--format: expected" --format xml
 expect_error "bad optimizer" "--optimizer: expected" --optimizer adam
+expect_error "bad consistency" "--consistency: expected async, ssp:S" --consistency ssp:x
+expect_error "relocate under bsp" "--mode relocate needs --consistency async" \
+  --mode relocate --consistency bsp --epochs 1
 AUGUR_MF_ISA=avx1024 expect_error "bad AUGUR_MF_ISA" "AUGUR_MF_ISA=avx1024: expected" --epochs 1
 expect_error "missing file" "$tmp/nope.txt" "$tmp/nope.txt"
 
