@@ -205,10 +205,14 @@ uint8_t *psm_rows_answer(uint8_t *out, const psm_rows_t *m)
 }
 
 /* --- an actor's rows: PS_MOVE_DATA, PS_REP_DATA ------------------------------------------
- * u32 table, u16 version, u8 hold exponent, u8 0 (all 0 for a replica), u64 actor, then
- * group * row_bytes. */
+ * u32 table, u16 version, u8 hold exponent, u8 form (version and hold 0 for a replica), u64
+ * actor, then the group * row_bytes of rows: form 0 as they are; form 1, sparse: u32 n,
+ * then n pairs (u32 word index, u32 word) of the words that are not 0, indices ascending,
+ * the other words 0. The sender takes the shorter: a topic model's word rows at K = 1000
+ * are mostly zero counts, and moving them whole shipped 1.2-1.4 GB a sweep on 4 nodes. */
 
-#define VALUES_HEAD 16
+#define VALUES_HEAD   16
+#define VALUES_SPARSE 1
 
 size_t psm_values_len(const au_table_t *t)
 {
@@ -226,6 +230,61 @@ uint8_t *psm_values_encode(uint8_t *out, const au_table_t *t, uint64_t actor, ui
   return out + VALUES_HEAD;
 }
 
+/* 32-bit words of an actor's rows (row_bytes is a multiple of 4). */
+static size_t actor_words(const au_table_t *t)
+{
+  return (size_t)t->group * t->row_bytes / 4;
+}
+
+static size_t nonzero_words(const au_table_t *t, const void *values)
+{
+  const uint32_t *w = values;
+  size_t nz = 0;
+  for (size_t i = 0, n = actor_words(t); i < n; i++) nz += w[i] != 0;
+  return nz;
+}
+
+size_t psm_values_wire_len(const au_table_t *t, const void *values)
+{
+  const size_t dense = psm_values_len(t), sparse = VALUES_HEAD + 4 + 8 * nonzero_words(t, values);
+  return sparse < dense ? sparse : dense;
+}
+
+void psm_values_write(uint8_t *out, size_t len, const au_table_t *t, uint64_t actor,
+                      uint16_t version, uint8_t hold_exp, const void *values)
+{
+  uint8_t *body = psm_values_encode(out, t, actor, version, hold_exp);
+  if (len == psm_values_len(t)) {
+    memcpy(body, values, len - VALUES_HEAD);
+    return;
+  }
+  out[7] = VALUES_SPARSE;
+  const uint32_t *w = values;
+  uint32_t n = 0;
+  uint8_t *q = body + 4;
+  for (size_t i = 0, words = actor_words(t); i < words; i++) {
+    if (!w[i]) continue;
+    put_u32(q, (uint32_t)i);
+    memcpy(q + 4, &w[i], 4); /* the word as it is, like the dense form */
+    q += 8;
+    n++;
+  }
+  put_u32(body, n);
+}
+
+void psm_values_copy(const psm_values_t *v, void *dst)
+{
+  const size_t bytes = (size_t)v->t->group * v->t->row_bytes;
+  if (!v->sparse) {
+    memcpy(dst, v->values, bytes);
+    return;
+  }
+  memset(dst, 0, bytes);
+  uint32_t *w = dst;
+  for (uint32_t i = 0; i < v->npairs; i++)
+    memcpy(&w[get_u32(v->values + 8 * (size_t)i)], v->values + 8 * (size_t)i + 4, 4);
+}
+
 int psm_values_decode(const au_node_t *n, const uint8_t *p, size_t len, psm_values_t *out,
                       psm_why_t *why)
 {
@@ -235,15 +294,38 @@ int psm_values_decode(const au_node_t *n, const uint8_t *p, size_t len, psm_valu
   }
   au_table_t *t = psm_actor(n, get_u32(p), get_u64(p + 8), why);
   if (!t) return AU_EPROTO;
+  *out =
+      (psm_values_t){.t = t, .actor = get_u64(p + 8), .hold_exp = p[6], .values = p + VALUES_HEAD};
+  memcpy(&out->version, p + 4, 2);
+  if (p[7] == VALUES_SPARSE) {
+    const size_t words = actor_words(t);
+    uint64_t np = len >= VALUES_HEAD + 4 ? get_u32(p + VALUES_HEAD) : 0;
+    if (len < VALUES_HEAD + 4 || len != VALUES_HEAD + 4 + 8 * np || np > words) {
+      say(why, "sparse actor rows of %zu bytes: not a count and that many pairs of table %u's", len,
+          (unsigned)t->id);
+      return AU_EPROTO;
+    }
+    const uint8_t *q = p + VALUES_HEAD + 4;
+    for (uint64_t i = 0, last = 0; i < np; i++) {
+      uint64_t at = get_u32(q + 8 * i);
+      if (at >= words || (i && at <= last)) {
+        say(why, "sparse actor rows: word %llu (pair %llu) is out of order or past the %zu words",
+            (unsigned long long)at, (unsigned long long)i, words);
+        return AU_EPROTO;
+      }
+      last = at;
+    }
+    out->sparse = 1;
+    out->npairs = (uint32_t)np;
+    out->values = q;
+    return 0;
+  }
   if (len != psm_values_len(t)) {
     say(why, "actor rows of %zu bytes, table %u's are %zu", len, (unsigned)t->id,
         psm_values_len(t));
     return AU_EPROTO;
   }
   if (check_zero(p + 7, 1, "actor rows", why)) return AU_EPROTO;
-  *out =
-      (psm_values_t){.t = t, .actor = get_u64(p + 8), .hold_exp = p[6], .values = p + VALUES_HEAD};
-  memcpy(&out->version, p + 4, 2);
   return 0;
 }
 

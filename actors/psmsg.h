@@ -123,13 +123,23 @@ typedef struct psm_values {
   uint64_t actor;
   uint16_t version;      /* PS_MOVE_DATA: the moves so far (wraps); PS_REP_DATA: 0 */
   uint8_t hold_exp;      /* PS_MOVE_DATA: its hold is PLACE_HOLD_NS << hold_exp */
-  const uint8_t *values; /* group * row_bytes */
+  const uint8_t *values; /* group * row_bytes, or npairs (index, word) pairs */
+  int sparse;
+  uint32_t npairs;
 } psm_values_t;
 
 int psm_values_decode(const au_node_t *n, const uint8_t *p, size_t len, psm_values_t *out,
                       psm_why_t *why);
+/* The rows of a decoded message into dst (group * row_bytes). */
+void psm_values_copy(const psm_values_t *v, void *dst);
+/* The dense form's length. */
 size_t psm_values_len(const au_table_t *t);
-/* Writes the head into out (psm_values_len bytes); returns where the rows go. */
+/* The message's length for these rows (not changing meanwhile): the dense form, or the
+ * sparse one when that is shorter; psm_values_write then writes that many bytes. */
+size_t psm_values_wire_len(const au_table_t *t, const void *values);
+void psm_values_write(uint8_t *out, size_t len, const au_table_t *t, uint64_t actor,
+                      uint16_t version, uint8_t hold_exp, const void *values);
+/* Writes the dense form's head into out (psm_values_len bytes); returns where the rows go. */
 uint8_t *psm_values_encode(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
                            uint8_t hold_exp);
 

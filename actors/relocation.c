@@ -8,12 +8,11 @@
  *
  * An actor that arrived stays for its hold; one that is taken away within a few holds of
  * arriving is contended: its hold doubles (to 2 ms: RELOC_HOLD_EXP_MAX), and one left
- * alone for long halves it again. The hold travels with the actor and its owner news, and every node
- * marks a contended actor, for good (t->contended): a step that lacks its rows fetches
- * them and asks for the actor only by the way (PS_HINT), instead of waiting for it to move
- * (PS_WANT).
- * So nodes that want the same actors at once all make progress, at worst at the speed of
- * the classic parameter server, and a contended actor settles down instead of bouncing.
+ * alone for long halves it again. The hold travels with the actor and its owner news, and every
+ * node marks a contended actor, for good (t->contended): a step that lacks its rows fetches them
+ * and asks for the actor only by the way (PS_HINT), instead of waiting for it to move (PS_WANT). So
+ * nodes that want the same actors at once all make progress, at worst at the speed of the classic
+ * parameter server, and a contended actor settles down instead of bouncing.
  *
  * The invariants: exactly one node holds an actor as owner or is handing it off; no
  * update is lost (a push reaches the values wherever they are, once); a node keeps an
@@ -112,7 +111,6 @@ void relocation_ship(struct placer *p, rec_t *r)
   au_table_t *t = r->t;
   param_actor_t *pa = pa_of(r);
   const int to = r->reloc.to;
-  size_t bytes = (size_t)t->group * t->row_bytes;
   uint16_t version = (uint16_t)(pa->version + 1);
   /* contended: taken away within four holds of arriving; left alone: 32 holds */
   const uint64_t dwell = au_now_ns() - r->reloc.arrived_ns, hold = reloc_hold_ns(r);
@@ -126,14 +124,14 @@ void relocation_ship(struct placer *p, rec_t *r)
   au__trace(n->rt, TRACE_RELOC_START, (uint64_t)t->id, r->actor, (uint64_t)to,
             au__trace_flow((uint64_t)t->id, r->actor, version));
   au_outbuf_t ob;
-  uint8_t *out =
-      au_send_to_start(n->rt, (uint32_t)to, PS_PLACER_PORT, PS_MOVE_DATA, psm_values_len(t), &ob);
+  const size_t wire = psm_values_wire_len(t, pa->values); /* no worker writes them now */
+  uint8_t *out = au_send_to_start(n->rt, (uint32_t)to, PS_PLACER_PORT, PS_MOVE_DATA, wire, &ob);
   if (!out) {
     au__log(AU_LOG_ERROR, n->rank, "cannot ship actor %llu: %s", (unsigned long long)r->actor,
             au_strerror(ob.rc));
     return;
   }
-  memcpy(psm_values_encode(out, t, r->actor, version, exp), pa->values, bytes);
+  psm_values_write(out, wire, t, r->actor, version, exp, pa->values);
   au_send_to_finish(&ob);
   table_values_free(t, r->actor, pa->values);
   pa->values = NULL;
@@ -276,7 +274,7 @@ rec_t *relocation_on_move_data(struct placer *p, const au_msg_t *m)
             (unsigned long long)v.actor);
     return NULL;
   }
-  memcpy(values, v.values, (size_t)t->group * t->row_bytes);
+  psm_values_copy(&v, values);
   pa->values = values;
   pa->owner = (uint32_t)n->rank;
   pa->version = (uint16_t)v.version;

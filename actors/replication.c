@@ -114,15 +114,24 @@ int replication_give(struct placer *p, rec_t *r, uint32_t to)
     LIST_PUSH(&p->repl.owned, r, owned);
   }
   nodeset_add(r->repl.replicas, (int)to);
+  /* a copy first (the workers may be writing), then the shorter form of it */
+  uint8_t *copy = malloc(bytes);
+  if (!copy) {
+    forget(r, (int)to);
+    return AU_ENOMEM;
+  }
+  copy_values(r, copy);
   au_outbuf_t ob;
-  uint8_t *out =
-      au_send_to_start(n->rt, to, PS_PLACER_PORT, PS_REP_DATA, psm_values_len(r->t), &ob);
+  const size_t len = psm_values_wire_len(r->t, copy);
+  uint8_t *out = au_send_to_start(n->rt, to, PS_PLACER_PORT, PS_REP_DATA, len, &ob);
   if (!out) {
+    free(copy);
     forget(r, (int)to); /* never sent: no replica to keep track of */
     return ob.rc;
   }
   /* newer than base, maybe: the next tick sends the rest */
-  copy_values(r, psm_values_encode(out, r->t, r->actor, 0, 0));
+  psm_values_write(out, len, r->t, r->actor, 0, 0, copy);
+  free(copy);
   au_send_to_finish(&ob);
   atomic_store(&pa_of(r)->dirty, 1); /* ... so it must look */
   placer_arm_tick(p);
@@ -188,8 +197,8 @@ rec_t *replication_on_data(struct placer *p, const au_msg_t *m)
     r->repl.base = NULL;
     return NULL;
   }
-  memcpy(values, v.values, bytes);
-  memcpy(r->repl.base, v.values, bytes);
+  psm_values_copy(&v, values);
+  memcpy(r->repl.base, values, bytes);
   pa->values = values;
   pa->owner = m->from_node; /* the owner sent it (asked or not) */
   atomic_store_explicit(&pa->state, PA_REPLICA, memory_order_release);

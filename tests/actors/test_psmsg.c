@@ -169,6 +169,25 @@ static void test_values(void **state)
   psm_values_encode(msg, tf, 5, 0, 0); /* tf has 5 actors: 0..4 */
   assert_int_not_equal(psm_values_decode(node, msg, len, &v, &why), 0);
   assert_non_null(strstr(why.text, "actor 5"));
+  /* rows mostly zero go sparse, and come back word for word; full rows stay dense */
+  const size_t words = 2 * tf->row_bytes / 4;
+  uint32_t *rows = calloc(words, 4), *back = malloc(words * 4);
+  rows[1] = 7, rows[words - 1] = 0x80000000u; /* -0.0f is not a zero word */
+  size_t sl = psm_values_wire_len(tf, rows);
+  assert_int_equal(sl, 16 + 4 + 2 * 8);
+  uint8_t *sm = malloc(sl);
+  psm_values_write(sm, sl, tf, 3, 9, 2, rows);
+  assert_int_equal(psm_values_decode(node, sm, sl, &v, &why), 0);
+  assert_true(v.sparse && v.npairs == 2 && v.actor == 3 && v.version == 9 && v.hold_exp == 2);
+  psm_values_copy(&v, back);
+  assert_memory_equal(back, rows, words * 4);
+  refuses_other_lengths(dec_values, sm, sl);
+  memcpy(sm + 16 + 4 + 8, sm + 16 + 4, 4); /* the second pair at the first's index */
+  assert_int_not_equal(psm_values_decode(node, sm, sl, &v, &why), 0);
+  assert_non_null(strstr(why.text, "out of order"));
+  for (size_t i = 0; i < words; i++) rows[i] = (uint32_t)i + 1;
+  assert_int_equal(psm_values_wire_len(tf, rows), len);
+  free(sm), free(rows), free(back);
   free(msg);
 }
 
