@@ -22,7 +22,9 @@
  *
  * Parameter actors do not move under a bound (the placement gives replicas instead):
  * a push that chased a moved actor would reach the new owner after the flush that
- * counted it, on a connection the count does not cover. A replica that is leaving holds
+ * counted it, on a connection the count does not cover. For the same reason no push
+ * goes to a node's own server (that happens only for an actor moving away) and none is
+ * forwarded. A replica that is leaving holds
  * the flush back until its last delta has gone (replication.c).
  *
  * Runs: everything is in place between runs, but a worker's clock goes on from where it
@@ -81,7 +83,22 @@ const char *au_consistency_name(au_consistency_t model, int staleness, char *buf
 
 int clk_join(au_node_t *n)
 {
-  if (n->nodes == 1 || !node_bounded(n)) return 0;
+  if (n->nodes == 1) return 0;
+  /* every node must run the same model: a bounded node would wait for ever for the
+   * flushes of an async one (collective: every node joins in au_node_create) */
+  double v[2] = {n->consistency, n->staleness};
+  int rc = au_allreduce_sum(n->rt, v, 2);
+  if (rc != 0) return rc;
+  if (v[0] != (double)n->consistency * n->nodes || v[1] != (double)n->staleness * n->nodes) {
+    char name[24];
+    au__log(
+        AU_LOG_ERROR, n->rank,
+        "the nodes do not all run the same consistency model (this one: %s): give every "
+        "node the same",
+        au_consistency_name((au_consistency_t)n->consistency, n->staleness, name, sizeof(name)));
+    return AU_EINVAL;
+  }
+  if (!node_bounded(n)) return 0;
   const size_t k = (size_t)n->nodes;
   n->pushes_sent = calloc(k, sizeof(*n->pushes_sent));
   n->pushes_applied = calloc(k, sizeof(*n->pushes_applied));
@@ -111,6 +128,9 @@ void clk_free(au_node_t *n)
   }
 }
 
+/* Main thread, between runs: no scheduler thread runs then (au__cluster_run returns once
+ * sched_run has; reductions run on the I/O thread), so the placer is not inside
+ * clk_update while this resets what it reads. */
 void clk_run_start(au_node_t *n)
 {
   if (!node_bounded(n)) return;

@@ -114,24 +114,21 @@ int replication_give(struct placer *p, rec_t *r, uint32_t to)
     LIST_PUSH(&p->repl.owned, r, owned);
   }
   nodeset_add(r->repl.replicas, (int)to);
-  /* a copy first (the workers may be writing), then the shorter form of it */
-  uint8_t *copy = malloc(bytes);
-  if (!copy) {
-    forget(r, (int)to);
-    return AU_ENOMEM;
-  }
-  copy_values(r, copy);
+  /* The base, not the values as they are now: the next tick sends every word in which
+   * the values differ from the base, which brings the new replica to them as it brings
+   * the others. A copy newer than the base lost a word that changed after the base and
+   * changed back before the tick: the tick saw no difference and the new replica kept
+   * the copy's word (the review of 2026-12-02 found it; under a consistency bound a read
+   * would have missed an update). The base is the placer's own: it does not change while
+   * it is written out. */
   au_outbuf_t ob;
-  const size_t len = psm_values_wire_len(r->t, copy);
+  const size_t len = psm_values_wire_len(r->t, r->repl.base);
   uint8_t *out = au_send_to_start(n->rt, to, PS_PLACER_PORT, PS_REP_DATA, len, &ob);
   if (!out) {
-    free(copy);
     forget(r, (int)to); /* never sent: no replica to keep track of */
     return ob.rc;
   }
-  /* newer than base, maybe: the next tick sends the rest */
-  psm_values_write(out, len, r->t, r->actor, 0, 0, copy);
-  free(copy);
+  psm_values_write(out, len, r->t, r->actor, 0, 0, r->repl.base);
   au_send_to_finish(&ob);
   atomic_store(&pa_of(r)->dirty, 1); /* ... so it must look */
   placer_arm_tick(p);

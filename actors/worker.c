@@ -109,6 +109,10 @@ int au_worker_sync(au_worker_t *w)
   if (!w) return AU_EINVAL;
   au_node_t *n = w->node;
   if (!node_bounded(n)) return 0;
+  /* a read earlier in this step waits already: so does this one. Taking the wait back
+   * here (below) would leave the step waiting with no kick to come: the placer kicks only
+   * a worker whose wait it took itself */
+  if (w->gate_wait) return AU_EAGAIN;
   const int64_t need = w->clock - n->staleness - 1;
   if (atomic_load_explicit(&n->visible, memory_order_acquire) < need) {
     atomic_store(&w->gate_need, need);

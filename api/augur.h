@@ -302,7 +302,8 @@ typedef struct au_node_opts {
   int sync_ms;                  /* replicas ship deltas and get fresh values every this many ms:
                                    their staleness bound (1..1000; 0 = 2) */
   au_consistency_t consistency; /* AU_ASYNC (default), AU_SSP or AU_BSP, for every run; every
-                                   node of a cluster must give the same. Under AU_SSP and
+                                   node of a cluster must give the same (au_node_create
+                                   fails with AU_EINVAL otherwise). Under AU_SSP and
                                    AU_BSP parameter actors do not relocate (docs/workers.md) */
   int staleness;                /* AU_SSP: S, in clocks (0..1000000) */
 } au_node_opts_t;

@@ -399,6 +399,11 @@ clocks)
     check "$2 on $1 nodes, $3: no parameter actor moved" \
       test "$(grep -c 'moves_in=0 ' "$tmp/out")" -eq $1
   done
+  CLOCKS_MIXED=1 timeout 60 "$augur" run -n 3 "$clk" bsp classic 20 >"$tmp/out" 2>&1
+  rc=$?
+  check "a node async among bsp ones: refused (exit $rc)" test $rc -ne 0 -a $rc -ne 124
+  check "a node async among bsp ones: says so" \
+    grep -q 'do not all run the same consistency model' "$tmp/out"
   CLOCKS_SEED=9 timeout 120 "$augur" run -n 3 "$clk" async classic 120 >"$tmp/out" 2>&1
   check "async on 3 nodes exits 0" test $? -eq 0
   check "async: the checker sees reads a bound would have refused" \
