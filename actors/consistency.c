@@ -202,8 +202,7 @@ void clk_update(struct placer *p)
     all = c->flushed_self;
     for (int k = 0; k < n->nodes; k++) {
       if (k == n->rank) continue;
-      if (s->flush_clock[k] > s->ok[k] &&
-          atomic_load_explicit(&n->pushes_applied[k], memory_order_acquire) >= s->flush_pushes[k])
+      if (s->flush_clock[k] > s->ok[k] && atomic_load(&n->pushes_applied[k]) >= s->flush_pushes[k])
         s->ok[k] = s->flush_clock[k];
       if (s->flush_clock[k] > s->ok[k]) waiting = 1;
       if (s->ok[k] < all) all = s->ok[k];

@@ -277,7 +277,8 @@ static inline void clk_push_sent(au_node_t *n, uint32_t node)
 static inline void clk_push_applied(au_node_t *n, uint32_t node)
 {
   if (!n->pushes_applied || node >= (uint32_t)n->nodes) return;
-  atomic_fetch_add_explicit(&n->pushes_applied[node], 1, memory_order_release);
+  atomic_fetch_add(&n->pushes_applied[node],
+                   1); /* seq_cst: a Dekker pair with the placer's clk_push_wait */
   if (atomic_load(&n->clk_push_wait)) clk_nudge(n);
 }
 
