@@ -424,8 +424,17 @@ static int policy(void)
   /* read locally in phase 2 (moved here, or a replica): rows acquired that were here */
   int held2 = b.rows_local > a.rows_local;
   uint64_t replicas2 = b.replicas_made - a.replicas_made;
-  /* 3: nobody uses anything: the claims lapse, the replicas go */
-  if (rc == 0) rc = policy_phase(node, &p, 3, 0, 0, &c);
+  /* 3: nobody uses anything: the claims lapse, the replicas go. A shared actor keeps its
+   * replicas through a pause half again as long as the last one in its use (claims.c),
+   * and under load a step can stall for tens of ms in phase 2: phase 3 runs again, up to
+   * 30 times (1.8 s), while some node still holds a replica (the CI run of 2026-12-02
+   * under ASan found one left after a single 60 ms phase) */
+  for (int tries = 0; rc == 0 && tries < 30; tries++) {
+    rc = policy_phase(node, &p, 3, 0, 0, &c);
+    double left = (double)c.replicas;
+    if (rc == 0) rc = au_allreduce_sum(au_node_runtime(node), &left, 1);
+    if (left == 0) break;
+  }
   /* exact sums: each key's pushes from every node against the value where it is held */
   double v[POLICY_KEYS + 8];
   for (int k = 0; k < POLICY_KEYS; k++) v[k] = (double)p.pushes[k];
