@@ -188,18 +188,14 @@ void clk_update(struct placer *p)
     if (d < mine) mine = d;
   }
   /* 1. flush, unless a replica leaving has its last delta still to send */
-  if (mine > c->flushed_self && p->repl.drops_here == 0) {
-    if (n->nodes > 1) {
-      ship(p);
-      send_clk(p, PS_CLK_FLUSH, mine);
-    }
-    c->flushed_self = mine;
-  }
-  /* 2. fresh: the least flush over the nodes whose pushes are all applied here */
-  int64_t all = c->flushed_self;
+  const int flush = mine > c->flushed_self && p->repl.drops_here == 0;
+  const int64_t flushed = flush ? mine : c->flushed_self;
+  /* 2. fresh: the least flush over the nodes whose pushes are all applied here (looked
+   * at before the tick below, so that the tick carries every push counted) */
+  int64_t all = flushed;
   for (int pass = 0; s && pass < 2; pass++) {
     int waiting = 0;
-    all = c->flushed_self;
+    all = flushed;
     for (int k = 0; k < n->nodes; k++) {
       if (k == n->rank) continue;
       if (s->flush_clock[k] > s->ok[k] && atomic_load(&n->pushes_applied[k]) >= s->flush_pushes[k])
@@ -212,11 +208,15 @@ void clk_update(struct placer *p)
     atomic_store(&n->clk_push_wait, waiting);
     if (!waiting) break;
   }
-  if (all > c->fresh_self) {
-    if (n->nodes > 1) {
-      ship(p);
-      send_clk(p, PS_CLK_FRESH, all);
-    }
+  const int fresh = all > c->fresh_self;
+  /* one tick for both: the deltas and fresh values go before the news that says so */
+  if ((flush || fresh) && n->nodes > 1) ship(p);
+  if (flush) {
+    if (n->nodes > 1) send_clk(p, PS_CLK_FLUSH, mine);
+    c->flushed_self = mine;
+  }
+  if (fresh) {
+    if (n->nodes > 1) send_clk(p, PS_CLK_FRESH, all);
     c->fresh_self = all;
   }
   /* 3. visible: the least fresh clock over every node */

@@ -648,21 +648,21 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
     }
   }
   if (o->bounded) { /* the most steps of a worker over the cluster (collective) */
-    double most[1] = {0};
+    double most = 0;
     double *v = calloc((size_t)m->nodes, sizeof(double));
     if (!v) goto nomem;
     for (int i = 0; i < ns; i++)
       if (m->shards[i].nsteps > v[m->rank]) v[m->rank] = m->shards[i].nsteps;
     rc = au_allreduce_sum(au_node_runtime(node), v, (size_t)m->nodes);
     for (int k = 0; k < m->nodes; k++)
-      if (v[k] > most[0]) most[0] = v[k];
+      if (v[k] > most) most = v[k];
     free(v);
     if (rc != 0) {
       snprintf(err, errlen, "the steps of a sweep over the cluster: %s", au_strerror(rc));
       lda_free(m);
       return rc;
     }
-    m->run_ticks = (int64_t)most[0] + 1;
+    m->run_ticks = (int64_t)most + 1;
   }
   /* the initial topics and their counts: one collective run */
   for (int i = 0; i < ns; i++) m->shards[i].init = 1;
