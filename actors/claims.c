@@ -3,12 +3,13 @@
  * A worker's au_worker_intent(keys, start, end) arrives here as times: the worker's clock rate
  * says in how many nanoseconds its clock reaches start and end (worker.c sends PS_INTENT).
  * The placer keeps, per actor, the end of the claim its owner has heard of; an intent
- * that ends later is a new claim, sent once its start is closer than the measured action
- * latency (claim to actor or replica here) plus four deviations and a tick, batched per
- * owner (PS_CLAIM). A claim lasts past the intent's end by a lease, twice the usual gap
- * between this node's intents for the actor (within bounds; a pause such as the next
- * epoch is not a gap). The claim follows the worker's clock (follow_clock): renewed while
- * the clock is short of the intent's end, released once it is well past it.
+ * that ends later is a new claim, sent once its start is closer than CLAIM_AHEAD or the
+ * measured action latency (claim to actor or replica here) plus four deviations and a
+ * tick, whichever is longer, batched per owner (PS_CLAIM). A claim lasts past the intent's
+ * end by a lease, twice the usual gap between this node's intents for the actor (within
+ * bounds; a pause such as the next epoch is not a gap). The claim follows the worker's
+ * clock (follow_clock): renewed while the clock is short of the intent's end, released
+ * once it is past it (release_clock).
  *
  * The owner keeps the claims of every node, and a short history of the actor's use
  * (usage_period): whether several nodes used it together in its last period of use, and
@@ -26,6 +27,11 @@
 #define HOT_MIN_KEYS 64   /* intent keys at least between hot-threshold updates */
 #define GAP_PAUSE    10.0 /* a gap this many times the usual one is a pause, not rhythm */
 #define MOVE_HOLD    (1000 * 1000ull) /* as placement.c's HOLD_NS */
+/* A claim goes out at least this long before its start: the owner plans from the claims'
+ * windows, and one told early can move the actor as soon as the node before lets it go
+ * (augur-lda on 4 nodes, K = 1000: 1.2-1.5 s a sweep with claims sent only the action's
+ * latency ahead, 0.75-0.8 s with this; docs/cluster.md) */
+#define CLAIM_AHEAD (1000 * 1000 * 1000ull)
 
 /* --- lists and claims ------------------------------------------------------------------ */
 
@@ -98,6 +104,18 @@ static uint64_t end_worker_clock(const struct placer *p, const rec_t *r);
 static uint64_t lease_of(const rec_t *r);
 static uint64_t claim_margin(const struct placer *p);
 
+/* The worker's clock at which this node's claim on r goes: ten of its usual idle gaps past
+ * the end of the latest intent when it uses r in a rhythm (a gap short against the use:
+ * it comes back soon, and a move away and back would cost more than it saves), one clock
+ * past it when a use is followed by a pause (the next sweep or epoch: as augur-lda's slices
+ * and augur-mf's blocks are used, once per pass), so that the next node's claim, a few
+ * clocks later, finds it free. */
+static float release_clock(const claims_rec_t *c)
+{
+  return (float)c->end_clock +
+         (c->idle_ticks > 0 ? GAP_PAUSE * (c->idle_ticks > 1 ? c->idle_ticks : 1) : 1);
+}
+
 /* When the tick must look at r next, from its claims alone: a claim due to go out, this
  * node's claim to renew (before it lapses, while the worker's clock is short of the end)
  * or to release (the clock well past the end, estimated from its speed and checked
@@ -112,8 +130,7 @@ static uint64_t next_wake(struct placer *p, rec_t *r, uint64_t now)
     w = c->due_from > m ? c->due_from - m : 1;
   } else if (c->end_clock) {
     const uint64_t clk = end_worker_clock(p, r);
-    const float idle = c->idle_ticks > 1 ? c->idle_ticks : 1;
-    const float release = (float)c->end_clock + GAP_PAUSE * idle;
+    const float release = release_clock(c);
     if ((float)clk < release) {
       if (clk < c->end_clock) { /* renewed halfway through the lease */
         const uint64_t half = lease_of(r) / 2;
@@ -388,8 +405,7 @@ static void follow_clock(struct placer *p, rec_t *r, uint64_t now, obuf_t *out)
 {
   if (r->claims.due_from || !r->claims.end_clock) return;
   uint64_t clk = end_worker_clock(p, r);
-  float idle = r->claims.idle_ticks > 1 ? r->claims.idle_ticks : 1;
-  if ((float)clk >= (float)r->claims.end_clock + GAP_PAUSE * idle) {
+  if ((float)clk >= release_clock(&r->claims)) {
     if (r->claims.told_until) release_out(p, r, now, out);
     return;
   }
@@ -454,10 +470,12 @@ static void hot_thresholds(struct placer *p)
 }
 
 /* How long before a claim's start it goes out: the action's latency with its deviation
- * (policy.c), and one tick more, as the tick is what sends a claim that came due. */
+ * (policy.c), and one tick more, as the tick is what sends a claim that came due; at least
+ * CLAIM_AHEAD. */
 static uint64_t claim_margin(const struct placer *p)
 {
-  return action_margin(&p->claims.lat) + (uint64_t)p->node->sync_ms * 1000 * 1000;
+  const uint64_t m = action_margin(&p->claims.lat) + (uint64_t)p->node->sync_ms * 1000 * 1000;
+  return m > CLAIM_AHEAD ? m : CLAIM_AHEAD;
 }
 
 /* --- messages -------------------------------------------------------------------------- */
