@@ -236,11 +236,27 @@ static size_t actor_words(const au_table_t *t)
   return (size_t)t->group * t->row_bytes / 4;
 }
 
+/* Whether the 16 words (64 bytes) at w are all 0: a topic model's rows are mostly runs of
+ * zero counts, skipped a chunk at a time. */
+#define CHUNK_WORDS 16
+
+static int zero_chunk(const uint32_t *w)
+{
+  uint64_t c[CHUNK_WORDS / 2], any = 0;
+  memcpy(c, w, sizeof c);
+  for (int i = 0; i < CHUNK_WORDS / 2; i++) any |= c[i];
+  return any == 0;
+}
+
 static size_t nonzero_words(const au_table_t *t, const void *values)
 {
   const uint32_t *w = values;
-  size_t nz = 0;
-  for (size_t i = 0, n = actor_words(t); i < n; i++) nz += w[i] != 0;
+  const size_t n = actor_words(t);
+  size_t nz = 0, i = 0;
+  for (; i + CHUNK_WORDS <= n; i += CHUNK_WORDS)
+    if (!zero_chunk(w + i))
+      for (size_t j = i; j < i + CHUNK_WORDS; j++) nz += w[j] != 0;
+  for (; i < n; i++) nz += w[i] != 0;
   return nz;
 }
 
@@ -248,6 +264,21 @@ size_t psm_values_wire_len(const au_table_t *t, const void *values)
 {
   const size_t dense = psm_values_len(t), sparse = VALUES_HEAD + 4 + 8 * nonzero_words(t, values);
   return sparse < dense ? sparse : dense;
+}
+
+/* The pairs of words from..to that are not 0, at q; returns the end. Without a branch per
+ * word (the pair is written always, and kept when the word is not 0): zeros and nonzeros
+ * alternate at random in a count row. q has room for the pairs, and for one more while
+ * any is left to write (the caller stops at the last). */
+static uint8_t *put_pairs(uint8_t *q, const uint32_t *w, size_t from, size_t to, uint8_t *end)
+{
+  for (size_t i = from; i < to; i++) {
+    if (q == end) return q; /* every nonzero written: no room for a discarded pair */
+    put_u32(q, (uint32_t)i);
+    memcpy(q + 4, &w[i], 4); /* the word as it is, like the dense form */
+    q += 8 * (size_t)(w[i] != 0);
+  }
+  return q;
 }
 
 void psm_values_write(uint8_t *out, size_t len, const au_table_t *t, uint64_t actor,
@@ -260,16 +291,13 @@ void psm_values_write(uint8_t *out, size_t len, const au_table_t *t, uint64_t ac
   }
   out[7] = VALUES_SPARSE;
   const uint32_t *w = values;
-  uint32_t n = 0;
-  uint8_t *q = body + 4;
-  for (size_t i = 0, words = actor_words(t); i < words; i++) {
-    if (!w[i]) continue;
-    put_u32(q, (uint32_t)i);
-    memcpy(q + 4, &w[i], 4); /* the word as it is, like the dense form */
-    q += 8;
-    n++;
-  }
-  put_u32(body, n);
+  const size_t words = actor_words(t);
+  uint8_t *q = body + 4, *end = out + len;
+  size_t i = 0;
+  for (; i + CHUNK_WORDS <= words && q < end; i += CHUNK_WORDS)
+    if (!zero_chunk(w + i)) q = put_pairs(q, w, i, i + CHUNK_WORDS, end);
+  if (q < end) q = put_pairs(q, w, i, words, end);
+  put_u32(body, (uint32_t)((size_t)(q - body - 4) / 8));
 }
 
 void psm_values_copy(const psm_values_t *v, void *dst)

@@ -15,6 +15,7 @@
 
 static au_node_t *node;
 static au_table_t *ti, *tf; /* int32 dim 5 group 4; float32 dim 3 with adagrad, group 2 */
+static au_table_t *tb;      /* int32 dim 37 group 4: 148 words an actor, chunks and a tail */
 
 static int never(au_worker_t *w, void *arg)
 {
@@ -37,6 +38,9 @@ static int setup(void **state)
                                          .optim = AU_OPTIM_ADAGRAD,
                                          .lr = 0.1f},
                       &tf) != 0)
+    return -1;
+  if (au_table_create(node, &(au_table_opts_t){.keys = 8, .dim = 37, .type = AU_I32, .group = 4},
+                      &tb) != 0)
     return -1;
   return au_worker_spawn(node, &(au_worker_opts_t){never, NULL}, NULL);
 }
@@ -189,6 +193,42 @@ static void test_values(void **state)
   assert_int_equal(psm_values_wire_len(tf, rows), len);
   free(sm), free(rows), free(back);
   free(msg);
+}
+
+/* The sparse form skips zero runs a 16-word chunk at a time and writes without a branch
+ * per word: every pattern of zeros (none, all, runs across chunk borders, the tail past
+ * the last whole chunk) comes back word for word, at the length a plain count gives. */
+static void test_values_sparse_patterns(void **state)
+{
+  (void)state;
+  const size_t words = 4 * tb->row_bytes / 4;
+  assert_int_equal(words, 148);
+  uint32_t *rows = malloc(words * 4), *back = malloc(words * 4);
+  uint8_t *msg = malloc(psm_values_len(tb));
+  uint64_t x = 88172645463325252ull; /* xorshift */
+  for (int trial = 0; trial < 400; trial++) {
+    const int density = trial % 8; /* out of 8 */
+    size_t nz = 0;
+    for (size_t i = 0; i < words; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      rows[i] = (int)(x % 8) < density ? (uint32_t)(x >> 32) | 1u : 0;
+      if (trial % 50 == 1) rows[i] = i == words - 1 || i == 16 || i == 143; /* borders */
+      nz += rows[i] != 0;
+    }
+    const size_t dense = psm_values_len(tb), sparse = 16 + 4 + 8 * nz;
+    const size_t len = psm_values_wire_len(tb, rows);
+    assert_int_equal(len, sparse < dense ? sparse : dense);
+    psm_values_write(msg, len, tb, 1, 1, 0, rows);
+    psm_values_t v;
+    psm_why_t why;
+    assert_int_equal(psm_values_decode(node, msg, len, &v, &why), 0);
+    assert_int_equal(v.sparse, len < dense);
+    if (v.sparse) assert_int_equal(v.npairs, nz);
+    memset(back, 0xab, words * 4);
+    psm_values_copy(&v, back);
+    assert_memory_equal(back, rows, words * 4);
+  }
+  free(rows), free(back), free(msg);
 }
 
 static uint32_t actor_type;
@@ -418,8 +458,8 @@ static void test_lookup(void **state)
   (void)state;
   psm_why_t why;
   assert_ptr_equal(psm_table(node, 1, &why), tf);
-  assert_null(psm_table(node, 2, &why));
-  assert_non_null(strstr(why.text, "no table 2 (this node has 2)"));
+  assert_null(psm_table(node, 3, &why));
+  assert_non_null(strstr(why.text, "no table 3 (this node has 3)"));
   assert_ptr_equal(psm_actor(node, 0, 9, &why), ti);
   assert_null(psm_actor(node, 0, 10, &why));
   assert_non_null(strstr(why.text, "actor 10 is outside table 0"));
@@ -428,10 +468,11 @@ static void test_lookup(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_lookup), cmocka_unit_test(test_rows_requests_and_pushes),
-      cmocka_unit_test(test_values), cmocka_unit_test(test_actor_messages),
-      cmocka_unit_test(test_want),   cmocka_unit_test(test_intent),
-      cmocka_unit_test(test_claims), cmocka_unit_test(test_entries),
+      cmocka_unit_test(test_lookup),         cmocka_unit_test(test_rows_requests_and_pushes),
+      cmocka_unit_test(test_values),         cmocka_unit_test(test_values_sparse_patterns),
+      cmocka_unit_test(test_actor_messages), cmocka_unit_test(test_want),
+      cmocka_unit_test(test_intent),         cmocka_unit_test(test_claims),
+      cmocka_unit_test(test_entries),
   };
   return cmocka_run_group_tests_name("psmsg", tests, setup, teardown);
 }
