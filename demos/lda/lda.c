@@ -49,7 +49,7 @@ void lda_opts_default(lda_opts_t *o)
                     .beta = 0.01,
                     .workers = 0,
                     .batch = 65536,
-                    .lookahead = 2,
+                    .lookahead = 4,
                     .mh_steps = 1,
                     .seed = 1,
                     .place = AU_PLACE_ADAPTIVE};

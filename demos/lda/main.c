@@ -42,7 +42,7 @@ static void usage(FILE *f)
              "  --threads N       scheduler threads (default: online cores)\n"
              "  --workers N       worker actors (default: one per thread)\n"
              "  --batch N         tokens per worker step, whole words (default 65536)\n"
-             "  --lookahead N     intents announce the words N steps ahead (default 2)\n"
+             "  --lookahead N     intents announce the words N steps ahead (default 4)\n"
              "  --seed N          seed for generation, initial topics and sampling (default 1)\n"
              "  --mode M          placement of the count tables across nodes, as augur-mf's\n"
              "                    (docs/cluster.md): adaptive (default), classic, replicate,\n"
