@@ -359,7 +359,7 @@ static void shard_free(shard_t *s)
  * a slice is used by one worker at a time and, on the way round, by the next one
  * SLICES_PER_WORKER steps later, so its actors can move there in between, and workers that
  * drift apart by a few steps still do not need them at once. 16: on 4 nodes at K = 1000
- * (docs/lda.md) adaptive swept in 0.96-0.72 s with 8, 0.75-0.79 with 16, 0.79-0.84 with 32
+ * (docs/lda.md) adaptive swept in 0.72-0.96 s with 8, 0.75-0.79 with 16, 0.79-0.84 with 32
  * and 0.81-0.84 with 64 (shorter steps cost more of their own). */
 #define SLICES_PER_WORKER 16ull
 
