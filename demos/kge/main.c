@@ -1,0 +1,330 @@
+/* main.c — augur-kge: knowledge-graph embeddings (ComplEx, DistMult) on augur, on a
+ * generated WN18-like graph or on triples files. Prints one key=value line per epoch.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <augur.h>
+
+#include "cli.h"
+#include "graph.h"
+#include "kge.h"
+
+#define PROG "augur-kge"
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+          "usage: " PROG " [FLAGS] [TRAIN_FILE --valid FILE --test FILE]\n"
+          "\n"
+          "Knowledge-graph embeddings on augur: ComplEx or DistMult, negative sampling,\n"
+          "AdaGrad. Without TRAIN_FILE, trains on a generated WN18-like graph. Files hold\n"
+          "'head<TAB>relation<TAB>tail' lines with names, as WN18 and FB15k ship. Prints one\n"
+          "key=value line per epoch, with the filtered MRR on the validation triples:\n"
+          "  epoch=3 loss=1.234 seconds=0.81 triples_per_s=1.7e5 local=0.98 ... valid_mrr=0.71\n"
+          "and the filtered MRR and Hits@1/3/10 on the test triples at the end.\n"
+          "\n"
+          "model and training:\n"
+          "  --model M         complex (default) or distmult\n"
+          "  --rank K          complex numbers (ComplEx) or floats (DistMult) per embedding\n"
+          "                    (default 100)\n"
+          "  --epochs N        epochs (default 20)\n"
+          "  --lr X            AdaGrad's learning rate (default 0.1)\n"
+          "  --reg X           N3 regularization weight (default 0.01)\n"
+          "  --init-sd X       initial values ~ N(0, X) (default 0.001)\n"
+          "  --batch N         positive triples per step (default 512)\n"
+          "  --negatives N     uniform negative entities per step, shared by its triples as\n"
+          "                    heads and tails (default 256)\n"
+          "  --lookahead N     batches drawn, negatives included, and announced as intents\n"
+          "                    ahead (0..64, default 4)\n"
+          "  --threads N       scheduler threads (default: online cores)\n"
+          "  --workers N       worker actors (default: one per thread)\n"
+          "  --seed N          seed for generation, initialization, order, negatives (default 1)\n"
+          "  --mode M          parameter placement across nodes (docs/cluster.md): adaptive\n"
+          "                    (default), classic, replicate, relocate or hot\n"
+          "  --hot N           for --mode hot: this many parameter actors of each table are\n"
+          "                    hot, by the intents (default 1%%)\n"
+          "  --sync-ms N       replicas sync every N ms, their staleness bound (default 2)\n"
+          "  --trace FILE      write a Chrome trace of the run (FILE.<rank> on a cluster)\n"
+          "\n"
+          "evaluation (filtered: other known triples do not count against a rank):\n"
+          "  --eval-every N    evaluate on the validation triples every N epochs (default 1;\n"
+          "                    0: never)\n"
+          "  --eval-triples N  validation triples evaluated (default 1000; 0: all)\n"
+          "  --test-triples N  test triples evaluated at the end (default 0: all)\n"
+          "  --save DIR        write DIR/entities.tsv and DIR/relations.tsv after training:\n"
+          "                    a name, then its values, tab separated\n"
+          "\n"
+          "data:\n"
+          "  TRAIN_FILE        training triples\n"
+          "  --valid FILE      validation triples (names unknown to TRAIN_FILE are skipped)\n"
+          "  --test FILE       test triples (likewise)\n"
+          "\n"
+          "generated graph (without TRAIN_FILE; docs/kge.md):\n"
+          "  --entities N      entities (default 40943, as WN18)\n"
+          "  --pairs N         inverse relation pairs (default 7)\n"
+          "  --symmetric N     symmetric relations (default 4)\n"
+          "  --edges N         edges drawn per pair or symmetric relation (default 6900)\n"
+          "  --clusters N      entity clusters the relations map between (default 400)\n"
+          "  --valid-size N    held-out validation triples (default 5000)\n"
+          "  --test-size N     held-out test triples (default 5000)\n"
+          "\n"
+          "  --help            this text\n"
+          "\n"
+          "Exit status: 0 done, 1 training failed, 2 bad flags or input.\n");
+}
+
+typedef struct args {
+  kge_opts_t k;
+  kg_gen_opts_t gen;
+  int epochs, threads, sync_ms, eval_every;
+  uint64_t eval_triples, test_triples;
+  const char *train, *valid, *test, *save, *trace;
+} args_t;
+
+static int parse_args(int argc, char **argv, args_t *a)
+{
+  cli_set_prog(PROG);
+  *a = (args_t){0};
+  kge_opts_default(&a->k);
+  kg_gen_opts_default(&a->gen);
+  a->epochs = 20;
+  a->eval_every = 1;
+  a->eval_triples = 1000;
+  for (int i = 1; i < argc; i++) {
+    const char *f = argv[i];
+    uint64_t u;
+    double d;
+    int rc = 0;
+#define VALUE() (i + 1 < argc ? argv[++i] : NULL)
+    if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(f, "--model")) {
+      const char *v = VALUE();
+      if (kge_model_parse(v, &a->k.model) != 0) rc = cli_fail_flag(f, v, "complex or distmult");
+    } else if (!strcmp(f, "--rank")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->k.rank = (uint32_t)u;
+    } else if (!strcmp(f, "--epochs")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, 100000, &u))) a->epochs = (int)u;
+    } else if (!strcmp(f, "--lr")) {
+      if (!(rc = cli_parse_double(f, VALUE(), 1e-9, 100, &d))) a->k.lr = (float)d;
+    } else if (!strcmp(f, "--reg")) {
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->k.reg = (float)d;
+    } else if (!strcmp(f, "--init-sd")) {
+      if (!(rc = cli_parse_double(f, VALUE(), 0, 100, &d))) a->k.init_sd = (float)d;
+    } else if (!strcmp(f, "--batch")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1 << 20, &u))) a->k.batch = (uint32_t)u;
+    } else if (!strcmp(f, "--negatives")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1 << 20, &u))) a->k.negatives = (uint32_t)u;
+    } else if (!strcmp(f, "--lookahead")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, 64, &u))) a->k.lookahead = (int)u;
+    } else if (!strcmp(f, "--threads")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
+    } else if (!strcmp(f, "--workers")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 65536, &u))) a->k.workers = (int)u;
+    } else if (!strcmp(f, "--seed")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->k.seed = a->gen.seed = u;
+    } else if (!strcmp(f, "--mode")) {
+      const char *v = VALUE();
+      if (au_place_parse(v, &a->k.place) != 0)
+        rc = cli_fail_flag(f, v, "classic, replicate, relocate, hot or adaptive");
+    } else if (!strcmp(f, "--hot")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, UINT64_MAX, &u))) a->k.hot = u;
+    } else if (!strcmp(f, "--sync-ms")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1000, &u))) a->sync_ms = (int)u;
+    } else if (!strcmp(f, "--trace")) {
+      if (!(a->trace = VALUE())) rc = cli_fail_flag(f, "", "a file name");
+    } else if (!strcmp(f, "--eval-every")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, 100000, &u))) a->eval_every = (int)u;
+    } else if (!strcmp(f, "--eval-triples")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->eval_triples = u;
+    } else if (!strcmp(f, "--test-triples")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->test_triples = u;
+    } else if (!strcmp(f, "--save")) {
+      if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a directory");
+    } else if (!strcmp(f, "--valid")) {
+      if (!(a->valid = VALUE())) rc = cli_fail_flag(f, "", "a file name");
+    } else if (!strcmp(f, "--test")) {
+      if (!(a->test = VALUE())) rc = cli_fail_flag(f, "", "a file name");
+    } else if (!strcmp(f, "--entities")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 2, KG_MAX_ENTITIES, &u))) a->gen.entities = (uint32_t)u;
+    } else if (!strcmp(f, "--pairs")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, KG_MAX_RELATIONS / 2, &u))) a->gen.pairs = (uint32_t)u;
+    } else if (!strcmp(f, "--symmetric")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, KG_MAX_RELATIONS, &u))) a->gen.symmetric = (uint32_t)u;
+    } else if (!strcmp(f, "--edges")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, KG_MAX_ENTITIES, &u))) a->gen.edges = (uint32_t)u;
+    } else if (!strcmp(f, "--clusters")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, KG_MAX_ENTITIES, &u))) a->gen.clusters = (uint32_t)u;
+    } else if (!strcmp(f, "--valid-size")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, KG_MAX_ENTITIES, &u))) a->gen.valid = (uint32_t)u;
+    } else if (!strcmp(f, "--test-size")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, KG_MAX_ENTITIES, &u))) a->gen.test = (uint32_t)u;
+    } else if (f[0] == '-' && f[1]) {
+      return cli_unknown_flag(f);
+    } else if (!a->train) {
+      a->train = f;
+    } else {
+      fprintf(stderr, PROG ": one TRAIN_FILE only, got '%s' and '%s'\n", a->train, f);
+      return 2;
+    }
+#undef VALUE
+    if (rc) return rc;
+  }
+  if ((a->valid || a->test) && !a->train) {
+    fprintf(stderr, PROG ": --valid and --test need a TRAIN_FILE (a generated graph holds its "
+                         "own: --valid-size, --test-size)\n");
+    return 2;
+  }
+  return -1;
+}
+
+static int load_graph(const args_t *a, kg_graph_t *g)
+{
+  char err[512];
+  int rc;
+  if (!a->train) {
+    if ((rc = kg_generate(&a->gen, g, err, sizeof(err))) != 0) goto fail;
+    return 0;
+  }
+  *g = (kg_graph_t){0};
+  size_t skipped[2] = {0, 0};
+  if ((rc = kg_load(a->train, g, &g->train, 1, NULL, err, sizeof(err))) != 0) goto fail;
+  if (g->train.n == 0) {
+    snprintf(err, sizeof(err), "%s: no triples", a->train);
+    goto fail;
+  }
+  if (a->valid && (rc = kg_load(a->valid, g, &g->valid, 0, &skipped[0], err, sizeof(err))) != 0)
+    goto fail;
+  if (a->test && (rc = kg_load(a->test, g, &g->test, 0, &skipped[1], err, sizeof(err))) != 0)
+    goto fail;
+  if (skipped[0] + skipped[1])
+    fprintf(stderr, PROG ": skipped %zu validation and %zu test triples with names the training "
+                         "file does not have\n",
+            skipped[0], skipped[1]);
+  return 0;
+fail:
+  fprintf(stderr, PROG ": %s\n", err);
+  kg_graph_free(g);
+  return rc == KG_ENOMEM ? 1 : 2;
+}
+
+int main(int argc, char **argv)
+{
+  args_t a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc >= 0) return rc;
+  kg_graph_t g;
+  const uint64_t t0 = au_now_ns();
+  if ((rc = load_graph(&a, &g)) != 0) return rc;
+  const double load_s = (double)(au_now_ns() - t0) / 1e9;
+  au_node_t *node;
+  if ((rc = au_node_create(&(au_node_opts_t){.threads = a.threads, .sync_ms = a.sync_ms}, &node)) !=
+      0) {
+    fprintf(stderr, PROG ": starting the node: %s\n", au_strerror(rc));
+    kg_graph_free(&g);
+    return 1;
+  }
+  if (a.trace && (rc = au_trace_start(au_node_runtime(node), a.trace)) != 0) {
+    fprintf(stderr, PROG ": --trace %s: %s\n", a.trace, au_strerror(rc));
+    au_node_destroy(node);
+    kg_graph_free(&g);
+    return 2;
+  }
+  const int talk = au_node_rank(node) == 0, nodes = au_node_nodes(node);
+  const int threads = au_runtime_threads(au_node_runtime(node));
+  if (talk) {
+    printf("data=%s entities=%u relations=%u train=%zu valid=%zu test=%zu load_seconds=%.2f\n",
+           a.train ? a.train : "generated", g.ent.n, g.rel.n, g.train.n, g.valid.n, g.test.n,
+           load_s);
+    fflush(stdout);
+  }
+  char err[512];
+  kge_t *m;
+  if ((rc = kge_create(node, &a.k, &g, &m, err, sizeof(err))) != 0) {
+    fprintf(stderr, PROG ": %s\n", err);
+    au_node_destroy(node);
+    kg_graph_free(&g);
+    return rc == AU_EINVAL ? 2 : 1;
+  }
+  if (talk) {
+    printf("model=%s rank=%u dim=%u nodes=%d threads=%d workers=%d mode=%s lr=%g reg=%g "
+           "batch=%u negatives=%u lookahead=%d memory_mb=%.1f\n",
+           kge_model_name(a.k.model), a.k.rank, kge_dim(a.k.model, a.k.rank), nodes, threads,
+           kge_workers(m), au_place_name(a.k.place), a.k.lr, a.k.reg, a.k.batch, a.k.negatives,
+           a.k.lookahead, (double)kge_memory(m) / 1e6);
+    fflush(stdout);
+  }
+  int status = 0;
+  const size_t nvalid = a.eval_triples ? a.eval_triples : g.valid.n;
+  for (int e = 0; e < a.epochs && status == 0; e++) {
+    kge_epoch_t st;
+    const uint64_t e0 = au_now_ns();
+    if ((rc = kge_epoch(m, e, &st)) != 0) {
+      fprintf(stderr, PROG ": epoch %d: %s\n", e + 1, au_strerror(rc));
+      status = 1;
+      break;
+    }
+    au_trace_span(au_node_runtime(node), "epoch", (uint64_t)e + 1, e0);
+    kge_eval_t ev = {0};
+    const int eval = a.eval_every && g.valid.n && ((e + 1) % a.eval_every == 0 || e + 1 == a.epochs);
+    if (eval && (rc = kge_evaluate(m, &g.valid, nvalid, threads, &ev)) != 0) {
+      fprintf(stderr, PROG ": evaluating: %s\n", au_strerror(rc));
+      status = 1;
+      break;
+    }
+    if (!talk) continue;
+    printf("epoch=%d loss=%.4f seconds=%.3f triples_per_s=%.4g local=%.3f intents=%llu "
+           "moves=%llu replicas=%llu bytes_sent=%llu bytes_fetch=%llu bytes_push=%llu "
+           "bytes_move=%llu bytes_replica=%llu bytes_control=%llu cpu_seconds=%.3f",
+           e + 1, st.loss, st.seconds, st.triples_per_s, st.local, (unsigned long long)st.intents,
+           (unsigned long long)st.moves, (unsigned long long)st.replicas,
+           (unsigned long long)st.bytes_sent, (unsigned long long)st.bytes_by[0],
+           (unsigned long long)st.bytes_by[1], (unsigned long long)st.bytes_by[2],
+           (unsigned long long)st.bytes_by[3], (unsigned long long)st.bytes_by[4],
+           st.cpu_seconds);
+    if (eval)
+      printf(" valid_mrr=%.4f valid_hits10=%.4f eval_seconds=%.2f", ev.mrr, ev.hits10, ev.seconds);
+    putchar('\n');
+    fflush(stdout);
+  }
+  if (status == 0 && g.test.n) {
+    kge_eval_t ev;
+    const size_t ntest = a.test_triples ? a.test_triples : g.test.n;
+    if ((rc = kge_evaluate(m, &g.test, ntest, threads, &ev)) != 0) {
+      fprintf(stderr, PROG ": evaluating: %s\n", au_strerror(rc));
+      status = 1;
+    } else if (talk) {
+      printf("test triples=%llu mrr=%.4f hits1=%.4f hits3=%.4f hits10=%.4f seconds=%.2f\n",
+             (unsigned long long)(ev.ranks / 2), ev.mrr, ev.hits1, ev.hits3, ev.hits10, ev.seconds);
+      fflush(stdout);
+    }
+  }
+  if (status == 0 && a.save) {
+    float *ent, *rel;
+    if ((rc = kge_gather(m, &ent, &rel)) != 0) {
+      fprintf(stderr, PROG ": gathering the model: %s\n", au_strerror(rc));
+      status = 1;
+    } else {
+      const uint32_t dim = kge_dim(a.k.model, a.k.rank);
+      if (talk && kge_save(&g, dim, ent, rel, a.save, err, sizeof(err)) != 0) {
+        fprintf(stderr, PROG ": --save: %s\n", err);
+        status = 1;
+      } else if (talk) {
+        printf("saved=%s entities=%u relations=%u\n", a.save, g.ent.n, g.rel.n);
+      }
+      free(ent), free(rel);
+    }
+  }
+  if (a.trace && (rc = au_trace_stop(au_node_runtime(node))) != 0) {
+    fprintf(stderr, PROG ": writing the trace %s: %s\n", a.trace, au_strerror(rc));
+    status = 1;
+  }
+  au_node_destroy(node);
+  kge_free(m);
+  kg_graph_free(&g);
+  return status;
+}
