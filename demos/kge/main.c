@@ -277,10 +277,10 @@ int main(int argc, char **argv)
       break;
     }
     if (!talk) continue;
-    printf("epoch=%d loss=%.4f seconds=%.3f triples_per_s=%.4g local=%.3f intents=%llu "
+    printf("epoch=%d triples=%llu loss=%.4f seconds=%.3f triples_per_s=%.4g local=%.3f intents=%llu "
            "moves=%llu replicas=%llu bytes_sent=%llu bytes_fetch=%llu bytes_push=%llu "
            "bytes_move=%llu bytes_replica=%llu bytes_control=%llu cpu_seconds=%.3f",
-           e + 1, st.loss, st.seconds, st.triples_per_s, st.local, (unsigned long long)st.intents,
+           e + 1, (unsigned long long)st.triples, st.loss, st.seconds, st.triples_per_s, st.local, (unsigned long long)st.intents,
            (unsigned long long)st.moves, (unsigned long long)st.replicas,
            (unsigned long long)st.bytes_sent, (unsigned long long)st.bytes_by[0],
            (unsigned long long)st.bytes_by[1], (unsigned long long)st.bytes_by[2],

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# test_kge_cli.sh AUGUR_KGE [AUGUR] — augur-kge as a user meets it: --help, bad flags and
+# files give one clear line and exit status 2, malformed triples name FILE:LINE; a small
+# triples file trains and saves; a small generated graph learns (test MRR); and, given the
+# augur launcher, 3-node runs in every mode learn as well and print one set of figures.
+set -uo pipefail
+kge=$1
+augur=${2:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() { # check NAME CONDITION...
+  local name=$1
+  shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
+}
+
+out=$("$kge" --help); rc=$?
+check "--help exits 0" test $rc -eq 0
+for flag in --model --rank --epochs --lr --reg --init-sd --batch --negatives --lookahead \
+            --threads --workers --seed --mode --hot --sync-ms --trace --eval-every --eval-triples \
+            --test-triples --save --valid --test --entities --pairs --symmetric --edges \
+            --clusters --valid-size --test-size; do
+  check "--help documents $flag" grep -qE -- "^ +$flag( |\$)" <<<"$out"
+done
+
+expect_error() { # expect_error NAME PATTERN ARGS...
+  local name=$1 pattern=$2
+  shift 2
+  local err rc
+  err=$("$kge" "$@" 2>&1 >/dev/null); rc=$?
+  check "$name: exit 2" test $rc -eq 2
+  check "$name: one line" test "$(printf '%s\n' "$err" | wc -l)" -eq 1
+  check "$name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
+}
+expect_error "unknown flag" "unknown flag '--bogus'" --bogus
+expect_error "bad model" "--model: expected complex or distmult" --model transe
+expect_error "bad number" "--rank: expected" --rank abc
+expect_error "missing value" "--lr: expected" --lr
+expect_error "unknown mode" "--mode: expected classic, replicate, relocate, hot or adaptive" \
+  --mode sideways
+expect_error "missing file" "$tmp/nope.txt" "$tmp/nope.txt"
+expect_error "valid without a file" "need a TRAIN_FILE" --valid "$tmp/v.txt"
+expect_error "impossible generator" "--edges must be at most --entities" --entities 1000 --edges 2000 --clusters 10
+printf 'a\tr\tb\nb\tr\n' >"$tmp/bad.txt"
+expect_error "malformed triple" "$tmp/bad.txt:2: expected 'head<TAB>relation<TAB>tail', got 'b?r'" \
+  "$tmp/bad.txt"
+
+# a small file: a ring of 30 entities, "next" and its inverse "prev"
+for i in $(seq 0 29); do
+  j=$(( (i + 1) % 30 ))
+  printf 'n%d\tnext\tn%d\nn%d\tprev\tn%d\n' $i $j $j $i
+done >"$tmp/train.txt"
+printf 'n0\tnext\tn1\nn5\tprev\tn4\nzz\tnext\tn0\n' >"$tmp/test.txt"
+out=$("$kge" "$tmp/train.txt" --test "$tmp/test.txt" --rank 8 --epochs 3 --batch 16 --negatives 8 \
+      --threads 1 --save "$tmp/model" 2>"$tmp/err"); rc=$?
+check "file: exit 0" test $rc -eq 0
+check "file: counts" grep -q "entities=30 relations=2 train=60 valid=0 test=2" <<<"$out"
+check "file: says it skipped the unknown name" grep -q "skipped 0 validation and 1 test" "$tmp/err"
+check "file: three epochs" test "$(grep -c '^epoch=' <<<"$out")" -eq 3
+check "file: test line" grep -qE '^test triples=2 mrr=[0-9.]+ hits1=' <<<"$out"
+check "file: saved 30 entities" test "$(wc -l <"$tmp/model/entities.tsv")" -eq 30
+check "file: saved rows have name and 16 values" \
+  test "$(head -1 "$tmp/model/entities.tsv" | awk -F'\t' '{print $1, NF}')" = "n0 17"
+check "file: saved relations" test "$(cut -f1 "$tmp/model/relations.tsv" | tr '\n' ' ')" = "next prev "
+
+# a small generated graph learns
+gen=(--entities 2000 --edges 1500 --clusters 40 --valid-size 200 --test-size 200 --rank 32
+     --batch 128 --negatives 64 --epochs 12 --eval-every 4)
+out=$("$kge" "${gen[@]}" --threads 2 2>&1); rc=$?
+check "generated: exit 0" test $rc -eq 0
+mrr=$(sed -nE 's/^test .* mrr=([0-9.]+) .*/\1/p' <<<"$out")
+check "generated: test mrr $mrr > 0.5" awk -v m="${mrr:-0}" 'BEGIN { exit !(m > 0.5) }'
+check "generated: validation mrr every 4 epochs" test "$(grep -c 'valid_mrr=' <<<"$out")" -eq 3
+
+if [ -n "$augur" ]; then
+  for mode in classic replicate relocate hot adaptive; do
+    out=$(AU_NET_DELAY_US=100 timeout 120 "$augur" run -n 3 "$kge" "${gen[@]}" --threads 1 \
+          --mode $mode 2>&1); rc=$?
+    check "3 nodes $mode: exit 0" test $rc -eq 0
+    check "3 nodes $mode: nodes=3" grep -q "nodes=3 " <<<"$out"
+    check "3 nodes $mode: one test line" test "$(grep -c 'test triples=200 ' <<<"$out")" -eq 1
+    train=$(sed -nE 's/.*data=generated .* train=([0-9]+) .*/\1/p' <<<"$out")
+    check "3 nodes $mode: every epoch trained all $train triples" \
+      test "$(grep -c "epoch=[0-9]* triples=${train:-x} " <<<"$out")" -eq 12
+    mrr=$(sed -nE 's/.*test .* mrr=([0-9.]+) .*/\1/p' <<<"$out")
+    check "3 nodes $mode: test mrr $mrr > 0.5" awk -v m="${mrr:-0}" 'BEGIN { exit !(m > 0.5) }'
+  done
+fi
+
+if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo "all checks passed"
