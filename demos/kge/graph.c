@@ -11,13 +11,20 @@
 const char *kg_strerror(int err)
 {
   switch (err) {
-  case 0: return "success";
-  case KG_EIO: return "cannot read the file";
-  case KG_EPARSE: return "malformed input";
-  case KG_ENOMEM: return "out of memory";
-  case KG_EINVAL: return "invalid argument";
-  case KG_ERANGE: return "too many entities or relations";
-  default: return "unknown error";
+  case 0:
+    return "success";
+  case KG_EIO:
+    return "cannot read the file";
+  case KG_EPARSE:
+    return "malformed input";
+  case KG_ENOMEM:
+    return "out of memory";
+  case KG_EINVAL:
+    return "invalid argument";
+  case KG_ERANGE:
+    return "too many entities or relations";
+  default:
+    return "unknown error";
   }
 }
 
@@ -62,7 +69,8 @@ uint64_t kg_name_id(const char *s, size_t len)
 static char *arena_copy(kg_names_t *m, const char *s, size_t len)
 {
   if (m->nblocks == 0 || m->used + len + 1 > ARENA_BLOCK) {
-    char *b = malloc(ARENA_BLOCK), **nb = b ? realloc(m->blocks, (m->nblocks + 1) * sizeof(char *)) : NULL;
+    char *b = malloc(ARENA_BLOCK),
+         **nb = b ? realloc(m->blocks, (m->nblocks + 1) * sizeof(char *)) : NULL;
     if (!nb) return free(b), NULL;
     m->blocks = nb;
     nb[m->nblocks++] = b;
@@ -306,8 +314,9 @@ int kg_gen_opts_check(const kg_gen_opts_t *o, char *err, size_t errlen)
     return KG_EINVAL;
   }
   if (o->pairs && o->edges > o->entities) {
-    set_err(err, errlen, "--edges must be at most --entities (the first pair gives each of "
-                         "--edges entities one parent)");
+    set_err(err, errlen,
+            "--edges must be at most --entities (the first pair gives each of "
+            "--edges entities one parent)");
     return KG_EINVAL;
   }
   const uint64_t most = 2 * (uint64_t)o->edges * (o->pairs + o->symmetric);
@@ -342,7 +351,8 @@ int kg_generate(const kg_gen_opts_t *o, kg_graph_t *g, char *err, size_t errlen)
   const uint32_t E = o->entities, C = o->clusters, R = 2 * o->pairs + o->symmetric;
   uint64_t x = o->seed * 0x2545f4914f6cdd1dULL + 0x9e3779b97f4a7c15ULL;
   uint32_t *cl = malloc(E * sizeof(uint32_t)), *members = malloc(E * sizeof(uint32_t));
-  uint32_t *start = calloc(C + 1, sizeof(uint32_t)), *map = malloc((size_t)C * R * sizeof(uint32_t));
+  uint32_t *start = calloc(C + 1, sizeof(uint32_t)),
+           *map = malloc((size_t)C * R * sizeof(uint32_t));
   uint32_t *perm = malloc(E * sizeof(uint32_t));
   double *cdf = malloc(C * sizeof(double));
   const size_t most = 2 * (size_t)o->edges * (o->pairs + o->symmetric);
@@ -360,8 +370,10 @@ int kg_generate(const kg_gen_opts_t *o, kg_graph_t *g, char *err, size_t errlen)
       uint32_t lo = 0, hi = C - 1;
       while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        if (cdf[mid] <= u) lo = mid + 1;
-        else hi = mid;
+        if (cdf[mid] <= u)
+          lo = mid + 1;
+        else
+          hi = mid;
       }
       cl[e] = lo;
     }
@@ -435,7 +447,9 @@ int kg_generate(const kg_gen_opts_t *o, kg_graph_t *g, char *err, size_t errlen)
   }
   if (kg_names_numbered(&g->ent, "e", E) || kg_names_numbered(&g->rel, "r", R)) goto out;
   for (size_t i = 0; i < u; i++) {
-    kg_triples_t *s = i < o->valid ? &g->valid : i < (size_t)o->valid + o->test ? &g->test : &g->train;
+    kg_triples_t *s = i < o->valid                     ? &g->valid
+                      : i < (size_t)o->valid + o->test ? &g->test
+                                                       : &g->train;
     const uint64_t k = keys[i];
     if (kg_triples_push(s, (uint32_t)(k >> 40), (uint32_t)(k >> 24) & 0xffff,
                         (uint32_t)k & 0xffffff))

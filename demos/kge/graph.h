@@ -41,11 +41,11 @@ typedef struct kg_triples {
 /* Interned names: index -> name and 64-bit id; name -> index through a hash table. */
 typedef struct kg_names {
   uint32_t n, cap;
-  char **name;       /* n strings, in arena blocks */
-  uint64_t *id;      /* kg_name_id(name[i]) */
-  uint32_t *slot;    /* open addressing over id: index + 1, 0 empty */
-  uint32_t nslot;    /* a power of two */
-  char **blocks;     /* the arena */
+  char **name;    /* n strings, in arena blocks */
+  uint64_t *id;   /* kg_name_id(name[i]) */
+  uint32_t *slot; /* open addressing over id: index + 1, 0 empty */
+  uint32_t nslot; /* a power of two */
+  char **blocks;  /* the arena */
   size_t nblocks, used;
 } kg_names_t;
 
@@ -89,12 +89,12 @@ int kg_load(const char *path, kg_graph_t *g, kg_triples_t *out, int add_names, s
  * triples are deduplicated, shuffled and split into valid and test sets of the sizes
  * given and the rest for training; entity and relation names are "e<i>" and "r<i>". */
 typedef struct kg_gen_opts {
-  uint32_t entities;  /* default 40943, as WN18 */
-  uint32_t pairs;     /* inverse pairs (default 7) */
-  uint32_t symmetric; /* symmetric relations (default 4); relations = 2 pairs + symmetric */
-  uint32_t edges;     /* edges drawn per relation pair or symmetric relation, before
-                         deduplication (default 6900: about WN18's 151k triples) */
-  uint32_t clusters;  /* default 400 */
+  uint32_t entities;    /* default 40943, as WN18 */
+  uint32_t pairs;       /* inverse pairs (default 7) */
+  uint32_t symmetric;   /* symmetric relations (default 4); relations = 2 pairs + symmetric */
+  uint32_t edges;       /* edges drawn per relation pair or symmetric relation, before
+                           deduplication (default 6900: about WN18's 151k triples) */
+  uint32_t clusters;    /* default 400 */
   uint32_t valid, test; /* held-out triples (default 5000 each) */
   uint64_t seed;
 } kg_gen_opts_t;

@@ -223,10 +223,13 @@ kge_ranks(kge_model_t m, uint32_t rank, const float *ent, uint32_t nent, const f
 {
   const uint32_t d = kge_dim(m, rank);
   float q[2 * 1024];
-  const float *h = &ent[(size_t)tr->h * d], *r = &rel[(size_t)tr->r * d], *t = &ent[(size_t)tr->t * d];
+  const float *h = &ent[(size_t)tr->h * d], *r = &rel[(size_t)tr->r * d],
+              *t = &ent[(size_t)tr->t * d];
   for (int side = 0; side < 2; side++) {
-    if (side == 0) mul_hr(m, rank, h, r, q); /* (h, r, e) = q . e */
-    else mul_rt(m, rank, r, t, q);           /* (e, r, t) = e . p */
+    if (side == 0)
+      mul_hr(m, rank, h, r, q); /* (h, r, e) = q . e */
+    else
+      mul_rt(m, rank, r, t, q); /* (e, r, t) = e . p */
     const float target = dot(q, side == 0 ? t : h, d);
     for (uint32_t e = 0; e < nent; e++) scratch[e] = dot(q, &ent[(size_t)e * d], d);
     uint64_t above = 0;
@@ -315,7 +318,8 @@ static int draw(au_worker_t *aw, worker_t *w)
     b->rkeys[nr++] = t->r;
   }
   w->pos += b->n;
-  for (uint32_t j = 0; j < o->negatives; j++) b->ekeys[ne++] = b->neg[j] = kg_below(&w->rng, m->nent);
+  for (uint32_t j = 0; j < o->negatives; j++)
+    b->ekeys[ne++] = b->neg[j] = kg_below(&w->rng, m->nent);
   b->ne = distinct(b->ekeys, ne);
   b->nr = distinct(b->rkeys, nr);
   b->clock = w->next_clock++;
@@ -769,8 +773,8 @@ static int save_names(const kg_names_t *names, uint32_t dim, const float *x, con
   return 0;
 }
 
-int kge_save(const kg_graph_t *g, uint32_t dim, const float *ent, const float *rel,
-             const char *dir, char *err, size_t errlen)
+int kge_save(const kg_graph_t *g, uint32_t dim, const float *ent, const float *rel, const char *dir,
+             char *err, size_t errlen)
 {
   if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
     snprintf(err, errlen, "%s: %s", dir, strerror(errno));

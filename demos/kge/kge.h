@@ -95,8 +95,8 @@ int kge_evaluate(kge_t *m, const kg_triples_t *triples, size_t n, int threads, k
 int kge_gather(kge_t *m, float **ent, float **rel);
 /* Writes DIR/entities.tsv and DIR/relations.tsv: a name, then its dim values, tab
  * separated. 0 or -1 with a message in err. */
-int kge_save(const kg_graph_t *g, uint32_t dim, const float *ent, const float *rel,
-             const char *dir, char *err, size_t errlen);
+int kge_save(const kg_graph_t *g, uint32_t dim, const float *ent, const float *rel, const char *dir,
+             char *err, size_t errlen);
 int kge_workers(const kge_t *m);
 size_t kge_memory(const kge_t *m);
 void kge_free(kge_t *m);

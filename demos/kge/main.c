@@ -152,9 +152,11 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (!strcmp(f, "--entities")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 2, KG_MAX_ENTITIES, &u))) a->gen.entities = (uint32_t)u;
     } else if (!strcmp(f, "--pairs")) {
-      if (!(rc = cli_parse_u64(f, VALUE(), 0, KG_MAX_RELATIONS / 2, &u))) a->gen.pairs = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, KG_MAX_RELATIONS / 2, &u)))
+        a->gen.pairs = (uint32_t)u;
     } else if (!strcmp(f, "--symmetric")) {
-      if (!(rc = cli_parse_u64(f, VALUE(), 0, KG_MAX_RELATIONS, &u))) a->gen.symmetric = (uint32_t)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, KG_MAX_RELATIONS, &u)))
+        a->gen.symmetric = (uint32_t)u;
     } else if (!strcmp(f, "--edges")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, KG_MAX_ENTITIES, &u))) a->gen.edges = (uint32_t)u;
     } else if (!strcmp(f, "--clusters")) {
@@ -202,8 +204,9 @@ static int load_graph(const args_t *a, kg_graph_t *g)
   if (a->test && (rc = kg_load(a->test, g, &g->test, 0, &skipped[1], err, sizeof(err))) != 0)
     goto fail;
   if (skipped[0] + skipped[1])
-    fprintf(stderr, PROG ": skipped %zu validation and %zu test triples with names the training "
-                         "file does not have\n",
+    fprintf(stderr,
+            PROG ": skipped %zu validation and %zu test triples with names the training "
+                 "file does not have\n",
             skipped[0], skipped[1]);
   return 0;
 fail:
@@ -270,22 +273,24 @@ int main(int argc, char **argv)
     }
     au_trace_span(au_node_runtime(node), "epoch", (uint64_t)e + 1, e0);
     kge_eval_t ev = {0};
-    const int eval = a.eval_every && g.valid.n && ((e + 1) % a.eval_every == 0 || e + 1 == a.epochs);
+    const int eval =
+        a.eval_every && g.valid.n && ((e + 1) % a.eval_every == 0 || e + 1 == a.epochs);
     if (eval && (rc = kge_evaluate(m, &g.valid, nvalid, threads, &ev)) != 0) {
       fprintf(stderr, PROG ": evaluating: %s\n", au_strerror(rc));
       status = 1;
       break;
     }
     if (!talk) continue;
-    printf("epoch=%d triples=%llu loss=%.4f seconds=%.3f triples_per_s=%.4g local=%.3f intents=%llu "
-           "moves=%llu replicas=%llu bytes_sent=%llu bytes_fetch=%llu bytes_push=%llu "
-           "bytes_move=%llu bytes_replica=%llu bytes_control=%llu cpu_seconds=%.3f",
-           e + 1, (unsigned long long)st.triples, st.loss, st.seconds, st.triples_per_s, st.local, (unsigned long long)st.intents,
-           (unsigned long long)st.moves, (unsigned long long)st.replicas,
-           (unsigned long long)st.bytes_sent, (unsigned long long)st.bytes_by[0],
-           (unsigned long long)st.bytes_by[1], (unsigned long long)st.bytes_by[2],
-           (unsigned long long)st.bytes_by[3], (unsigned long long)st.bytes_by[4],
-           st.cpu_seconds);
+    printf(
+        "epoch=%d triples=%llu loss=%.4f seconds=%.3f triples_per_s=%.4g local=%.3f intents=%llu "
+        "moves=%llu replicas=%llu bytes_sent=%llu bytes_fetch=%llu bytes_push=%llu "
+        "bytes_move=%llu bytes_replica=%llu bytes_control=%llu cpu_seconds=%.3f",
+        e + 1, (unsigned long long)st.triples, st.loss, st.seconds, st.triples_per_s, st.local,
+        (unsigned long long)st.intents, (unsigned long long)st.moves,
+        (unsigned long long)st.replicas, (unsigned long long)st.bytes_sent,
+        (unsigned long long)st.bytes_by[0], (unsigned long long)st.bytes_by[1],
+        (unsigned long long)st.bytes_by[2], (unsigned long long)st.bytes_by[3],
+        (unsigned long long)st.bytes_by[4], st.cpu_seconds);
     if (eval)
       printf(" valid_mrr=%.4f valid_hits10=%.4f eval_seconds=%.2f", ev.mrr, ev.hits10, ev.seconds);
     putchar('\n');

@@ -39,7 +39,8 @@ static void test_load(void **state)
   (void)state;
   kg_graph_t g = {0};
   char err[256];
-  const char *p = write_file("train.txt", "cat\tis_a\tanimal\r\n\ndog\tis_a\tanimal\nanimal\thas\tcat\n");
+  const char *p =
+      write_file("train.txt", "cat\tis_a\tanimal\r\n\ndog\tis_a\tanimal\nanimal\thas\tcat\n");
   assert_int_equal(kg_load(p, &g, &g.train, 1, NULL, err, sizeof(err)), 0);
   assert_int_equal(g.train.n, 3);
   assert_int_equal(g.ent.n, 3);
