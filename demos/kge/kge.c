@@ -49,6 +49,23 @@ void kge_opts_default(kge_opts_t *o)
  * x86-64 baseline, picked at run time. */
 typedef float v8 __attribute__((vector_size(32)));
 
+/* The ISAs to build for. Not under the sanitizers: ThreadSanitizer's runtime is not up yet
+ * when the dynamic loader calls the clones' resolvers (test_kge crashed at start). */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define CLONES
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define CLONES
+#endif
+#endif
+#ifndef CLONES
+#if defined(__x86_64__)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
+#endif
+#endif
+
 static inline v8 ld8(const float *p)
 {
   v8 v;
@@ -216,10 +233,9 @@ static float n3(kge_model_t m, uint32_t k, const float *x, float reg, float *g)
 
 /* ---- ranking --------------------------------------------------------------------------- */
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-kge_ranks(kge_model_t m, uint32_t rank, const float *ent, uint32_t nent, const float *rel,
-          const kg_set_t *known, const kg_triple_t *tr, float *scratch, uint64_t *tail_rank,
-          uint64_t *head_rank)
+CLONES void kge_ranks(kge_model_t m, uint32_t rank, const float *ent, uint32_t nent,
+                      const float *rel, const kg_set_t *known, const kg_triple_t *tr,
+                      float *scratch, uint64_t *tail_rank, uint64_t *head_rank)
 {
   const uint32_t d = kge_dim(m, rank);
   float q[2 * 1024];
@@ -330,9 +346,8 @@ static int draw(au_worker_t *aw, worker_t *w)
 }
 
 /* The batch's loss and gradients: ge (one row per distinct entity), gr (per relation). */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static double
-batch_grad(const struct kge *m, const batch_t *b, worker_t *w, const au_view_t *ve,
-           const au_view_t *vr)
+CLONES static double batch_grad(const struct kge *m, const batch_t *b, worker_t *w,
+                                const au_view_t *ve, const au_view_t *vr)
 {
   const kge_opts_t *o = &m->o;
   const kge_model_t mo = o->model;
