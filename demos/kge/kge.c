@@ -233,9 +233,9 @@ static float n3(kge_model_t m, uint32_t k, const float *x, float reg, float *g)
 
 /* ---- ranking --------------------------------------------------------------------------- */
 
-CLONES void kge_ranks(kge_model_t m, uint32_t rank, const float *ent, uint32_t nent,
-                      const float *rel, const kg_set_t *known, const kg_triple_t *tr,
-                      float *scratch, uint64_t *tail_rank, uint64_t *head_rank)
+CLONES static void ranks(kge_model_t m, uint32_t rank, const float *ent, uint32_t nent,
+                         const float *rel, const kg_set_t *known, const kg_triple_t *tr,
+                         float *scratch, uint64_t *tail_rank, uint64_t *head_rank)
 {
   const uint32_t d = kge_dim(m, rank);
   float q[2 * 1024];
@@ -257,6 +257,14 @@ CLONES void kge_ranks(kge_model_t m, uint32_t rank, const float *ent, uint32_t n
     }
     *(side == 0 ? tail_rank : head_rank) = above + 1;
   }
+}
+
+/* (a wrapper: clang builds target_clones of static functions only) */
+void kge_ranks(kge_model_t m, uint32_t rank, const float *ent, uint32_t nent, const float *rel,
+               const kg_set_t *known, const kg_triple_t *tr, float *scratch, uint64_t *tail_rank,
+               uint64_t *head_rank)
+{
+  ranks(m, rank, ent, nent, rel, known, tr, scratch, tail_rank, head_rank);
 }
 
 /* ---- the model ------------------------------------------------------------------------- */
