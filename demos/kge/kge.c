@@ -687,7 +687,7 @@ typedef struct eval_job {
   size_t from, n, stride;
   double sums[4]; /* 1/rank, hits at 1, 3, 10 */
   uint64_t ranks;
-  int rc;
+  int rc, made; /* made: a thread of its own was started (joined even if it failed) */
 } eval_job_t;
 
 static void *eval_thread(void *arg)
@@ -736,7 +736,6 @@ int kge_evaluate(kge_t *m, const kg_triples_t *triples, size_t n, int threads, k
   if (!rc) {
     /* triple i goes to node i % nodes, and within it to thread (i / nodes) % threads */
     const size_t stride = (size_t)m->nodes * (size_t)threads;
-    int started = 0;
     for (int t = 0; t < threads; t++) {
       jobs[t] = (eval_job_t){.m = m,
                              .ent = ent,
@@ -745,16 +744,14 @@ int kge_evaluate(kge_t *m, const kg_triples_t *triples, size_t n, int threads, k
                              .from = (size_t)m->rank + (size_t)m->nodes * (size_t)t,
                              .n = n,
                              .stride = stride};
-      if (t > 0 && pthread_create(&tid[t], NULL, eval_thread, &jobs[t]) != 0) {
+      if (t > 0 && pthread_create(&tid[t], NULL, eval_thread, &jobs[t]) != 0)
         jobs[t].rc = AU_ENOMEM;
-        continue;
-      }
-      started |= t > 0;
+      else
+        jobs[t].made = t > 0;
     }
     eval_thread(&jobs[0]);
     for (int t = 1; t < threads; t++)
-      if (!jobs[t].rc) pthread_join(tid[t], NULL);
-    (void)started;
+      if (jobs[t].made) pthread_join(tid[t], NULL);
     for (int t = 0; t < threads; t++) {
       if (jobs[t].rc && !rc) rc = jobs[t].rc;
       for (int s = 0; s < 4; s++) v[s] += jobs[t].sums[s];
