@@ -152,6 +152,7 @@ void au_node_destroy(au_node_t *n)
   barrier_free(n);
   checkpoint_free(n);
   free(n->table_by_id);
+  ids_free_all(n);
   au_table_t *t = n->tables;
   while (t) {
     au_table_t *next = t->next;

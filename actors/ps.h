@@ -150,6 +150,7 @@ struct au_node {
   int rank, nodes;
   int sync_ms; /* replica sync period (au_node_opts_t) */
   au_table_t *tables;
+  struct au_ids *ids; /* id tables (ids.c), newest first */
   au_table_t **table_by_id; /* tables in creation order: ids agree across nodes */
   int ntables;
   void *servers; /* server_t[nservers] (remote.c) */
@@ -185,6 +186,10 @@ struct au_node {
 
 /* table.c */
 void table_free(au_table_t *t);
+/* 0 or AU_EINVAL: the options describe a valid table. */
+int table_check_opts(const au_table_opts_t *o);
+/* A key's (or an id's) first values and optimizer slots into row. */
+void table_init_row(const au_table_t *t, const au_table_opts_t *o, au_key_t key, void *row);
 /* Storage for an actor's values arriving here: its packed slot on its home node, else
  * a fresh zeroed block. NULL when out of memory. */
 void *table_values_alloc(au_table_t *t, uint64_t actor);
@@ -229,6 +234,9 @@ static inline void table_mark(au_table_t *t, au_key_t k)
   if (!table_marks(t)) return;
   atomic_store_explicit(&t->actors[k >> t->group_shift].dirty, 1, memory_order_release);
 }
+
+/* ids.c */
+void ids_free_all(au_node_t *n);
 
 /* checkpoint.c */
 void checkpoint_free(au_node_t *n);

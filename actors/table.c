@@ -29,7 +29,7 @@ static double unit(uint64_t *s)
 }
 
 /* A key's first values and optimizer slots. */
-static void init_row(const au_table_t *t, const au_table_opts_t *o, au_key_t key, void *row)
+void table_init_row(const au_table_t *t, const au_table_opts_t *o, au_key_t key, void *row)
 {
   for (uint32_t j = 0; j < t->nslots; j++) ((float *)row)[o->dim + j] = t->optim_init;
   if (o->init == AU_INIT_ZERO) return;
@@ -59,7 +59,7 @@ static void init_row(const au_table_t *t, const au_table_opts_t *o, au_key_t key
   }
 }
 
-static int check_opts(const au_table_opts_t *o)
+int table_check_opts(const au_table_opts_t *o)
 {
   if (!o || o->keys == 0 || o->dim == 0 || o->dim > (1u << 20)) return AU_EINVAL;
   if (o->row_align & (o->row_align - 1) || o->row_align > 4096) return AU_EINVAL;
@@ -100,7 +100,7 @@ static uint32_t default_group(const au_table_opts_t *o, size_t row_bytes)
 int au_table_create(au_node_t *node, const au_table_opts_t *opts, au_table_t **out)
 {
   if (!node || !out) return AU_EINVAL;
-  int rc = check_opts(opts);
+  int rc = table_check_opts(opts);
   if (rc != 0) return rc;
   if (opts->place == AU_PLACE_RELOCATE && node_bounded(node)) {
     au__log(AU_LOG_ERROR, node->rank,
@@ -166,7 +166,7 @@ int au_table_create(au_node_t *node, const au_table_opts_t *opts, au_table_t **o
   if (opts->init != AU_INIT_ZERO || t->nslots)
     for (uint64_t a = rank; a < t->nactors; a += nodes)
       for (au_key_t k = a << t->group_shift; k < t->keys && k < (a + 1) << t->group_shift; k++)
-        init_row(t, opts, k, table_row(t, k));
+        table_init_row(t, opts, k, table_row(t, k));
 
   node->table_by_id[node->ntables] = t;
   t->next = node->tables;

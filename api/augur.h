@@ -476,6 +476,75 @@ int au_checkpoint_prune(const char *dir, int keep, int *removed, char *err, size
  * reductions over a table that may have replicas count the owners' rows only. */
 int au_table_owns(const au_table_t *t, au_key_t key);
 
+/* --- id tables -------------------------------------------------------------------------
+ * Rows keyed by arbitrary 64-bit ids that appear at run time (docs/tables.md, "Id
+ * tables"): an id hashes into a bucket of `bucket` rows; it gets a row on the push that
+ * makes it pushed `admit` times (counted exactly, in its bucket, until then; a count may
+ * be forgotten, never overstated), initialized as a dense table's key would be (from
+ * seed and id); when its bucket is full, the bucket's
+ * least frequently (LFU) or least recently (LRU) used row gives way, or first one not
+ * used for `ttl` clocks. `budget` bytes bound everything the table allocates on this
+ * node: it fixes the buckets, which are allocated on first use. Rows carry their
+ * optimizer state as dense tables' do. Any thread may call the functions below at once
+ * (a lock per bucket). On one node only for now: on a cluster au_ids_create says
+ * AU_EINVAL. */
+typedef struct au_ids au_ids_t;
+
+typedef enum au_evict {
+  AU_EVICT_LFU = 0, /* fewest uses since the row was made (ties: least recent, then slot) */
+  AU_EVICT_LRU = 1, /* least recent clock of use (ties: fewest uses, then slot) */
+} au_evict_t;
+
+typedef struct au_ids_opts {
+  /* the rows: dim, type, init, init_a, init_b, seed, kernel (kernel_fn, kernel_arg),
+     optim, lr, optim_init, row_align, name as for a dense table; keys, group, place and
+     hot are not used */
+  au_table_opts_t row;
+  size_t budget;     /* bytes on this node, index and counts included */
+  uint32_t admit;    /* pushes that make an id a row, <= 255 (0 or 1: the first) */
+  au_evict_t evict;  /* AU_EVICT_LFU (default) or AU_EVICT_LRU */
+  uint64_t ttl;      /* clocks: a row unused for ttl clocks is dropped (0 = never; < 2^31) */
+  uint32_t bucket;   /* rows per bucket, a power of two 8..256 (0 = 64) */
+} au_ids_opts_t;
+
+int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **ids);
+/* Applies n updates (n * dim values: deltas, or gradients with an optimizer) at `clock`
+ * (the caller's: a worker's clock, a batch number). An id without a row is counted
+ * towards admission; its update is dropped until it is admitted (counted `rejected`).
+ * 0 or AU_EINVAL. */
+int au_ids_push(au_ids_t *t, const uint64_t *ids, size_t n, const void *updates,
+                uint64_t clock);
+/* Copies n rows' values (n * dim) into out; an id without a row reads its initial values
+ * (and is not made a row). A read is a use (LFU, LRU, TTL). 0 or AU_EINVAL. */
+int au_ids_pull(au_ids_t *t, const uint64_t *ids, size_t n, void *out, uint64_t clock);
+/* 1 if the id has a row on this node, else 0. Not a use. */
+int au_ids_contains(au_ids_t *t, uint64_t id);
+/* The same as au_ids_pull for the rows' optimizer slots (n * slots floats), not a use. */
+int au_ids_read_slots(au_ids_t *t, const uint64_t *ids, size_t n, float *out);
+/* Calls fn for every row held here (values, dim of them), bucket by bucket, each under
+ * its bucket's lock: fn must not call into the table. Stops at fn's first nonzero return
+ * and returns it; else 0. */
+typedef int (*au_ids_each_fn)(void *arg, uint64_t id, const void *values);
+int au_ids_foreach(au_ids_t *t, au_ids_each_fn fn, void *arg);
+
+typedef struct au_ids_stats {
+  uint64_t rows;     /* held now */
+  uint64_t capacity; /* buckets * bucket */
+  uint64_t buckets, buckets_used; /* buckets, and those allocated so far */
+  uint64_t admitted; /* rows made */
+  uint64_t evicted;  /* rows that gave way to a new id in a full bucket */
+  uint64_t expired;  /* rows dropped for ttl */
+  uint64_t rejected; /* updates dropped: the id was below the admission count */
+  uint64_t misses;   /* reads of ids without a row */
+  uint64_t candidates; /* ids counted towards admission now */
+  uint64_t forgotten;  /* candidates dropped to make room for another */
+  size_t memory;     /* bytes allocated now (<= budget) */
+  size_t row_bytes;  /* raw bytes of a row: (dim + slots) * 4 */
+} au_ids_stats_t;
+void au_ids_stats(au_ids_t *t, au_ids_stats_t *out);
+uint32_t au_ids_dim(const au_ids_t *t);
+uint32_t au_ids_slots(const au_ids_t *t);
+
 /* --- workers -------------------------------------------------------------------------- */
 
 /* What a step returns: positive, so that a step result is never mistaken for a call's

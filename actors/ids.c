@@ -1,0 +1,501 @@
+/* ids.c — id tables: rows keyed by arbitrary 64-bit ids that appear at run time.
+ *
+ * An id hashes into one of a fixed number of buckets of B slots (the budget fixes how
+ * many; a bucket's memory is allocated when it is first used). A bucket block is
+ *
+ *   digest[B] | cdigest[B] | count[B] (u8 each; digest 0 = free) | id[B] | cid[B] (u64) |
+ *   uses[B] | last[B] (u32) | B rows of row_bytes, aligned to the rows' alignment
+ *
+ * so a lookup compares B one-byte digests, eight at a time, and the id only where a
+ * digest matches (HierarchicalKV's layout). Slot i holds a row (digest, id, uses, last,
+ * row) and, independently, an admission candidate (cdigest, cid, count): an id without a
+ * row that was pushed `count` times, exactly. The admit-th push makes the candidate a
+ * row. A full candidate area makes room CLOCK-wise: a hand sweeps the slots, takes the
+ * first candidate with count 1 and takes one off each count it passes, so the only error
+ * is forgetting (an id counted fewer times than it was seen, never more): an id pushed
+ * fewer than `admit` times never gets a row. A full bucket makes room for a row by
+ * dropping one not used for ttl clocks, else its LFU or LRU victim. A spin lock per
+ * bucket serializes what touches the bucket, so updates are exact without atomics.
+ *
+ * The invariant: a slot's row belongs to the id in its id[] entry exactly while its
+ * digest is nonzero, and a row is only read or written under its bucket's lock.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/ps.h"
+#include "runtime/log.h"
+
+#define ONES  0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+typedef struct bucket {
+  pthread_spinlock_t lock;
+  uint32_t rows;  /* slots holding a row */
+  uint32_t cands; /* slots holding a candidate */
+  uint32_t hand;  /* the candidates' CLOCK hand */
+  char *block;    /* NULL until the bucket is first used */
+  uint64_t admitted, evicted, expired, rejected, misses, forgotten;
+} bucket_t;
+
+struct au_ids {
+  au_node_t *node;
+  struct au_ids *next;
+  au_table_t fmt;       /* the rows' layout, kernel and optimizer (not one of the node's) */
+  au_table_opts_t init; /* the initializer's options (name not kept) */
+  uint32_t B;           /* rows per bucket */
+  uint32_t admit, ttl;
+  au_evict_t evict;
+  uint64_t nbuckets;
+  bucket_t *buckets;
+  size_t off_cdig, off_count, off_ids, off_cids, off_uses, off_last, off_rows, block_bytes;
+  _Atomic size_t memory;
+};
+
+static uint64_t mix64(uint64_t z)
+{
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static size_t round_up(size_t x, size_t a)
+{
+  return (x + a - 1) / a * a;
+}
+
+/* ---- buckets -------------------------------------------------------------------------- */
+
+static uint8_t *digests(char *blk)
+{
+  return (uint8_t *)blk;
+}
+static uint8_t *cdigests(const au_ids_t *t, char *blk)
+{
+  return (uint8_t *)(blk + t->off_cdig);
+}
+static uint8_t *counts_of(const au_ids_t *t, char *blk)
+{
+  return (uint8_t *)(blk + t->off_count);
+}
+static uint64_t *ids_of(const au_ids_t *t, char *blk)
+{
+  return (uint64_t *)(blk + t->off_ids);
+}
+static uint64_t *cids_of(const au_ids_t *t, char *blk)
+{
+  return (uint64_t *)(blk + t->off_cids);
+}
+static uint32_t *uses_of(const au_ids_t *t, char *blk)
+{
+  return (uint32_t *)(blk + t->off_uses);
+}
+static uint32_t *last_of(const au_ids_t *t, char *blk)
+{
+  return (uint32_t *)(blk + t->off_last);
+}
+static char *row_of(const au_ids_t *t, char *blk, uint32_t slot)
+{
+  return blk + t->off_rows + (size_t)slot * t->fmt.row_bytes;
+}
+
+/* The slot of id among B digests d and ids, or -1: eight digests per word, the id where
+ * one matches (a byte-equality test may also flag a byte above a true match; the id check
+ * sorts it). */
+static int find_slot(const au_ids_t *t, const uint8_t *d, const uint64_t *ids, uint64_t id,
+                     uint8_t dg)
+{
+  for (uint32_t i = 0; i < t->B; i += 8) {
+    uint64_t w;
+    memcpy(&w, d + i, sizeof(w));
+    uint64_t x = w ^ (ONES * dg);
+    uint64_t m = (x - ONES) & ~x & HIGHS;
+    while (m) {
+      uint32_t s = i + (uint32_t)(__builtin_ctzll(m) >> 3);
+      if (ids[s] == id) return (int)s;
+      m &= m - 1;
+    }
+  }
+  return -1;
+}
+
+static int expired(const au_ids_t *t, char *blk, uint32_t slot, uint64_t clock)
+{
+  return t->ttl && (uint32_t)clock - last_of(t, blk)[slot] >= t->ttl;
+}
+
+/* Frees the slot (its bucket's lock held). */
+static void drop_slot(bucket_t *b, uint32_t slot)
+{
+  digests(b->block)[slot] = 0;
+  b->rows--;
+}
+
+/* The slot a new row takes in a full bucket: the first one unused for ttl clocks, else
+ * the eviction rule's victim (ties to the lower slot). */
+static uint32_t victim(au_ids_t *t, bucket_t *b, uint64_t clock, int *was_expired)
+{
+  uint32_t *uses = uses_of(t, b->block), *last = last_of(t, b->block);
+  for (uint32_t s = 0; t->ttl && s < t->B; s++)
+    if (expired(t, b->block, s, clock)) {
+      *was_expired = 1;
+      return s;
+    }
+  *was_expired = 0;
+  uint32_t best = 0;
+  for (uint32_t s = 1; s < t->B; s++) {
+    uint32_t age_s = (uint32_t)clock - last[s], age_b = (uint32_t)clock - last[best];
+    int better = t->evict == AU_EVICT_LFU
+                     ? uses[s] < uses[best] || (uses[s] == uses[best] && age_s > age_b)
+                     : age_s > age_b || (age_s == age_b && uses[s] < uses[best]);
+    if (better) best = s;
+  }
+  return best;
+}
+
+/* Makes a row for id in its bucket (lock held), initialized, with `uses` uses so far;
+ * returns its slot, or -1 when out of memory. */
+static int make_row(au_ids_t *t, bucket_t *b, uint64_t id, uint8_t dg, uint64_t clock,
+                    uint32_t uses)
+{
+  uint32_t s;
+  if (b->rows < t->B) {
+    uint8_t *d = digests(b->block);
+    for (s = 0; d[s]; s++) {
+    }
+  } else {
+    int was;
+    s = victim(t, b, clock, &was);
+    if (was)
+      b->expired++;
+    else
+      b->evicted++;
+    b->rows--;
+  }
+  digests(b->block)[s] = dg;
+  ids_of(t, b->block)[s] = id;
+  uses_of(t, b->block)[s] = uses;
+  last_of(t, b->block)[s] = (uint32_t)clock;
+  /* table_init_row leaves zero-initialized values as they are: the slot may hold a
+     victim's */
+  memset(row_of(t, b->block, s), 0, t->fmt.row_bytes);
+  table_init_row(&t->fmt, &t->init, id, row_of(t, b->block, s));
+  b->rows++;
+  b->admitted++;
+  return (int)s;
+}
+
+/* 0, or -1 when out of memory: the bucket's block exists (lock held). */
+static int ensure_block(au_ids_t *t, bucket_t *b)
+{
+  if (b->block) return 0;
+  size_t a = t->fmt.row_align > 64 ? t->fmt.row_align : 64;
+  b->block = aligned_alloc(a, t->block_bytes);
+  if (!b->block) return -1;
+  memset(b->block, 0, t->block_bytes);
+  atomic_fetch_add_explicit(&t->memory, t->block_bytes, memory_order_relaxed);
+  return 0;
+}
+
+/* Counts a push of id, which has no row (lock held); returns the pushes counted so far,
+ * this one included, and frees the candidate's slot when they reach admit. */
+static uint32_t count_push(au_ids_t *t, bucket_t *b, uint64_t id, uint8_t dg)
+{
+  uint8_t *cd = cdigests(t, b->block), *cnt = counts_of(t, b->block);
+  uint64_t *cid = cids_of(t, b->block);
+  int c = find_slot(t, cd, cid, id, dg);
+  if (c >= 0) {
+    uint32_t seen = (uint32_t)cnt[c] + 1;
+    if (seen < t->admit) {
+      cnt[c] = (uint8_t)seen;
+      return seen;
+    }
+    cd[c] = 0;
+    cnt[c] = 0;
+    b->cands--;
+    return seen;
+  }
+  uint32_t s;
+  if (b->cands < t->B) {
+    for (s = 0; cd[s]; s++) {
+    }
+    b->cands++;
+  } else {
+    /* CLOCK: the first count of 1 from the hand on; each count passed loses one */
+    for (;;) {
+      s = b->hand;
+      b->hand = (b->hand + 1) & (t->B - 1);
+      if (cnt[s] <= 1) break;
+      cnt[s]--;
+    }
+    b->forgotten++;
+  }
+  cd[s] = dg;
+  cid[s] = id;
+  cnt[s] = 1;
+  return 1;
+}
+
+typedef struct where {
+  bucket_t *b;
+  uint8_t dg;
+} where_t;
+
+static where_t locate(au_ids_t *t, uint64_t id)
+{
+  uint64_t h = mix64(id ^ 0x2545f4914f6cdd1dULL);
+  uint8_t dg = (uint8_t)h;
+  where_t w = {&t->buckets[((h >> 32) * t->nbuckets) >> 32], dg ? dg : 1};
+  return w;
+}
+
+/* The id's live slot in its bucket (lock held), or -1; a row past its ttl is dropped. */
+static int lookup(au_ids_t *t, where_t *w, uint64_t id, uint64_t clock, int use)
+{
+  bucket_t *b = w->b;
+  if (!b->block) return -1;
+  int s = find_slot(t, digests(b->block), ids_of(t, b->block), id, w->dg);
+  if (s < 0) return -1;
+  if (use && expired(t, b->block, (uint32_t)s, clock)) {
+    drop_slot(b, (uint32_t)s);
+    b->expired++;
+    return -1;
+  }
+  if (use) {
+    uint32_t *u = &uses_of(t, b->block)[s];
+    if (*u != UINT32_MAX) (*u)++;
+    last_of(t, b->block)[s] = (uint32_t)clock;
+  }
+  return s;
+}
+
+int au_ids_push(au_ids_t *t, const uint64_t *ids, size_t n, const void *updates, uint64_t clock)
+{
+  if (!t || (n && (!ids || !updates))) return AU_EINVAL;
+  const char *u = updates;
+  for (size_t i = 0; i < n; i++, u += t->fmt.update_bytes) {
+    where_t w = locate(t, ids[i]);
+    pthread_spin_lock(&w.b->lock);
+    int s = lookup(t, &w, ids[i], clock, 1);
+    if (s < 0) {
+      if (ensure_block(t, w.b) != 0) {
+        pthread_spin_unlock(&w.b->lock);
+        return AU_ENOMEM;
+      }
+      uint32_t seen = t->admit > 1 ? count_push(t, w.b, ids[i], w.dg) : 1;
+      if (seen < t->admit) {
+        w.b->rejected++;
+        pthread_spin_unlock(&w.b->lock);
+        continue;
+      }
+      s = make_row(t, w.b, ids[i], w.dg, clock, seen);
+    }
+    table_apply(&t->fmt, row_of(t, w.b->block, (uint32_t)s), u);
+    pthread_spin_unlock(&w.b->lock);
+  }
+  return 0;
+}
+
+/* Copies `words` 32-bit words from `from` words into each row (or the initializer's). */
+static int copy_out(au_ids_t *t, const uint64_t *ids, size_t n, void *out, uint64_t clock, int use,
+                    uint32_t from, uint32_t words)
+{
+  if (!t || (n && (!ids || !out))) return AU_EINVAL;
+  char *scratch = NULL, *o = out;
+  for (size_t i = 0; i < n; i++, o += (size_t)words * 4) {
+    where_t w = locate(t, ids[i]);
+    pthread_spin_lock(&w.b->lock);
+    int s = lookup(t, &w, ids[i], clock, use);
+    if (s >= 0) {
+      memcpy(o, row_of(t, w.b->block, (uint32_t)s) + (size_t)from * 4, (size_t)words * 4);
+      pthread_spin_unlock(&w.b->lock);
+      continue;
+    }
+    if (use) w.b->misses++;
+    pthread_spin_unlock(&w.b->lock);
+    if (!scratch && !(scratch = malloc(t->fmt.row_bytes))) return AU_ENOMEM;
+    memset(scratch, 0, t->fmt.row_bytes);
+    table_init_row(&t->fmt, &t->init, ids[i], scratch);
+    memcpy(o, scratch + (size_t)from * 4, (size_t)words * 4);
+  }
+  free(scratch);
+  return 0;
+}
+
+int au_ids_pull(au_ids_t *t, const uint64_t *ids, size_t n, void *out, uint64_t clock)
+{
+  return copy_out(t, ids, n, out, clock, 1, 0, t ? t->fmt.dim : 0);
+}
+
+int au_ids_read_slots(au_ids_t *t, const uint64_t *ids, size_t n, float *out)
+{
+  return copy_out(t, ids, n, out, 0, 0, t ? t->fmt.dim : 0, t ? t->fmt.nslots : 0);
+}
+
+int au_ids_contains(au_ids_t *t, uint64_t id)
+{
+  if (!t) return 0;
+  where_t w = locate(t, id);
+  pthread_spin_lock(&w.b->lock);
+  int s = lookup(t, &w, id, 0, 0);
+  pthread_spin_unlock(&w.b->lock);
+  return s >= 0;
+}
+
+int au_ids_foreach(au_ids_t *t, au_ids_each_fn fn, void *arg)
+{
+  if (!t || !fn) return AU_EINVAL;
+  for (uint64_t i = 0; i < t->nbuckets; i++) {
+    bucket_t *b = &t->buckets[i];
+    pthread_spin_lock(&b->lock);
+    int rc = 0;
+    for (uint32_t s = 0; b->block && s < t->B && rc == 0; s++)
+      if (digests(b->block)[s]) rc = fn(arg, ids_of(t, b->block)[s], row_of(t, b->block, s));
+    pthread_spin_unlock(&b->lock);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+void au_ids_stats(au_ids_t *t, au_ids_stats_t *out)
+{
+  if (!out) return;
+  memset(out, 0, sizeof(*out));
+  if (!t) return;
+  for (uint64_t i = 0; i < t->nbuckets; i++) {
+    bucket_t *b = &t->buckets[i];
+    pthread_spin_lock(&b->lock);
+    out->rows += b->rows;
+    out->buckets_used += b->block != NULL;
+    out->admitted += b->admitted;
+    out->evicted += b->evicted;
+    out->expired += b->expired;
+    out->rejected += b->rejected;
+    out->misses += b->misses;
+    out->forgotten += b->forgotten;
+    out->candidates += b->cands;
+    pthread_spin_unlock(&b->lock);
+  }
+  out->buckets = t->nbuckets;
+  out->capacity = t->nbuckets * t->B;
+  out->memory = atomic_load_explicit(&t->memory, memory_order_relaxed);
+  out->row_bytes = (size_t)t->fmt.width * 4;
+}
+
+uint32_t au_ids_dim(const au_ids_t *t)
+{
+  return t ? t->fmt.dim : 0;
+}
+
+uint32_t au_ids_slots(const au_ids_t *t)
+{
+  return t ? t->fmt.nslots : 0;
+}
+
+/* ---- creation ------------------------------------------------------------------------- */
+
+static void ids_free(au_ids_t *t)
+{
+  for (uint64_t i = 0; t->buckets && i < t->nbuckets; i++) {
+    free(t->buckets[i].block);
+    pthread_spin_destroy(&t->buckets[i].lock);
+  }
+  free(t->buckets);
+  free(t);
+}
+
+void ids_free_all(au_node_t *n)
+{
+  while (n->ids) {
+    au_ids_t *next = n->ids->next;
+    ids_free(n->ids);
+    n->ids = next;
+  }
+}
+
+static int bad(au_node_t *node, const au_ids_opts_t *o, const char *why)
+{
+  au__log(AU_LOG_ERROR, node->rank, "id table %s: %s", o->row.name ? o->row.name : "ids", why);
+  return AU_EINVAL;
+}
+
+int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
+{
+  if (!node || !opts || !out) return AU_EINVAL;
+  if (node->nodes > 1)
+    return bad(node, opts, "id tables are kept on one node only so far (docs/tables.md)");
+  au_table_opts_t row = opts->row;
+  row.keys = 1;
+  row.group = 0;
+  row.place = AU_PLACE_CLASSIC;
+  if (table_check_opts(&row) != 0) return bad(node, opts, "the row options are not valid");
+  uint32_t B = opts->bucket ? opts->bucket : 64;
+  if (B < 8 || B > 256 || (B & (B - 1)))
+    return bad(node, opts, "bucket must be a power of two 8..256");
+  if (opts->evict != AU_EVICT_LFU && opts->evict != AU_EVICT_LRU)
+    return bad(node, opts, "unknown eviction rule");
+  if (opts->ttl >= (1ULL << 31)) return bad(node, opts, "ttl must be below 2^31 clocks");
+  if (opts->admit > 255) return bad(node, opts, "admit must be at most 255 pushes");
+
+  au_ids_t *t = calloc(1, sizeof(*t));
+  if (!t) return AU_ENOMEM;
+  t->node = node;
+  t->init = row;
+  t->init.name = NULL;
+  au_table_t *f = &t->fmt;
+  f->node = node;
+  f->id = -1;
+  snprintf(f->name, sizeof(f->name), "%s", row.name ? row.name : "ids");
+  f->dim = row.dim;
+  f->type = row.type;
+  f->optim = row.optim;
+  f->lr = row.lr;
+  f->optim_init = row.optim_init > 0 ? row.optim_init : 1.0f;
+  f->nslots = row.optim == AU_OPTIM_ADAGRAD ? row.dim : row.optim == AU_OPTIM_ADAGRAD_ROW;
+  f->width = row.dim + f->nslots;
+  f->row_align = row.row_align > 4 ? row.row_align : 4;
+  f->row_bytes = round_up((size_t)f->width * 4, f->row_align);
+  f->update_bytes = (size_t)row.dim * 4;
+  /* the bucket's lock makes an update exclusive: the plain kernels are exact under it */
+  f->kernel =
+      row.kernel == AU_KERNEL_CUSTOM ? row.kernel_fn : kernel_for(row.type, AU_KERNEL_HOGWILD);
+  f->kernel_arg = row.kernel_arg;
+  f->hogwild = 1;
+
+  t->B = B;
+  t->admit = opts->admit > 1 ? opts->admit : 1;
+  t->ttl = (uint32_t)opts->ttl;
+  t->evict = opts->evict;
+  t->off_cdig = B;
+  t->off_count = 2 * (size_t)B;
+  t->off_ids = round_up(3 * (size_t)B, 8);
+  t->off_cids = t->off_ids + (size_t)B * 8;
+  t->off_uses = t->off_cids + (size_t)B * 8;
+  t->off_last = t->off_uses + (size_t)B * 4;
+  size_t a = f->row_align > 64 ? f->row_align : 64;
+  t->off_rows = round_up(t->off_last + (size_t)B * 4, a);
+  t->block_bytes = round_up(t->off_rows + (size_t)B * f->row_bytes, a);
+
+  size_t per_bucket = t->block_bytes + sizeof(bucket_t), fixed = sizeof(*t);
+  if (opts->budget < fixed + per_bucket) {
+    free(t);
+    return bad(node, opts, "the budget does not hold one bucket");
+  }
+  t->nbuckets = (opts->budget - fixed) / per_bucket;
+  if (t->nbuckets > UINT32_MAX) t->nbuckets = UINT32_MAX;
+  t->buckets = calloc(t->nbuckets, sizeof(bucket_t));
+  if (!t->buckets) {
+    free(t);
+    return AU_ENOMEM;
+  }
+  for (uint64_t i = 0; i < t->nbuckets; i++)
+    pthread_spin_init(&t->buckets[i].lock, PTHREAD_PROCESS_PRIVATE);
+  atomic_init(&t->memory, fixed + t->nbuckets * sizeof(bucket_t));
+  t->next = node->ids;
+  node->ids = t;
+  *out = t;
+  return 0;
+}
