@@ -1,0 +1,498 @@
+/* test_ids.c — id tables: options are checked; admission, eviction, expiry and their
+ * counters match a serial model of the rules, push by push; an evicted row seen again
+ * starts from the initializer, optimizer slots included; ids pushed fewer than `admit`
+ * times never get a row; memory stays within the budget; pushes from several threads
+ * lose no update. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "augur.h"
+
+static au_node_t *node;
+
+static int setup(void **state)
+{
+  (void)state;
+  return au_node_create(&(au_node_opts_t){.threads = 1}, &node);
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  au_node_destroy(node);
+  return 0;
+}
+
+static uint64_t rng(uint64_t *s)
+{
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static au_ids_opts_t int_rows(uint32_t dim)
+{
+  au_ids_opts_t o = {.row = {.dim = dim, .type = AU_I32}, .budget = 1 << 20};
+  return o;
+}
+
+static void test_bad_options(void **state)
+{
+  (void)state;
+  au_ids_t *t;
+  au_ids_opts_t good = int_rows(2);
+  assert_int_equal(au_ids_create(node, &good, &t), 0);
+  assert_int_equal(au_ids_dim(t), 2);
+  assert_int_equal(au_ids_slots(t), 0);
+  au_ids_opts_t bad[9];
+  for (int i = 0; i < 9; i++) bad[i] = good;
+  bad[0].budget = 0;
+  bad[1].budget = 1000; /* not one bucket */
+  bad[2].bucket = 12;
+  bad[3].bucket = 4;
+  bad[4].bucket = 512;
+  bad[5].evict = 7;
+  bad[6].ttl = 1ULL << 31;
+  bad[7].admit = 256;
+  bad[8].row.dim = 0;
+  for (int i = 0; i < 9; i++) {
+    au_ids_t *x = NULL;
+    assert_int_equal(au_ids_create(node, &bad[i], &x), AU_EINVAL);
+    assert_null(x);
+  }
+  assert_int_equal(au_ids_create(NULL, &good, &t), AU_EINVAL);
+  int32_t v[2] = {1, 1};
+  uint64_t id = 5;
+  assert_int_equal(au_ids_push(NULL, &id, 1, v, 0), AU_EINVAL);
+  assert_int_equal(au_ids_push(t, NULL, 1, v, 0), AU_EINVAL);
+  assert_int_equal(au_ids_pull(t, &id, 1, NULL, 0), AU_EINVAL);
+}
+
+/* The smallest budget that makes a table: it has exactly one bucket, so a serial model
+ * knows which ids share it. */
+static au_ids_t *one_bucket(au_ids_opts_t o)
+{
+  size_t lo = 1, hi = 1 << 22; /* lo fails, hi works */
+  au_ids_t *t;
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    o.budget = mid;
+    if (au_ids_create(node, &o, &t) == 0)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  o.budget = hi;
+  assert_int_equal(au_ids_create(node, &o, &t), 0);
+  au_ids_stats_t st;
+  au_ids_stats(t, &st);
+  assert_int_equal(st.buckets, 1);
+  return t;
+}
+
+/* --- the serial model of one bucket ------------------------------------------------------ */
+
+#define MB 8
+typedef struct model {
+  uint32_t B, admit, ttl;
+  au_evict_t evict;
+  int has[MB], ccount[MB];
+  uint64_t id[MB], cid[MB];
+  uint32_t uses[MB], last[MB], hand;
+  int32_t val[MB][2];
+  au_ids_stats_t st;
+} model_t;
+
+static int m_find(model_t *m, uint64_t id, uint64_t clock, int use)
+{
+  for (uint32_t s = 0; s < m->B; s++) {
+    if (!m->has[s] || m->id[s] != id) continue;
+    if (use && m->ttl && (uint32_t)clock - m->last[s] >= m->ttl) {
+      m->has[s] = 0;
+      m->st.rows--;
+      m->st.expired++;
+      return -1;
+    }
+    if (use) {
+      m->uses[s]++;
+      m->last[s] = (uint32_t)clock;
+    }
+    return (int)s;
+  }
+  return -1;
+}
+
+static uint32_t m_count(model_t *m, uint64_t id)
+{
+  for (uint32_t s = 0; s < m->B; s++)
+    if (m->ccount[s] && m->cid[s] == id) {
+      uint32_t seen = (uint32_t)m->ccount[s] + 1;
+      if (seen >= m->admit) {
+        m->ccount[s] = 0;
+        m->st.candidates--;
+      } else
+        m->ccount[s] = (int)seen;
+      return seen;
+    }
+  uint32_t s;
+  if (m->st.candidates < m->B) {
+    for (s = 0; m->ccount[s]; s++) {
+    }
+    m->st.candidates++;
+  } else {
+    for (;;) {
+      s = m->hand;
+      m->hand = (m->hand + 1) % m->B;
+      if (m->ccount[s] <= 1) break;
+      m->ccount[s]--;
+    }
+    m->st.forgotten++;
+  }
+  m->ccount[s] = 1;
+  m->cid[s] = id;
+  return 1;
+}
+
+static void m_push(model_t *m, uint64_t id, const int32_t *d, uint64_t clock)
+{
+  int s = m_find(m, id, clock, 1);
+  if (s < 0) {
+    uint32_t seen = m->admit > 1 ? m_count(m, id) : 1;
+    if (seen < m->admit) {
+      m->st.rejected++;
+      return;
+    }
+    if (m->st.rows < m->B) {
+      for (s = 0; m->has[s]; s++) {
+      }
+    } else {
+      s = -1;
+      for (uint32_t k = 0; m->ttl && k < m->B && s < 0; k++)
+        if ((uint32_t)clock - m->last[k] >= m->ttl) s = (int)k;
+      if (s >= 0)
+        m->st.expired++;
+      else {
+        s = 0;
+        for (uint32_t k = 1; k < m->B; k++) {
+          uint32_t ak = (uint32_t)clock - m->last[k], ab = (uint32_t)clock - m->last[s];
+          int better = m->evict == AU_EVICT_LFU
+                           ? m->uses[k] < m->uses[s] || (m->uses[k] == m->uses[s] && ak > ab)
+                           : ak > ab || (ak == ab && m->uses[k] < m->uses[s]);
+          if (better) s = (int)k;
+        }
+        m->st.evicted++;
+      }
+      m->st.rows--;
+    }
+    m->has[s] = 1;
+    m->id[s] = id;
+    m->uses[s] = seen;
+    m->last[s] = (uint32_t)clock;
+    m->val[s][0] = m->val[s][1] = 0;
+    m->st.rows++;
+    m->st.admitted++;
+  }
+  m->val[s][0] += d[0];
+  m->val[s][1] += d[1];
+}
+
+static void m_pull(model_t *m, uint64_t id, int32_t *out, uint64_t clock)
+{
+  int s = m_find(m, id, clock, 1);
+  if (s < 0) {
+    m->st.misses++;
+    out[0] = out[1] = 0;
+    return;
+  }
+  out[0] = m->val[s][0];
+  out[1] = m->val[s][1];
+}
+
+static void check_stats(au_ids_t *t, const model_t *m, int step)
+{
+  au_ids_stats_t st;
+  au_ids_stats(t, &st);
+  const uint64_t got[] = {st.rows,     st.admitted, st.evicted,    st.expired,
+                          st.rejected, st.misses,   st.candidates, st.forgotten};
+  const uint64_t want[] = {m->st.rows,     m->st.admitted, m->st.evicted,    m->st.expired,
+                           m->st.rejected, m->st.misses,   m->st.candidates, m->st.forgotten};
+  for (int i = 0; i < 8; i++)
+    if (got[i] != want[i])
+      fail_msg("step %d: counter %d is %llu, the model says %llu", step, i,
+               (unsigned long long)got[i], (unsigned long long)want[i]);
+}
+
+static int same_as_model(void *arg, uint64_t id, const void *values)
+{
+  const model_t *m = arg;
+  const int32_t *v = values;
+  for (uint32_t k = 0; k < m->B; k++)
+    if (m->has[k] && m->id[k] == id) {
+      if (v[0] != m->val[k][0] || v[1] != m->val[k][1])
+        fail_msg("id %llu holds %d,%d, the model %d,%d", (unsigned long long)id, v[0], v[1],
+                 m->val[k][0], m->val[k][1]);
+      return 0;
+    }
+  fail_msg("id %llu has a row the model does not", (unsigned long long)id);
+  return 1;
+}
+
+/* Every rule against the model: 4000 random pushes and pulls over 30 skewed ids into one
+ * bucket of 8, clocks rising slowly, each combination of LFU/LRU, admission 1/3 and ttl
+ * 0/6; counters after every step, rows and values at the end. */
+static void test_rules_match_serial_model(void **state)
+{
+  (void)state;
+  for (int combo = 0; combo < 8; combo++) {
+    au_ids_opts_t o = int_rows(2);
+    o.bucket = MB;
+    o.evict = combo & 1 ? AU_EVICT_LRU : AU_EVICT_LFU;
+    o.admit = combo & 2 ? 3 : 1;
+    o.ttl = combo & 4 ? 6 : 0;
+    au_ids_t *t = one_bucket(o);
+    model_t m = {
+        .B = MB, .admit = o.admit > 1 ? o.admit : 1, .ttl = (uint32_t)o.ttl, .evict = o.evict};
+    uint64_t s = 42 + (uint64_t)combo;
+    for (int step = 0; step < 4000; step++) {
+      uint64_t r = rng(&s);
+      /* skewed: id k with probability about 1/(k+1) */
+      uint64_t id = 1000003ULL * ((r % 30) * ((r >> 8) % 30) / 30 + 1);
+      uint64_t clock = (uint64_t)step / 4;
+      if ((r >> 20) % 5) {
+        int32_t d[2] = {1, (int32_t)((r >> 32) % 7)};
+        assert_int_equal(au_ids_push(t, &id, 1, d, clock), 0);
+        m_push(&m, id, d, clock);
+      } else {
+        int32_t got[2], want[2];
+        assert_int_equal(au_ids_pull(t, &id, 1, got, clock), 0);
+        m_pull(&m, id, want, clock);
+        if (got[0] != want[0] || got[1] != want[1])
+          fail_msg("combo %d step %d: id %llu reads %d,%d, the model %d,%d", combo, step,
+                   (unsigned long long)id, got[0], got[1], want[0], want[1]);
+      }
+      check_stats(t, &m, step);
+    }
+    au_ids_stats_t st;
+    au_ids_stats(t, &st);
+    /* the rules were exercised, not just agreed on */
+    assert_true(st.admitted > st.rows);
+    if (o.admit > 1) assert_true(st.rejected > 0 && st.forgotten > 0);
+    if (o.ttl) assert_true(st.expired > 0);
+    if (!o.ttl) assert_true(st.evicted > 0);
+    /* the same rows with the same values */
+    assert_int_equal(au_ids_foreach(t, same_as_model, &m), 0);
+    for (uint32_t k = 0; k < MB; k++)
+      if (m.has[k]) assert_true(au_ids_contains(t, m.id[k]));
+  }
+}
+
+/* An evicted row seen again starts from the initializer, its AdaGrad slots too: its values
+ * after one gradient in its second life are bit-equal to those after one in its first. */
+static void test_evicted_row_restarts(void **state)
+{
+  (void)state;
+  au_ids_opts_t o = {.row = {.dim = 4,
+                             .type = AU_F32,
+                             .init = AU_INIT_UNIFORM,
+                             .init_a = -1,
+                             .init_b = 1,
+                             .seed = 9,
+                             .optim = AU_OPTIM_ADAGRAD,
+                             .lr = 0.1f,
+                             .optim_init = 0.5f},
+                     .bucket = 8};
+  au_ids_t *t = one_bucket(o);
+  assert_int_equal(au_ids_slots(t), 4);
+  uint64_t a = 77;
+  float init[4], g[4] = {0.5f, -1, 2, 0.25f}, first[4], slots[4], again[4], aslots[4];
+  assert_int_equal(au_ids_pull(t, &a, 1, init, 0), 0); /* a miss: the initializer's values */
+  assert_false(au_ids_contains(t, a));
+  assert_true(init[0] != 0 || init[1] != 0);
+  assert_int_equal(au_ids_push(t, &a, 1, g, 0), 0);
+  assert_int_equal(au_ids_pull(t, &a, 1, first, 0), 0);
+  assert_int_equal(au_ids_read_slots(t, &a, 1, slots), 0);
+  for (int j = 0; j < 4; j++) {
+    assert_float_equal(slots[j], 0.5f + g[j] * g[j], 1e-6);
+    assert_true(first[j] != init[j]);
+  }
+  /* eight ids used more often fill the bucket: a (2 uses) is the LFU victim */
+  for (uint64_t k = 1; k <= 8; k++)
+    for (int rep = 0; rep < 3; rep++) assert_int_equal(au_ids_push(t, &k, 1, g, 1), 0);
+  assert_false(au_ids_contains(t, a));
+  au_ids_stats_t st;
+  au_ids_stats(t, &st);
+  assert_int_equal(st.evicted, 1);
+  assert_int_equal(au_ids_push(t, &a, 1, g, 2), 0);
+  assert_true(au_ids_contains(t, a));
+  assert_int_equal(au_ids_pull(t, &a, 1, again, 2), 0);
+  assert_int_equal(au_ids_read_slots(t, &a, 1, aslots), 0);
+  assert_memory_equal(again, first, sizeof(first));
+  assert_memory_equal(aslots, slots, sizeof(slots));
+}
+
+/* Ids pushed fewer than `admit` times never get a row, whatever else is pushed: 20,000
+ * ids pushed 1..5 times in a shuffled order, admit 4, a budget far below their rows. */
+static void test_rare_ids_never_materialized(void **state)
+{
+  (void)state;
+  enum { N = 20000 };
+  au_ids_opts_t o = int_rows(2);
+  o.admit = 4;
+  o.budget = 256 << 10;
+  au_ids_t *t;
+  assert_int_equal(au_ids_create(node, &o, &t), 0);
+  uint64_t *stream = malloc(sizeof(uint64_t) * N * 5);
+  int *times = calloc(N, sizeof(int));
+  size_t len = 0;
+  uint64_t s = 7;
+  for (int i = 0; i < N; i++) {
+    times[i] = 1 + (int)(rng(&s) % 5);
+    for (int k = 0; k < times[i]; k++) stream[len++] = (uint64_t)i * 0x9e3779b97f4a7c15ULL;
+  }
+  for (size_t i = len - 1; i > 0; i--) {
+    size_t j = rng(&s) % (i + 1);
+    uint64_t x = stream[i];
+    stream[i] = stream[j];
+    stream[j] = x;
+  }
+  int32_t d[2] = {1, 1};
+  for (size_t i = 0; i < len; i++) assert_int_equal(au_ids_push(t, &stream[i], 1, d, i), 0);
+  uint64_t rows_rare = 0, rows_often = 0;
+  for (int i = 0; i < N; i++) {
+    int has = au_ids_contains(t, (uint64_t)i * 0x9e3779b97f4a7c15ULL);
+    if (times[i] < 4)
+      rows_rare += (uint64_t)has;
+    else
+      rows_often += (uint64_t)has;
+  }
+  assert_int_equal(rows_rare, 0);
+  au_ids_stats_t st;
+  au_ids_stats(t, &st);
+  assert_true(rows_often > 0 && st.admitted > 0);
+  assert_true(st.memory <= o.budget);
+  free(stream);
+  free(times);
+}
+
+/* The budget holds everything the table allocates, and full buckets hold their rows at a
+ * small overhead: 128-byte rows, 100,000 distinct ids into 1 MiB. */
+static void test_memory_within_budget(void **state)
+{
+  (void)state;
+  au_ids_opts_t o = {.row = {.dim = 16, .type = AU_F32, .optim = AU_OPTIM_ADAGRAD, .lr = 0.1f},
+                     .budget = 1 << 20};
+  au_ids_t *t;
+  assert_int_equal(au_ids_create(node, &o, &t), 0);
+  float g[16];
+  for (int j = 0; j < 16; j++) g[j] = 1;
+  for (uint64_t i = 0; i < 100000; i++) {
+    uint64_t id = i * 0xd1342543de82ef95ULL + 3;
+    assert_int_equal(au_ids_push(t, &id, 1, g, i), 0);
+    if (i % 997 == 0) {
+      au_ids_stats_t st;
+      au_ids_stats(t, &st);
+      assert_true(st.memory <= o.budget);
+    }
+  }
+  au_ids_stats_t st;
+  au_ids_stats(t, &st);
+  assert_int_equal(st.row_bytes, 128);
+  assert_int_equal(st.rows, st.capacity);
+  assert_int_equal(st.admitted, 100000);
+  assert_int_equal(st.evicted, 100000 - st.capacity);
+  assert_true(st.memory <= o.budget);
+  assert_true((double)st.memory <= 1.3 * (double)(st.rows * st.row_bytes));
+}
+
+/* Pushes from four threads at once lose nothing: every update is applied or counted
+ * rejected, and each id's row holds exactly its applied updates. */
+typedef struct job {
+  au_ids_t *t;
+  int seed;
+} job_t;
+
+enum { IDS = 3000, CALLS = 50000 };
+
+static void *pusher(void *arg)
+{
+  job_t *j = arg;
+  uint64_t s = (uint64_t)j->seed;
+  int32_t d[2] = {1, 3};
+  for (int i = 0; i < CALLS; i++) {
+    uint64_t ids[4];
+    for (int k = 0; k < 4; k++) ids[k] = (rng(&s) % IDS) * 0x9e3779b97f4a7c15ULL;
+    int32_t ds[8];
+    for (int k = 0; k < 8; k++) ds[k] = d[k & 1];
+    if (au_ids_push(j->t, ids, 4, ds, (uint64_t)i) != 0) return (void *)1;
+  }
+  return NULL;
+}
+
+typedef struct sums {
+  int64_t a, b;
+  uint64_t rows;
+} sums_t;
+
+static int add_row(void *arg, uint64_t id, const void *values)
+{
+  (void)id;
+  sums_t *s = arg;
+  const int32_t *v = values;
+  s->a += v[0];
+  s->b += v[1];
+  s->rows++;
+  return 0;
+}
+
+static void test_threads_lose_no_update(void **state)
+{
+  (void)state;
+  for (int admit = 1; admit <= 3; admit += 2) {
+    au_ids_opts_t o = int_rows(2);
+    o.admit = (uint32_t)admit;
+    o.budget = 8 << 20; /* room for every id: nothing is evicted */
+    au_ids_t *t;
+    assert_int_equal(au_ids_create(node, &o, &t), 0);
+    pthread_t th[4];
+    job_t jobs[4];
+    for (int i = 0; i < 4; i++) {
+      jobs[i] = (job_t){t, 100 + i};
+      assert_int_equal(pthread_create(&th[i], NULL, pusher, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+      void *rc;
+      pthread_join(th[i], &rc);
+      assert_null(rc);
+    }
+    au_ids_stats_t st;
+    au_ids_stats(t, &st);
+    assert_int_equal(st.evicted, 0);
+    sums_t sum = {0, 0, 0};
+    assert_int_equal(au_ids_foreach(t, add_row, &sum), 0);
+    assert_int_equal(sum.rows, st.rows);
+    int64_t total = 4 * CALLS * 4; /* threads * calls * ids per call */
+    assert_int_equal(sum.a + (int64_t)st.rejected, total);
+    assert_int_equal(sum.b, 3 * sum.a);
+    if (admit > 1) assert_true(st.rejected >= 2 * st.admitted);
+  }
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_options),
+      cmocka_unit_test(test_rules_match_serial_model),
+      cmocka_unit_test(test_evicted_row_restarts),
+      cmocka_unit_test(test_rare_ids_never_materialized),
+      cmocka_unit_test(test_memory_within_budget),
+      cmocka_unit_test(test_threads_lose_no_update),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
