@@ -193,9 +193,10 @@ static int ensure_block(au_ids_t *t, bucket_t *b)
 {
   if (b->block) return 0;
   size_t a = t->fmt.row_align > 64 ? t->fmt.row_align : 64;
-  b->block = aligned_alloc(a, t->block_bytes);
-  if (!b->block) return -1;
-  memset(b->block, 0, t->block_bytes);
+  char *blk = aligned_alloc(a, t->block_bytes);
+  if (!blk) return -1;
+  memset(blk, 0, t->block_bytes);
+  __atomic_store_n(&b->block, blk, __ATOMIC_RELAXED); /* prefetch() reads it unlocked */
   atomic_fetch_add_explicit(&t->memory, t->block_bytes, memory_order_relaxed);
   return 0;
 }
@@ -272,11 +273,25 @@ static int lookup(au_ids_t *t, where_t *w, uint64_t id, uint64_t clock, int use)
   return s;
 }
 
+/* Starts loading what the pushes PREFETCH ids ahead will look at: their buckets, and
+ * their blocks' digests (the pointer read without the lock, atomically: a block not yet
+ * there is simply not prefetched). */
+enum { PREFETCH = 8 };
+static void prefetch(au_ids_t *t, const uint64_t *ids, size_t n, size_t i)
+{
+  if (i + 2 * PREFETCH < n) __builtin_prefetch(locate(t, ids[i + 2 * PREFETCH]).b);
+  if (i + PREFETCH < n) {
+    char *blk = __atomic_load_n(&locate(t, ids[i + PREFETCH]).b->block, __ATOMIC_RELAXED);
+    if (blk) __builtin_prefetch(blk);
+  }
+}
+
 int au_ids_push(au_ids_t *t, const uint64_t *ids, size_t n, const void *updates, uint64_t clock)
 {
   if (!t || (n && (!ids || !updates))) return AU_EINVAL;
   const char *u = updates;
   for (size_t i = 0; i < n; i++, u += t->fmt.update_bytes) {
+    prefetch(t, ids, n, i);
     where_t w = locate(t, ids[i]);
     pthread_spin_lock(&w.b->lock);
     int s = lookup(t, &w, ids[i], clock, 1);
