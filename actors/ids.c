@@ -9,13 +9,14 @@
  * so a lookup compares B one-byte digests, eight at a time, and the id only where a
  * digest matches (HierarchicalKV's layout). Slot i holds a row (digest, id, uses, last,
  * row) and, independently, an admission candidate (cdigest, cid, count): an id without a
- * row that was pushed `count` times, exactly. The admit-th push makes the candidate a
- * row. A full candidate area makes room CLOCK-wise: a hand sweeps the slots, takes the
- * first candidate with count 1 and takes one off each count it passes, so the only error
- * is forgetting (an id counted fewer times than it was seen, never more): an id pushed
- * fewer than `admit` times never gets a row. A full bucket makes room for a row by
- * dropping one not used for ttl clocks, else its LFU or LRU victim. A spin lock per
- * bucket serializes what touches the bucket, so updates are exact without atomics.
+ * row that was pushed `count` times since it became one, exactly. An id becomes a
+ * candidate on its second push: its first only passes a doorkeeper (a Bloom filter, so
+ * that ids seen once do not flood the candidates). The admit-th count makes a row. A full candidate
+ * area makes room CLOCK-wise: a hand sweeps the slots, takes the first candidate with count 1 and
+ * takes one off each count it passes, so the only error is forgetting (an id counted fewer times
+ * than it was seen, never more): an id pushed fewer than `admit` times never gets a row. A full
+ * bucket makes room for a row by dropping one not used for ttl clocks, else its LFU or LRU victim.
+ * A spin lock per bucket serializes what touches the bucket, so updates are exact without atomics.
  *
  * The invariant: a slot's row belongs to the id in its id[] entry exactly while its
  * digest is nonzero, and a row is only read or written under its bucket's lock.
@@ -51,6 +52,9 @@ struct au_ids {
   au_evict_t evict;
   uint64_t nbuckets;
   bucket_t *buckets;
+  _Atomic uint64_t *door; /* the doorkeeper's bits (NULL: none) */
+  uint64_t door_bits, door_every;
+  _Atomic uint64_t door_seen;
   size_t off_cdig, off_count, off_ids, off_cids, off_uses, off_last, off_rows, block_bytes;
   _Atomic size_t memory;
 };
@@ -145,13 +149,17 @@ static uint32_t victim(au_ids_t *t, bucket_t *b, uint64_t clock, int *was_expire
       return s;
     }
   *was_expired = 0;
-  uint32_t best = 0;
-  for (uint32_t s = 1; s < t->B; s++) {
-    uint32_t age_s = (uint32_t)clock - last[s], age_b = (uint32_t)clock - last[best];
-    int better = t->evict == AU_EVICT_LFU
-                     ? uses[s] < uses[best] || (uses[s] == uses[best] && age_s > age_b)
-                     : age_s > age_b || (age_s == age_b && uses[s] < uses[best]);
-    if (better) best = s;
+  /* the smallest key wins, the lower slot on ties: LFU (uses, then the older: a larger
+     age is a smaller ~age), LRU (the older, then uses) */
+  uint32_t best = 0, lfu = t->evict == AU_EVICT_LFU;
+  uint64_t best_key = UINT64_MAX;
+  for (uint32_t s = 0; s < t->B; s++) {
+    uint32_t young = ~((uint32_t)clock - last[s]);
+    uint64_t key = lfu ? (uint64_t)uses[s] << 32 | young : (uint64_t)young << 32 | uses[s];
+    if (key < best_key) {
+      best_key = key;
+      best = s;
+    }
   }
   return best;
 }
@@ -181,7 +189,7 @@ static int make_row(au_ids_t *t, bucket_t *b, uint64_t id, uint8_t dg, uint64_t 
   last_of(t, b->block)[s] = (uint32_t)clock;
   /* table_init_row leaves zero-initialized values as they are: the slot may hold a
      victim's */
-  memset(row_of(t, b->block, s), 0, t->fmt.row_bytes);
+  if (t->init.init == AU_INIT_ZERO) memset(row_of(t, b->block, s), 0, (size_t)t->fmt.dim * 4);
   table_init_row(&t->fmt, &t->init, id, row_of(t, b->block, s));
   b->rows++;
   b->admitted++;
@@ -201,8 +209,27 @@ static int ensure_block(au_ids_t *t, bucket_t *b)
   return 0;
 }
 
+/* The doorkeeper (TinyLFU's): 1 if the id probably passed the door since it was last
+ * cleared, else 0; either way it has passed now. Two bits per id, in one 64-bit word (a
+ * blocked Bloom filter: one atomic or), 8 bits a row of capacity, cleared every
+ * `capacity` calls (about 5% false passes). */
+static int door_pass(au_ids_t *t, uint64_t id)
+{
+  uint64_t h = mix64(id ^ 0x9e3779b97f4a7c15ULL);
+  uint64_t word = ((h & 0xffffffffULL) * (t->door_bits / 64)) >> 32;
+  uint64_t bits = 1ULL << ((h >> 32) & 63) | 1ULL << ((h >> 38) & 63);
+  int passed =
+      (atomic_fetch_or_explicit(&t->door[word], bits, memory_order_relaxed) & bits) == bits;
+  if (atomic_fetch_add_explicit(&t->door_seen, 1, memory_order_relaxed) % t->door_every ==
+      t->door_every - 1)
+    for (uint64_t w = 0; w < t->door_bits / 64; w++)
+      atomic_store_explicit(&t->door[w], 0, memory_order_relaxed);
+  return passed;
+}
+
 /* Counts a push of id, which has no row (lock held); returns the pushes counted so far,
- * this one included, and frees the candidate's slot when they reach admit. */
+ * this one included (0: stopped at the door, not counted), and frees the candidate's
+ * slot when they reach admit. */
 static uint32_t count_push(au_ids_t *t, bucket_t *b, uint64_t id, uint8_t dg)
 {
   uint8_t *cd = cdigests(t, b->block), *cnt = counts_of(t, b->block);
@@ -219,6 +246,7 @@ static uint32_t count_push(au_ids_t *t, bucket_t *b, uint64_t id, uint8_t dg)
     b->cands--;
     return seen;
   }
+  if (t->door && !door_pass(t, id)) return 0;
   uint32_t s;
   if (b->cands < t->B) {
     for (s = 0; cd[s]; s++) {
@@ -419,6 +447,7 @@ static void ids_free(au_ids_t *t)
     pthread_spin_destroy(&t->buckets[i].lock);
   }
   free(t->buckets);
+  free((void *)t->door);
   free(t);
 }
 
@@ -494,21 +523,31 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
   t->off_rows = round_up(t->off_last + (size_t)B * 4, a);
   t->block_bytes = round_up(t->off_rows + (size_t)B * f->row_bytes, a);
 
-  size_t per_bucket = t->block_bytes + sizeof(bucket_t), fixed = sizeof(*t);
+  /* the doorkeeper: 8 bits (a byte) a row of capacity */
+  int door = t->admit > 1 && !opts->no_door;
+  size_t per_bucket = t->block_bytes + sizeof(bucket_t) + (door ? B : 0), fixed = sizeof(*t);
   if (opts->budget < fixed + per_bucket) {
     free(t);
     return bad(node, opts, "the budget does not hold one bucket");
   }
   t->nbuckets = (opts->budget - fixed) / per_bucket;
   if (t->nbuckets > UINT32_MAX) t->nbuckets = UINT32_MAX;
+  if (door && t->nbuckets * B > (1ULL << 29)) t->nbuckets = (1ULL << 29) / B; /* bits < 2^32 */
   t->buckets = calloc(t->nbuckets, sizeof(bucket_t));
-  if (!t->buckets) {
+  if (door) {
+    t->door_bits = t->nbuckets * B * 8;
+    t->door_every = t->nbuckets * B;
+    t->door = calloc(t->door_bits / 64, sizeof(uint64_t));
+  }
+  if (!t->buckets || (door && !t->door)) {
+    free(t->buckets);
+    free((void *)t->door);
     free(t);
     return AU_ENOMEM;
   }
   for (uint64_t i = 0; i < t->nbuckets; i++)
     pthread_spin_init(&t->buckets[i].lock, PTHREAD_PROCESS_PRIVATE);
-  atomic_init(&t->memory, fixed + t->nbuckets * sizeof(bucket_t));
+  atomic_init(&t->memory, fixed + t->nbuckets * sizeof(bucket_t) + t->door_bits / 8);
   t->next = node->ids;
   node->ids = t;
   *out = t;

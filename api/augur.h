@@ -478,10 +478,10 @@ int au_table_owns(const au_table_t *t, au_key_t key);
 
 /* --- id tables -------------------------------------------------------------------------
  * Rows keyed by arbitrary 64-bit ids that appear at run time (docs/tables.md, "Id
- * tables"): an id hashes into a bucket of `bucket` rows; it gets a row on the push that
- * makes it pushed `admit` times (counted exactly, in its bucket, until then; a count may
- * be forgotten, never overstated), initialized as a dense table's key would be (from
- * seed and id); when its bucket is full, the bucket's
+ * tables"): an id hashes into a bucket of `bucket` rows; past a doorkeeper (its first
+ * push), it gets a row on its `admit`-th counted push (counted exactly, in its bucket,
+ * until then; a count may be forgotten, never overstated), initialized as a dense
+ * table's key would be (from seed and id); when its bucket is full, the bucket's
  * least frequently (LFU) or least recently (LRU) used row gives way, or first one not
  * used for `ttl` clocks. `budget` bytes bound everything the table allocates on this
  * node: it fixes the buckets, which are allocated on first use. Rows carry their
@@ -500,11 +500,12 @@ typedef struct au_ids_opts {
      optim, lr, optim_init, row_align, name as for a dense table; keys, group, place and
      hot are not used */
   au_table_opts_t row;
-  size_t budget;     /* bytes on this node, index and counts included */
-  uint32_t admit;    /* pushes that make an id a row, <= 255 (0 or 1: the first) */
-  au_evict_t evict;  /* AU_EVICT_LFU (default) or AU_EVICT_LRU */
-  uint64_t ttl;      /* clocks: a row unused for ttl clocks is dropped (0 = never; < 2^31) */
-  uint32_t bucket;   /* rows per bucket, a power of two 8..256 (0 = 64) */
+  size_t budget;    /* bytes on this node, index and counts included */
+  uint32_t admit;   /* pushes that make an id a row, <= 255 (0 or 1: the first) */
+  au_evict_t evict; /* AU_EVICT_LFU (default) or AU_EVICT_LRU */
+  uint64_t ttl;     /* clocks: a row unused for ttl clocks is dropped (0 = never; < 2^31) */
+  uint32_t bucket;  /* rows per bucket, a power of two 8..256 (0 = 64) */
+  int no_door;      /* 1: no doorkeeper, an id's first push counts (see docs/tables.md) */
 } au_ids_opts_t;
 
 int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **ids);
@@ -512,8 +513,7 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **ids);
  * (the caller's: a worker's clock, a batch number). An id without a row is counted
  * towards admission; its update is dropped until it is admitted (counted `rejected`).
  * 0 or AU_EINVAL. */
-int au_ids_push(au_ids_t *t, const uint64_t *ids, size_t n, const void *updates,
-                uint64_t clock);
+int au_ids_push(au_ids_t *t, const uint64_t *ids, size_t n, const void *updates, uint64_t clock);
 /* Copies n rows' values (n * dim) into out; an id without a row reads its initial values
  * (and is not made a row). A read is a use (LFU, LRU, TTL). 0 or AU_EINVAL. */
 int au_ids_pull(au_ids_t *t, const uint64_t *ids, size_t n, void *out, uint64_t clock);
@@ -528,18 +528,18 @@ typedef int (*au_ids_each_fn)(void *arg, uint64_t id, const void *values);
 int au_ids_foreach(au_ids_t *t, au_ids_each_fn fn, void *arg);
 
 typedef struct au_ids_stats {
-  uint64_t rows;     /* held now */
-  uint64_t capacity; /* buckets * bucket */
+  uint64_t rows;                  /* held now */
+  uint64_t capacity;              /* buckets * bucket */
   uint64_t buckets, buckets_used; /* buckets, and those allocated so far */
-  uint64_t admitted; /* rows made */
-  uint64_t evicted;  /* rows that gave way to a new id in a full bucket */
-  uint64_t expired;  /* rows dropped for ttl */
-  uint64_t rejected; /* updates dropped: the id was below the admission count */
-  uint64_t misses;   /* reads of ids without a row */
-  uint64_t candidates; /* ids counted towards admission now */
-  uint64_t forgotten;  /* candidates dropped to make room for another */
-  size_t memory;     /* bytes allocated now (<= budget) */
-  size_t row_bytes;  /* raw bytes of a row: (dim + slots) * 4 */
+  uint64_t admitted;              /* rows made */
+  uint64_t evicted;               /* rows that gave way to a new id in a full bucket */
+  uint64_t expired;               /* rows dropped for ttl */
+  uint64_t rejected;              /* updates dropped: the id was below the admission count */
+  uint64_t misses;                /* reads of ids without a row */
+  uint64_t candidates;            /* ids counted towards admission now */
+  uint64_t forgotten;             /* candidates dropped to make room for another */
+  size_t memory;                  /* bytes allocated now (<= budget) */
+  size_t row_bytes;               /* raw bytes of a row: (dim + slots) * 4 */
 } au_ids_stats_t;
 void au_ids_stats(au_ids_t *t, au_ids_stats_t *out);
 uint32_t au_ids_dim(const au_ids_t *t);

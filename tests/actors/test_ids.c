@@ -256,6 +256,7 @@ static void test_rules_match_serial_model(void **state)
     o.evict = combo & 1 ? AU_EVICT_LRU : AU_EVICT_LFU;
     o.admit = combo & 2 ? 3 : 1;
     o.ttl = combo & 4 ? 6 : 0;
+    o.no_door = 1; /* the doorkeeper's bits are its own test's */
     au_ids_t *t = one_bucket(o);
     model_t m = {
         .B = MB, .admit = o.admit > 1 ? o.admit : 1, .ttl = (uint32_t)o.ttl, .evict = o.evict};
@@ -381,6 +382,37 @@ static void test_rare_ids_never_materialized(void **state)
   free(times);
 }
 
+/* With the doorkeeper (the default), an id's first push only passes the door: its count
+ * starts at its second, so it gets a row at its (admit + 1)-th push; ids pushed once are
+ * never candidates. One bucket of 8, admit 3, ids far fewer than the door's bits. */
+static void test_doorkeeper(void **state)
+{
+  (void)state;
+  au_ids_opts_t o = int_rows(2);
+  o.bucket = 8;
+  o.admit = 3;
+  au_ids_t *t = one_bucket(o);
+  int32_t d[2] = {1, 1};
+  au_ids_stats_t st;
+  for (uint64_t id = 1; id <= 5; id++) assert_int_equal(au_ids_push(t, &id, 1, d, 0), 0);
+  au_ids_stats(t, &st);
+  assert_int_equal(st.candidates, 0);
+  assert_int_equal(st.rejected, 5);
+  uint64_t a = 3;
+  for (int k = 2; k <= 4; k++) {
+    assert_false(au_ids_contains(t, a));
+    assert_int_equal(au_ids_push(t, &a, 1, d, 0), 0);
+  }
+  assert_true(au_ids_contains(t, a));
+  au_ids_stats(t, &st);
+  assert_int_equal(st.admitted, 1);
+  assert_int_equal(st.rejected, 7);
+  assert_int_equal(st.candidates, 0);
+  int32_t v[2];
+  assert_int_equal(au_ids_pull(t, &a, 1, v, 0), 0);
+  assert_int_equal(v[0], 1); /* the admitting push's update only */
+}
+
 /* The budget holds everything the table allocates, and full buckets hold their rows at a
  * small overhead: 128-byte rows, 100,000 distinct ids into 1 MiB. */
 static void test_memory_within_budget(void **state)
@@ -491,6 +523,7 @@ int main(void)
       cmocka_unit_test(test_rules_match_serial_model),
       cmocka_unit_test(test_evicted_row_restarts),
       cmocka_unit_test(test_rare_ids_never_materialized),
+      cmocka_unit_test(test_doorkeeper),
       cmocka_unit_test(test_memory_within_budget),
       cmocka_unit_test(test_threads_lose_no_update),
   };
