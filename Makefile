@@ -48,6 +48,7 @@ bench: build
 	build/bench/augur-bench-lda
 	build/bench/augur-bench-maps
 	build/bench/augur-bench-queues
+	build/bench/augur-bench-ids --runs 1
 
 # Sanitizer builds live in their own trees so they never mix with the normal build.
 tsan: deps
