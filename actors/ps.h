@@ -150,7 +150,7 @@ struct au_node {
   int rank, nodes;
   int sync_ms; /* replica sync period (au_node_opts_t) */
   au_table_t *tables;
-  struct au_ids *ids; /* id tables (ids.c), newest first */
+  struct au_ids *ids;       /* id tables (ids.c), newest first */
   au_table_t **table_by_id; /* tables in creation order: ids agree across nodes */
   int ntables;
   void *servers; /* server_t[nservers] (remote.c) */
