@@ -43,7 +43,6 @@ typedef struct bucket {
 } bucket_t;
 
 struct au_ids {
-  au_node_t *node;
   struct au_ids *next;
   au_table_t fmt;       /* the rows' layout, kernel and optimizer (not one of the node's) */
   au_table_opts_t init; /* the initializer's options (name not kept) */
@@ -486,7 +485,6 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
 
   au_ids_t *t = calloc(1, sizeof(*t));
   if (!t) return AU_ENOMEM;
-  t->node = node;
   t->init = row;
   t->init.name = NULL;
   au_table_t *f = &t->fmt;

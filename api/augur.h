@@ -512,10 +512,10 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **ids);
 /* Applies n updates (n * dim values: deltas, or gradients with an optimizer) at `clock`
  * (the caller's: a worker's clock, a batch number). An id without a row is counted
  * towards admission; its update is dropped until it is admitted (counted `rejected`).
- * 0 or AU_EINVAL. */
+ * 0, AU_EINVAL (a NULL argument) or AU_ENOMEM (a bucket's block could not be had). */
 int au_ids_push(au_ids_t *t, const uint64_t *ids, size_t n, const void *updates, uint64_t clock);
 /* Copies n rows' values (n * dim) into out; an id without a row reads its initial values
- * (and is not made a row). A read is a use (LFU, LRU, TTL). 0 or AU_EINVAL. */
+ * (and is not made a row). A read is a use (LFU, LRU, TTL). 0, AU_EINVAL or AU_ENOMEM. */
 int au_ids_pull(au_ids_t *t, const uint64_t *ids, size_t n, void *out, uint64_t clock);
 /* 1 if the id has a row on this node, else 0. Not a use. */
 int au_ids_contains(au_ids_t *t, uint64_t id);
