@@ -44,6 +44,7 @@ typedef struct bucket {
 
 struct au_ids {
   struct au_ids *next;
+  uint32_t index;       /* creation order on the node, from 0 */
   au_table_t fmt;       /* the rows' layout, kernel and optimizer (not one of the node's) */
   au_table_opts_t init; /* the initializer's options (name not kept) */
   uint32_t B;           /* rows per bucket */
@@ -437,6 +438,96 @@ uint32_t au_ids_slots(const au_ids_t *t)
   return t ? t->fmt.nslots : 0;
 }
 
+/* ---- checkpoints (checkpoint.c) ------------------------------------------------------ */
+
+au_ids_t *ids_at(au_node_t *n, uint32_t i)
+{
+  au_ids_t *t = n->ids;
+  while (t && t->index != i) t = t->next;
+  return t;
+}
+
+const au_table_t *ids_format(const au_ids_t *t)
+{
+  return &t->fmt;
+}
+
+uint64_t ids_rows(au_ids_t *t)
+{
+  au_ids_stats_t st;
+  au_ids_stats(t, &st);
+  return st.rows;
+}
+
+int ids_each_row(au_ids_t *t, ids_row_fn fn, void *arg)
+{
+  for (uint64_t i = 0; i < t->nbuckets; i++) {
+    bucket_t *b = &t->buckets[i];
+    pthread_spin_lock(&b->lock);
+    int rc = 0;
+    for (uint32_t s = 0; b->block && s < t->B && rc == 0; s++)
+      if (digests(b->block)[s])
+        rc = fn(arg, ids_of(t, b->block)[s], uses_of(t, b->block)[s], last_of(t, b->block)[s],
+                row_of(t, b->block, s));
+    pthread_spin_unlock(&b->lock);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+void ids_clear(au_ids_t *t)
+{
+  for (uint64_t i = 0; i < t->nbuckets; i++) {
+    bucket_t *b = &t->buckets[i];
+    pthread_spin_lock(&b->lock);
+    if (b->block) {
+      memset(digests(b->block), 0, t->B);
+      memset(cdigests(t, b->block), 0, t->B);
+      memset(counts_of(t, b->block), 0, t->B);
+    }
+    b->rows = b->cands = b->hand = 0;
+    pthread_spin_unlock(&b->lock);
+  }
+  if (t->door)
+    for (uint64_t w = 0; w < t->door_bits / 64; w++)
+      atomic_store_explicit(&t->door[w], 0, memory_order_relaxed);
+}
+
+int ids_put_row(au_ids_t *t, uint64_t id, uint32_t uses, uint32_t last, const void *row)
+{
+  where_t w = locate(t, id);
+  bucket_t *b = w.b;
+  pthread_spin_lock(&b->lock);
+  if (ensure_block(t, b) != 0) {
+    pthread_spin_unlock(&b->lock);
+    return AU_ENOMEM;
+  }
+  int s = find_slot(t, digests(b->block), ids_of(t, b->block), id, w.dg);
+  if (s < 0) {
+    if (b->rows < t->B) {
+      for (s = 0; digests(b->block)[s]; s++) {
+      }
+    } else {
+      /* ages against the newest row's clock, this one's included */
+      uint32_t now = last;
+      for (uint32_t x = 0; x < t->B; x++)
+        if ((int32_t)(last_of(t, b->block)[x] - now) > 0) now = last_of(t, b->block)[x];
+      int was;
+      s = (int)victim(t, b, now, &was);
+      b->evicted++;
+      b->rows--;
+    }
+    b->rows++;
+  }
+  digests(b->block)[s] = w.dg;
+  ids_of(t, b->block)[s] = id;
+  uses_of(t, b->block)[s] = uses;
+  last_of(t, b->block)[s] = last;
+  memcpy(row_of(t, b->block, (uint32_t)s), row, (size_t)t->fmt.width * 4);
+  pthread_spin_unlock(&b->lock);
+  return 0;
+}
+
 /* ---- creation ------------------------------------------------------------------------- */
 
 static void ids_free(au_ids_t *t)
@@ -546,6 +637,7 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
   for (uint64_t i = 0; i < t->nbuckets; i++)
     pthread_spin_init(&t->buckets[i].lock, PTHREAD_PROCESS_PRIVATE);
   atomic_init(&t->memory, fixed + t->nbuckets * sizeof(bucket_t) + t->door_bits / 8);
+  t->index = node->ids ? node->ids->index + 1 : 0;
   t->next = node->ids;
   node->ids = t;
   *out = t;

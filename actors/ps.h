@@ -237,6 +237,18 @@ static inline void table_mark(au_table_t *t, au_key_t k)
 
 /* ids.c */
 void ids_free_all(au_node_t *n);
+/* For checkpoints (between runs, nothing pushing): the node's id tables in creation
+ * order (ids_at NULL past the last), a table's row layout and resident rows, each row
+ * with its uses and last clock (fn's nonzero stops it and is returned), emptying a
+ * table (rows and candidates; counters kept) and putting a row back (a full bucket drops
+ * its eviction rule's victim, counted as evicted). */
+au_ids_t *ids_at(au_node_t *n, uint32_t i);
+const au_table_t *ids_format(const au_ids_t *t);
+uint64_t ids_rows(au_ids_t *t);
+typedef int (*ids_row_fn)(void *arg, uint64_t id, uint32_t uses, uint32_t last, const void *row);
+int ids_each_row(au_ids_t *t, ids_row_fn fn, void *arg);
+void ids_clear(au_ids_t *t);
+int ids_put_row(au_ids_t *t, uint64_t id, uint32_t uses, uint32_t last, const void *row);
 
 /* checkpoint.c */
 void checkpoint_free(au_node_t *n);
