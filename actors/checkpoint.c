@@ -15,7 +15,11 @@
  * A part file, little-endian: "AUGURCK1", u32 rank, nodes, tables; per table u32 name
  * length, the name, u64 keys, u32 dim, width, group, type, u64 records; per record (a
  * run of keys) u64 first key and count, then their rows, width u32 words each; last a u64 checksum
- * of all the bytes before it (FNV-1a in four lanes of 8-byte words, sum_add).
+ * of all the bytes before it (FNV-1a in four lanes of 8-byte words, sum_add). Format 2
+ * puts the id tables (ids.c) before the checksum: u32 count; per id table u32 name length,
+ * the name, u32 dim, width, type, u64 rows; per row u64 id, u32 uses, u32 last clock, then
+ * its width words. Id tables are written whole in every checkpoint, incremental or not,
+ * and restored from the newest of a chain only.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,7 +35,7 @@
 #include "actors/ps.h"
 
 #define MAGIC    "AUGURCK1"
-#define FORMAT   1
+#define FORMAT   2 /* 2: id tables after the tables (1 is still read) */
 #define FNV_INIT 0xcbf29ce484222325ULL
 
 #define FNV_PRIME 0x100000001b3ULL
@@ -273,6 +277,51 @@ static void *hash_tables(void *arg)
   return NULL;
 }
 
+static uint32_t ids_count(au_node_t *n)
+{
+  uint32_t k = 0;
+  while (ids_at(n, k)) k++;
+  return k;
+}
+
+typedef struct id_out {
+  wbuf_t *w;
+  uint64_t rows, written;
+  uint32_t width;
+} id_out_t;
+
+static int put_id_row(void *arg, uint64_t id, uint32_t uses, uint32_t last, const void *row)
+{
+  id_out_t *o = arg;
+  if (o->written == o->rows) return 1; /* more than counted: something pushed meanwhile */
+  put64(o->w, id), put32(o->w, uses), put32(o->w, last);
+  put(o->w, row, (size_t)o->width * 4);
+  o->written++;
+  return 0;
+}
+
+/* The id tables' section of a part: every resident row of each (0, or -1 with errno). */
+static int write_ids(au_node_t *n, wbuf_t *w)
+{
+  const uint32_t k = ids_count(n);
+  put32(w, k);
+  for (uint32_t i = 0; i < k; i++) {
+    au_ids_t *t = ids_at(n, i);
+    const au_table_t *f = ids_format(t);
+    const uint32_t len = (uint32_t)strlen(f->name);
+    put32(w, len);
+    put(w, f->name, len);
+    put32(w, f->dim), put32(w, f->width), put32(w, (uint32_t)f->type);
+    id_out_t o = {w, ids_rows(t), 0, f->width};
+    put64(w, o.rows);
+    if (ids_each_row(t, put_id_row, &o) != 0 || o.written != o.rows) {
+      errno = EBUSY; /* pushed while it was written: checkpoints are between pushes */
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* This node's part: every table's owned actors. An incremental one needs the rows'
  * checksums first, to know what changed; a full one has a thread of its own compute them
  * (for the next one) while it writes: the pass took 0.15-0.2 s of a 10^7 x 16 table's
@@ -353,14 +402,17 @@ static int write_part(au_node_t *n, const char *path, uint32_t **prev, uint32_t 
 #undef WRITES
 #undef OWNED
   }
+  int busy = write_ids(n, &w) != 0;
   if (threaded) pthread_join(hasher, NULL);
   const uint64_t sum = sum_end(&w.sum);
   fwrite(&sum, 8, 1, w.f);
   w.bytes += 8;
   *bytes = w.bytes, *fnv = sum;
-  if (w.failed) {
+  if (w.failed || busy) {
+    const int e = busy ? EBUSY : errno;
     fclose(w.f);
     remove(tmp);
+    errno = e;
     return -1;
   }
   return commit(w.f, tmp, path);
@@ -419,6 +471,12 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
         const au_table_t *t = n->table_by_id[i];
         fprintf(f, "table=%d name=%s keys=%llu dim=%u width=%u type=%d\n", i, t->name,
                 (unsigned long long)t->keys, t->dim, t->width, (int)t->type);
+      }
+      fprintf(f, "ids=%u\n", ids_count(n));
+      for (uint32_t i = 0; ids_at(n, i); i++) {
+        const au_table_t *t = ids_format(ids_at(n, i));
+        fprintf(f, "idtable=%u name=%s dim=%u width=%u type=%d\n", i, t->name, t->dim, t->width,
+                (int)t->type);
       }
       for (int r = 0; r < n->nodes; r++)
         fprintf(f, "part=%d bytes=%.0f fnv=%016llx\n", r, v[4 * r + 1],
@@ -625,7 +683,7 @@ int au_checkpoint_prune(const char *dir, int keep, int *removed, char *err, size
 /* ---- restore ----------------------------------------------------------------------------- */
 
 typedef struct manifest {
-  int nodes, tables;
+  int format, nodes, tables, ids; /* ids: id tables (0 before format 2) */
   uint64_t clock;
   uint64_t *bytes, *fnv; /* per part */
   char base[64];         /* an incremental one's base checkpoint; "" for a full one */
@@ -669,6 +727,7 @@ static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err
   }
   int format = -1, rc = 0;
   *m = (manifest_t){.nodes = -1, .tables = -1};
+  const int nids = (int)ids_count(n);
   while (!rc && fgets(line, sizeof(line), f)) {
     int i, dummy;
     unsigned long long keys, a, b;
@@ -688,6 +747,22 @@ static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err
       continue;
     }
     if (sscanf(line, "tables=%d", &m->tables) == 1) continue;
+    if (sscanf(line, "ids=%d", &m->ids) == 1) continue;
+    if (sscanf(line, "idtable=%d name=%63s dim=%u width=%u type=%d", &i, name, &dim, &width,
+               &dummy) == 5) {
+      au_ids_t *x = i >= 0 && i < nids ? ids_at(n, (uint32_t)i) : NULL;
+      const au_table_t *t = x ? ids_format(x) : NULL;
+      if (!t || strcmp(t->name, name) || t->dim != dim || t->width != width ||
+          (int)t->type != dummy) {
+        set_err(err, errlen,
+                "restore: %s: id table %d is '%s' of dim %u (%u words a row with the "
+                "optimizer's), this node's %s",
+                path, i, name, dim, width,
+                t ? "differs (create the same id tables first)" : "is missing");
+        rc = AU_EINVAL;
+      }
+      continue;
+    }
     if (sscanf(line, "base=%63s", m->base) == 1) {
       if (strchr(m->base, '/') || strncmp(m->base, "ckpt-", 5)) rc = AU_EIO;
       continue;
@@ -715,11 +790,17 @@ static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err
     rc = AU_EIO;
   }
   fclose(f);
-  if (!rc && (format != FORMAT || m->nodes < 1 || m->tables != n->ntables)) {
-    set_err(err, errlen, "restore: %s: expected format=%d, nodes and tables=%d (this node's)", path,
-            FORMAT, n->ntables);
+  if (!rc && (format < 1 || format > FORMAT || m->nodes < 1 || m->tables != n->ntables)) {
+    set_err(err, errlen, "restore: %s: expected format=1..%d, nodes and tables=%d (this node's)",
+            path, FORMAT, n->ntables);
     rc = AU_EINVAL;
   }
+  if (!rc && (m->ids != nids || (format < 2 && nids))) {
+    set_err(err, errlen, "restore: %s: %d id tables, this node has %d (create the same first)",
+            path, m->ids, nids);
+    rc = AU_EINVAL;
+  }
+  m->format = format;
   return rc;
 }
 
@@ -736,9 +817,48 @@ static int take(rbuf_t *r, void *out, size_t n)
   return 0;
 }
 
-/* Part r: checked against the manifest, its owned-here actors copied in. */
+/* A part's id tables (format 2), all checked first; their rows put in when `apply` (the
+ * newest checkpoint of a chain: each holds them whole), the tables emptied first by part
+ * 0. 0, AU_EIO (malformed) or AU_ENOMEM. */
+static int restore_ids(au_node_t *n, rbuf_t *in, int r, int apply)
+{
+  uint32_t k;
+  if (take(in, &k, 4) || k != ids_count(n)) return AU_EIO;
+  const size_t start = in->at;
+  for (int pass = 0; pass < 1 + apply; pass++) {
+    in->at = start;
+    for (uint32_t i = 0; i < k; i++) {
+      au_ids_t *t = ids_at(n, i);
+      const au_table_t *f = ids_format(t);
+      uint32_t len, dim, width, type;
+      uint64_t rows;
+      char name[64];
+      if (take(in, &len, 4) || len >= sizeof(name) || take(in, name, len) || take(in, &dim, 4) ||
+          take(in, &width, 4) || take(in, &type, 4) || take(in, &rows, 8))
+        return AU_EIO;
+      name[len] = '\0';
+      const size_t rec = 16 + (size_t)f->width * 4;
+      if (strcmp(name, f->name) || dim != f->dim || width != f->width ||
+          type != (uint32_t)f->type || rows > (in->len - in->at) / rec)
+        return AU_EIO;
+      if (pass == 1 && r == 0) ids_clear(t);
+      for (uint64_t j = 0; pass == 1 && j < rows; j++) {
+        const unsigned char *p = in->p + in->at + j * rec;
+        uint64_t id;
+        uint32_t uses, last;
+        memcpy(&id, p, 8), memcpy(&uses, p + 8, 4), memcpy(&last, p + 12, 4);
+        if (ids_put_row(t, id, uses, last, p + 16) != 0) return AU_ENOMEM;
+      }
+      in->at += rows * rec;
+    }
+  }
+  return 0;
+}
+
+/* Part r: checked against the manifest, its owned-here actors copied in (and its id
+ * tables' rows, if apply_ids). */
 static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *m,
-                        au_restore_map_fn map, void *arg, char *err, size_t errlen)
+                        au_restore_map_fn map, void *arg, int apply_ids, char *err, size_t errlen)
 {
   char path[4200];
   snprintf(path, sizeof(path), "%s/part-%d.bin", sub, r);
@@ -807,8 +927,10 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
       in.at += count * width * 4;
     }
   }
+  if (!rc && m->format >= 2) rc = restore_ids(n, &in, r, apply_ids);
   if (!rc && in.at != in.len) rc = AU_EIO;
   if (rc == AU_EIO) set_err(err, errlen, "restore: %s: malformed", path);
+  if (rc == AU_ENOMEM) set_err(err, errlen, "restore: %s: out of memory for id table rows", path);
   free(buf);
   return rc;
 }
@@ -864,7 +986,7 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
   }
   for (int c = len - 1; !rc && c >= 0; c--)
     for (int r = 0; !rc && r < ms[c].nodes; r++)
-      rc = restore_part(n, subs[c], r, &ms[c], map, arg, err, errlen);
+      rc = restore_part(n, subs[c], r, &ms[c], map, arg, c == 0, err, errlen);
   /* every node the same answer */
   double v = rc ? 1 : 0;
   int ar = au_allreduce_sum(n->rt, &v, 1);

@@ -442,8 +442,9 @@ int au_table_read_slots(au_table_t *t, const au_key_t *keys, size_t n, float *ou
  * and every replica has synced. Unless `full`, a checkpoint after one this node wrote into
  * the same DIR is incremental: it holds only the actors whose values changed since (by a
  * checksum per actor) or that moved, and names the last one as its base; a restore
- * replays the chain. 0, or AU_EIO / AU_ENOMEM with a message in err (on every node:
- * "another node failed" where the cause was elsewhere). */
+ * replays the chain. Id tables' resident rows are written whole every time and restored
+ * from the newest checkpoint (docs/tables.md). 0, or AU_EIO / AU_ENOMEM with a message in
+ * err (on every node: "another node failed" where the cause was elsewhere). */
 int au_checkpoint(au_node_t *node, const char *dir, uint64_t clock, int full, char *err,
                   size_t errlen);
 /* Collective, after creating the same tables (names, keys, dim, optimizer) and before the
