@@ -2,14 +2,17 @@
  * counters match a serial model of the rules, push by push; an evicted row seen again
  * starts from the initializer, optimizer slots included; ids pushed fewer than `admit`
  * times never get a row; memory stays within the budget; pushes from several threads
- * lose no update. */
+ * lose no update; a checkpoint restores the resident rows bit for bit (values, slots,
+ * LFU state) and nothing else, and a bad one changes nothing. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "augur.h"
@@ -516,6 +519,194 @@ static void test_threads_lose_no_update(void **state)
   }
 }
 
+/* --- checkpoints ------------------------------------------------------------------------ */
+
+#define CK_DIM 4
+typedef struct snap {
+  size_t n, cap;
+  uint64_t *id;
+  float (*row)[2 * CK_DIM]; /* values, then AdaGrad's slots */
+  au_ids_t *t;
+} snap_t;
+
+static int snap_row(void *arg, uint64_t id, const void *values)
+{
+  snap_t *s = arg;
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 256;
+    s->id = realloc(s->id, s->cap * sizeof(*s->id));
+    s->row = realloc(s->row, s->cap * sizeof(*s->row));
+    assert_true(s->id && s->row);
+  }
+  s->id[s->n] = id;
+  memcpy(s->row[s->n], values, CK_DIM * 4);
+  s->n++;
+  return 0;
+}
+
+/* Every resident row of t, values and slots, in bucket order (the same layout gives the
+ * same order). */
+static snap_t snapshot(au_ids_t *t)
+{
+  snap_t s = {.t = t};
+  assert_int_equal(au_ids_foreach(t, snap_row, &s), 0);
+  for (size_t i = 0; i < s.n; i++) /* not under foreach's lock */
+    assert_int_equal(au_ids_read_slots(t, &s.id[i], 1, s.row[i] + CK_DIM), 0);
+  return s;
+}
+
+static void assert_same(snap_t *a, snap_t *b)
+{
+  assert_int_equal(a->n, b->n);
+  for (size_t i = 0; i < a->n; i++) {
+    assert_int_equal(a->id[i], b->id[i]);
+    assert_memory_equal(a->row[i], b->row[i], sizeof(a->row[i]));
+  }
+}
+
+static void snap_free(snap_t *s)
+{
+  free(s->id);
+  free(s->row);
+}
+
+static au_ids_opts_t ck_opts(void)
+{
+  return (au_ids_opts_t){.row = {.dim = CK_DIM,
+                                 .type = AU_F32,
+                                 .init = AU_INIT_NORMAL,
+                                 .init_b = 0.1,
+                                 .optim = AU_OPTIM_ADAGRAD,
+                                 .lr = 0.1f,
+                                 .name = "emb"},
+                         .budget = 1 << 16,
+                         .bucket = 8};
+}
+
+/* Pushes n random ids below `range` (a gradient each) at `clock`. */
+static void ck_push(au_ids_t *t, uint64_t *seed, uint64_t range, size_t n, uint64_t clock)
+{
+  for (size_t i = 0; i < n; i++) {
+    uint64_t id = 1000 + rng(seed) % range;
+    float g[CK_DIM];
+    for (int j = 0; j < CK_DIM; j++) g[j] = (float)((int)(rng(seed) % 200) - 100) / 100.0f;
+    assert_int_equal(au_ids_push(t, &id, 1, g, clock), 0);
+  }
+}
+
+static void rm_rf(const char *dir)
+{
+  char cmd[512];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void test_checkpoint_restores_rows(void **state)
+{
+  (void)state;
+  char dir[] = "/tmp/augur-ids-ckpt-XXXXXX", err[512] = "", sub[600];
+  assert_non_null(mkdtemp(dir));
+  au_node_t *n;
+  au_ids_t *t;
+  au_table_t *d;
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 1}, &n), 0);
+  /* a dense table beside it: both sections of a part */
+  assert_int_equal(au_table_create(n, &(au_table_opts_t){.keys = 10, .dim = 2, .type = AU_I32}, &d),
+                   0);
+  au_ids_opts_t o = ck_opts();
+  assert_int_equal(au_ids_create(n, &o, &t), 0);
+  au_ids_stats_t st;
+  au_ids_stats(t, &st);
+  uint64_t seed = 7, range = 3 * st.capacity; /* the table overflows: rows get evicted */
+
+  ck_push(t, &seed, range, 4 * range, 1);
+  snap_t s1 = snapshot(t);
+  assert_int_equal(au_checkpoint(n, dir, 5, 1, err, sizeof(err)), 0);
+  ck_push(t, &seed, range, 4 * range, 2);
+  snap_t s2 = snapshot(t);
+  assert_int_equal(au_checkpoint(n, dir, 6, 0, err, sizeof(err)), 0); /* incremental */
+  /* some of s1's rows are gone by s2: a restore of 5 must bring back what 6 lacks */
+  size_t gone = 0;
+  for (size_t i = 0; i < s1.n; i++) gone += !au_ids_contains(t, s1.id[i]);
+  assert_true(gone > 0);
+  ck_push(t, &seed, range, range, 3);
+
+  /* the newest (an incremental one): exactly s2's rows, bit for bit */
+  uint64_t clock = 0;
+  assert_int_equal(au_restore(n, dir, &clock, err, sizeof(err)), 0);
+  assert_int_equal(clock, 6);
+  snap_t r = snapshot(t);
+  assert_same(&s2, &r);
+  snap_free(&r);
+  /* LFU state came back too: the same pushes after it evict the same rows */
+  au_node_t *n2;
+  au_ids_t *t2;
+  au_table_t *d2;
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 1}, &n2), 0);
+  assert_int_equal(
+      au_table_create(n2, &(au_table_opts_t){.keys = 10, .dim = 2, .type = AU_I32}, &d2), 0);
+  assert_int_equal(au_ids_create(n2, &o, &t2), 0);
+  snprintf(sub, sizeof(sub), "%s/ckpt-5", dir);
+  assert_int_equal(au_restore(n2, sub, &clock, err, sizeof(err)), 0);
+  assert_int_equal(clock, 5);
+  r = snapshot(t2);
+  assert_same(&s1, &r); /* an evicted row seen again: its checkpointed value */
+  snap_free(&r);
+  /* the table that reached s1 by its pushes and the one restored to it evict alike */
+  au_node_t *n4;
+  au_ids_t *t4;
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 1}, &n4), 0);
+  assert_int_equal(au_ids_create(n4, &o, &t4), 0);
+  uint64_t s7 = 7, sa = 99, sb = 99;
+  ck_push(t4, &s7, range, 4 * range, 1);
+  ck_push(t4, &sa, range, range, 9);
+  ck_push(t2, &sb, range, range, 9);
+  snap_t x = snapshot(t4), y = snapshot(t2);
+  assert_same(&x, &y);
+  snap_free(&x);
+  snap_free(&y);
+  au_node_destroy(n4);
+
+  /* a corrupted part: AU_EIO naming it, and the table keeps its rows */
+  snap_t before = snapshot(t);
+  char part[700];
+  snprintf(part, sizeof(part), "%s/ckpt-6/part-0.bin", dir);
+  FILE *f = fopen(part, "r+b");
+  assert_non_null(f);
+  fseek(f, -20, SEEK_END);
+  int c = fgetc(f);
+  fseek(f, -20, SEEK_END);
+  fputc(c ^ 1, f);
+  fclose(f);
+  err[0] = '\0';
+  assert_int_equal(au_restore(n, dir, &clock, err, sizeof(err)), AU_EIO);
+  assert_non_null(strstr(err, "part-0.bin"));
+  snap_t after = snapshot(t);
+  assert_same(&before, &after);
+  snap_free(&before);
+  snap_free(&after);
+
+  /* a node without the id table, or with another dim: AU_EINVAL saying so */
+  au_node_t *n3;
+  au_ids_t *t3;
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 1}, &n3), 0);
+  assert_int_equal(
+      au_table_create(n3, &(au_table_opts_t){.keys = 10, .dim = 2, .type = AU_I32}, &d2), 0);
+  assert_int_equal(au_restore(n3, sub, &clock, err, sizeof(err)), AU_EINVAL);
+  assert_non_null(strstr(err, "id table"));
+  o.row.dim = CK_DIM + 1;
+  assert_int_equal(au_ids_create(n3, &o, &t3), 0);
+  assert_int_equal(au_restore(n3, sub, &clock, err, sizeof(err)), AU_EINVAL);
+  assert_non_null(strstr(err, "id table 0"));
+  au_node_destroy(n3);
+
+  snap_free(&s1);
+  snap_free(&s2);
+  au_node_destroy(n2);
+  au_node_destroy(n);
+  rm_rf(dir);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -526,6 +717,7 @@ int main(void)
       cmocka_unit_test(test_doorkeeper),
       cmocka_unit_test(test_memory_within_budget),
       cmocka_unit_test(test_threads_lose_no_update),
+      cmocka_unit_test(test_checkpoint_restores_rows),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
