@@ -102,7 +102,7 @@ static au_ids_t *one_bucket(au_ids_opts_t o)
 
 /* --- the serial model of one bucket ------------------------------------------------------ */
 
-#define MB 8
+#define MB 64 /* the model's largest bucket */
 typedef struct model {
   uint32_t B, admit, ttl;
   au_evict_t evict;
@@ -182,8 +182,11 @@ static void m_push(model_t *m, uint64_t id, const int32_t *d, uint64_t clock)
       if (s >= 0)
         m->st.expired++;
       else {
-        s = 0;
-        for (uint32_t k = 1; k < m->B; k++) {
+        /* the rule's victim within the bucket's window of 16 slots, which moves on by 16
+           with each eviction */
+        const uint32_t w = m->B < 16 ? m->B : 16, from = (uint32_t)(m->st.evicted % (m->B / w)) * w;
+        s = (int)from;
+        for (uint32_t k = from + 1; k < from + w; k++) {
           uint32_t ak = (uint32_t)clock - m->last[k], ab = (uint32_t)clock - m->last[s];
           int better = m->evict == AU_EVICT_LFU
                            ? m->uses[k] < m->uses[s] || (m->uses[k] == m->uses[s] && ak > ab)
@@ -248,26 +251,28 @@ static int same_as_model(void *arg, uint64_t id, const void *values)
 }
 
 /* Every rule against the model: 4000 random pushes and pulls over 30 skewed ids into one
- * bucket of 8, clocks rising slowly, each combination of LFU/LRU, admission 1/3 and ttl
- * 0/6; counters after every step, rows and values at the end. */
+ * bucket of 8 (or 240 into one of 64, whose evictions scan windows of 16 slots), clocks
+ * rising slowly, each combination of LFU/LRU, admission 1/3 and ttl 0/6; counters after
+ * every step, rows and values at the end. */
 static void test_rules_match_serial_model(void **state)
 {
   (void)state;
-  for (int combo = 0; combo < 8; combo++) {
+  for (int combo = 0; combo < 16; combo++) {
     au_ids_opts_t o = int_rows(2);
-    o.bucket = MB;
+    const uint32_t B = combo & 8 ? 64 : 8, nids = 30 * B / 8;
+    o.bucket = B;
     o.evict = combo & 1 ? AU_EVICT_LRU : AU_EVICT_LFU;
     o.admit = combo & 2 ? 3 : 1;
     o.ttl = combo & 4 ? 6 : 0;
     o.no_door = 1; /* the doorkeeper's bits are its own test's */
     au_ids_t *t = one_bucket(o);
     model_t m = {
-        .B = MB, .admit = o.admit > 1 ? o.admit : 1, .ttl = (uint32_t)o.ttl, .evict = o.evict};
+        .B = B, .admit = o.admit > 1 ? o.admit : 1, .ttl = (uint32_t)o.ttl, .evict = o.evict};
     uint64_t s = 42 + (uint64_t)combo;
     for (int step = 0; step < 4000; step++) {
       uint64_t r = rng(&s);
       /* skewed: id k with probability about 1/(k+1) */
-      uint64_t id = 1000003ULL * ((r % 30) * ((r >> 8) % 30) / 30 + 1);
+      uint64_t id = 1000003ULL * ((r % nids) * ((r >> 8) % nids) / nids + 1);
       uint64_t clock = (uint64_t)step / 4;
       if ((r >> 20) % 5) {
         int32_t d[2] = {1, (int32_t)((r >> 32) % 7)};
@@ -292,7 +297,7 @@ static void test_rules_match_serial_model(void **state)
     if (!o.ttl) assert_true(st.evicted > 0);
     /* the same rows with the same values */
     assert_int_equal(au_ids_foreach(t, same_as_model, &m), 0);
-    for (uint32_t k = 0; k < MB; k++)
+    for (uint32_t k = 0; k < B; k++)
       if (m.has[k]) assert_true(au_ids_contains(t, m.id[k]));
   }
 }
