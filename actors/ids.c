@@ -15,7 +15,8 @@
  * area makes room CLOCK-wise: a hand sweeps the slots, takes the first candidate with count 1 and
  * takes one off each count it passes, so the only error is forgetting (an id counted fewer times
  * than it was seen, never more): an id pushed fewer than `admit` times never gets a row. A full
- * bucket makes room for a row by dropping one not used for ttl clocks, else its LFU or LRU victim.
+ * bucket makes room for a row by dropping one not used for ttl clocks, else the LFU or LRU victim
+ * of its current window of slots (IDS_WINDOW).
  * A spin lock per bucket serializes what touches the bucket, so updates are exact without atomics.
  *
  * The invariant: a slot's row belongs to the id in its id[] entry exactly while its
