@@ -49,6 +49,7 @@ struct au_ids {
   au_table_t fmt;       /* the rows' layout, kernel and optimizer (not one of the node's) */
   au_table_opts_t init; /* the initializer's options (name not kept) */
   uint32_t B;           /* rows per bucket */
+  uint32_t window;      /* slots an eviction looks at: min(B, IDS_WINDOW), a power of two */
   uint32_t admit, ttl;
   au_evict_t evict;
   uint64_t nbuckets;
@@ -159,8 +160,7 @@ static uint32_t victim(au_ids_t *t, bucket_t *b, uint64_t clock, int *was_expire
   *was_expired = 0;
   /* the smallest key wins, the lower slot on ties: LFU (uses, then the older: a larger
      age is a smaller ~age), LRU (the older, then uses) */
-  const uint32_t w = t->B < IDS_WINDOW ? t->B : IDS_WINDOW;
-  const uint32_t from = (uint32_t)(b->evicted % (t->B / w)) * w;
+  const uint32_t w = t->window, from = (uint32_t)(b->evicted * w) & (t->B - 1);
   uint32_t best = from, lfu = t->evict == AU_EVICT_LFU;
   uint64_t best_key = UINT64_MAX;
   for (uint32_t s = from; s < from + w; s++) {
@@ -609,6 +609,7 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
   f->hogwild = 1;
 
   t->B = B;
+  t->window = B < IDS_WINDOW ? B : IDS_WINDOW;
   t->admit = opts->admit > 1 ? opts->admit : 1;
   t->ttl = (uint32_t)opts->ttl;
   t->evict = opts->evict;
