@@ -194,7 +194,8 @@ typedef struct au_cluster_opts {
  * address, IPv6 as [addr]:port; and AU_CLUSTER, AU_BIND,
  * AU_SECRET, AU_INSECURE, AU_PORTS, AU_TIMEOUT in seconds), else from the launcher: OpenMPI
  * (OMPI_COMM_WORLD_RANK/SIZE), PMI (PMI_RANK/SIZE) or Slurm (SLURM_PROCID/NTASKS).
- * AU_QUEUE_BYTES sets queue_bytes.
+ * AU_QUEUE_BYTES sets queue_bytes, AU_DEAD_MS dead_ms (and heartbeat_ms a tenth of it, at
+ * most 500).
  * Returns 1 when it describes a cluster of 2 or more nodes, 0 for a single embedded node,
  * or AU_EINVAL with a message naming the variable in err. */
 int au_cluster_opts_from_env(au_cluster_opts_t *o, char *err, size_t errlen);

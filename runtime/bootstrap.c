@@ -84,8 +84,12 @@ int au_cluster_opts_from_env(au_cluster_opts_t *o, char *err, size_t errlen)
   long t = 0;
   if ((rc = env_int("AU_TIMEOUT", 1, 86400, &t, err, errlen)) < 0) return rc;
   o->timeout_ms = rc ? (int)(t * 1000) : 30000;
-  o->heartbeat_ms = 500;
-  o->dead_ms = 5000;
+  /* AU_DEAD_MS: how long a silent peer counts as alive; heartbeats go out at a tenth of
+   * it, at most every 500 ms */
+  long dead = 5000;
+  if ((rc = env_int("AU_DEAD_MS", 100, 86400000, &dead, err, errlen)) < 0) return rc;
+  o->dead_ms = (int)dead;
+  o->heartbeat_ms = dead / 10 < 500 ? (int)(dead / 10) : 500;
   long q = 0;
   if ((rc = env_int("AU_QUEUE_BYTES", 4096, 1L << 40, &q, err, errlen)) < 0) return rc;
   o->queue_bytes = rc ? q : 0;

@@ -102,8 +102,14 @@ static int mesh_complete(net_t *net)
   return 1;
 }
 
+/* The cluster is up. A peer's silence counts from now: the mesh's links may have been
+ * quiet since their handshakes while the last ranks dialled, and on 80 nodes under a
+ * sanitizer that took longer than dead_ms (cluster_replicate saw "lost node" at GO). */
 static void joined_up(net_t *net)
 {
+  uint64_t now = au_now_ns();
+  for (int r = 0; r < net->nodes; r++)
+    if (net->conns[r]) net->conns[r]->last_rx = now;
   pthread_mutex_lock(&net->mu);
   if (net->member.state == NET_JOINING) net->member.state = NET_UP;
   net_wake_main(net);
@@ -325,13 +331,15 @@ static void on_tick(uv_timer_t *t)
       member_fail(net, AU_ETIMEDOUT, msg);
     }
   }
-  if (m->state == NET_UP || m->state == NET_LEAVING) {
+  /* Heartbeats from the first handshake on, so that a peer still joining is heard from;
+   * silence is judged once the cluster is up (joined_up restarts its clock). */
+  if (m->state != NET_LEFT) {
     uint64_t beat = (uint64_t)net->opts.heartbeat_ms * 1000000ull;
     uint64_t dead = (uint64_t)net->opts.dead_ms * 1000000ull;
     for (int r = 0; r < net->nodes; r++) {
       conn_t *c = net->conns[r];
       if (!c || c->state != C_UP) continue;
-      if (now - c->last_rx > dead && !c->bye_rx) {
+      if (m->state != NET_JOINING && now - c->last_rx > dead && !c->bye_rx) {
         char why[64];
         snprintf(why, sizeof(why), "no frame for %.1f s", (double)(now - c->last_rx) / 1e9);
         conn_fail(c, why);

@@ -98,19 +98,10 @@ static void test_toward_and_bind(void **state)
 
 static void clear_env(void)
 {
-  const char *vars[] = {"AU_RANK",
-                        "AU_NODES",
-                        "AU_COORD",
-                        "AU_BIND",
-                        "AU_SECRET",
-                        "AU_INSECURE",
-                        "AU_PORTS",
-                        "AU_CLUSTER",
-                        "AU_TIMEOUT",
-                        "AU_QUEUE_BYTES",
-                        "OMPI_COMM_WORLD_SIZE",
-                        "PMI_SIZE",
-                        "SLURM_NTASKS"};
+  const char *vars[] = {"AU_RANK",    "AU_NODES",       "AU_COORD",   "AU_BIND",
+                        "AU_SECRET",  "AU_INSECURE",    "AU_PORTS",   "AU_CLUSTER",
+                        "AU_TIMEOUT", "AU_QUEUE_BYTES", "AU_DEAD_MS", "OMPI_COMM_WORLD_SIZE",
+                        "PMI_SIZE",   "SLURM_NTASKS"};
   for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) unsetenv(vars[i]);
 }
 
@@ -152,6 +143,30 @@ static void test_env(void **state)
     assert_non_null(strstr(err, "AU_PORTS="));
   }
   unsetenv("AU_PORTS");
+  /* AU_DEAD_MS: the dead time, heartbeats at a tenth of it up to 500 ms */
+  assert_int_equal(au_cluster_opts_from_env(&o, err, sizeof(err)), 1);
+  assert_int_equal(o.dead_ms, 5000);
+  assert_int_equal(o.heartbeat_ms, 500);
+  setenv("AU_DEAD_MS", "1500", 1);
+  assert_int_equal(au_cluster_opts_from_env(&o, err, sizeof(err)), 1);
+  assert_int_equal(o.dead_ms, 1500);
+  assert_int_equal(o.heartbeat_ms, 150);
+  setenv("AU_DEAD_MS", "60000", 1);
+  assert_int_equal(au_cluster_opts_from_env(&o, err, sizeof(err)), 1);
+  assert_int_equal(o.heartbeat_ms, 500);
+  const char *bad_dead[] = {"99", "5s", "", "-1"};
+  for (size_t i = 0; i < sizeof(bad_dead) / sizeof(bad_dead[0]); i++) {
+    setenv("AU_DEAD_MS", bad_dead[i], 1);
+    int rc = au_cluster_opts_from_env(&o, err, sizeof(err));
+    if (!bad_dead[i][0]) { /* empty: unset */
+      assert_int_equal(rc, 1);
+      assert_int_equal(o.dead_ms, 5000);
+    } else {
+      assert_int_equal(rc, AU_EINVAL);
+      assert_non_null(strstr(err, "AU_DEAD_MS="));
+    }
+  }
+  unsetenv("AU_DEAD_MS");
   setenv("AU_COORD", "::1:7070", 1);
   assert_int_equal(au_cluster_opts_from_env(&o, err, sizeof(err)), AU_EINVAL);
   assert_non_null(strstr(err, "[addr]:port for IPv6"));
