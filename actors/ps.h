@@ -121,7 +121,10 @@ struct au_worker {
   atomic_ullong seen_clock; /* the clock, for the placer (renews and releases claims) */
   clock_rate_t rate;        /* how fast the clock runs (intents become times, worker.c) */
   obuf_t intent_buf;        /* an intent's message to the placer, built here */
-  uint64_t *seen;           /* ... and the actors it names so far */
+  /* ... and its scratch (worker.c, intent_send): hash sets of the actors and the keys it
+   * names, each actor's count of distinct keys, the actors in the order first named */
+  uint64_t *seen, *seen_keys, *seen_order;
+  uint32_t *seen_count;
   size_t seen_cap;
   atomic_int kicked;    /* a step message is on its way (worker_kick) */
   uint64_t barrier_gen; /* generation of the barrier this worker waits at, or 0 */
@@ -142,7 +145,8 @@ struct au_worker {
   int gate_wait;
   uint64_t gate_t0;
   /* written by the worker's actor only (runtime/counter.h), read by au_node_stats */
-  atomic_ullong steps, rows_local, rows_remote, intents, intent_keys, reads_waited, wait_ns;
+  atomic_ullong steps, rows_local, rows_remote, intents, intent_keys, intent_sparse, reads_waited,
+      wait_ns;
 };
 
 struct au_node {

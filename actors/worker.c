@@ -82,7 +82,9 @@ void worker_release_memory(au_worker_t *w)
   free(w->intent_buf.p);
   w->intent_buf = (obuf_t){0};
   free(w->seen);
-  w->seen = NULL;
+  w->seen = w->seen_keys = w->seen_order = NULL;
+  w->seen_count = NULL;
+  w->seen_cap = 0;
   remote_free(w);
 }
 
@@ -299,24 +301,74 @@ static int check_keys(const au_table_t *t, const au_key_t *keys, size_t n)
 
 /* Passes an intent on a table placed by intents (AU_PLACE_HOT/_ADAPTIVE) to the node's
  * placer, with clocks turned into times by the worker's clock rate, each actor once. */
+/* Whether an intent naming `keys` distinct rows of an actor over `clocks` clocks is worth
+ * the placer's attention. In adaptive placement, a claim moves or replicates the actor;
+ * that costs about as much as fetching CLAIM_MIN_BYTES of rows (messages, the owner's
+ * grace period, syncs while a replica stays), so a claim that names fewer bytes of rows
+ * than that, or than the whole actor, is left out and its rows fetched: an embedding
+ * batch's one row of a two-row entity actor (docs/kge.md, 4 nodes), not an LDA slice's
+ * 26-30 words of 32 (docs/cluster.md, "Claims"). */
+#define CLAIM_MIN_BYTES 8192
+static int worth_claiming(const au_table_t *t, uint32_t keys, au_clock_t clocks)
+{
+  if (t->place != AU_PLACE_ADAPTIVE) return 1;
+  const uint64_t actor = (uint64_t)t->group * t->row_bytes;
+  const uint64_t named = (uint64_t)keys * clocks * t->row_bytes;
+  return named >= (actor < CLAIM_MIN_BYTES ? actor : CLAIM_MIN_BYTES);
+}
+
+static size_t slot_of(const uint64_t *set, size_t mask, uint64_t x)
+{
+  size_t h = (size_t)((x * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+  while (set[h] != UINT64_MAX && set[h] != x) h = (h + 1) & mask;
+  return h;
+}
+
 static int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n,
                        au_clock_t start, au_clock_t end)
 {
   au_node_t *node = w->node;
   obuf_t *b = &w->intent_buf;
   b->len = 0;
-  /* a hash set of the actors seen (a batch names an actor many times; the placer should
-   * look each up once), in the worker's scratch */
+  /* hash sets of the actors and keys seen (a batch names an actor many times; the placer
+   * should look each up once), with each actor's distinct keys, in the worker's scratch */
   size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
   if (!w->seen || w->seen_cap < cap) {
-    uint64_t *s = realloc(w->seen, cap * sizeof(*s));
-    if (!s) return AU_ENOMEM;
-    w->seen = s;
+    free(w->seen);
+    w->seen = malloc(cap * (3 * sizeof(uint64_t) + sizeof(uint32_t)));
+    if (!w->seen) {
+      w->seen_cap = 0;
+      return AU_ENOMEM;
+    }
+    w->seen_keys = w->seen + cap;
+    w->seen_order = w->seen + 2 * cap;
+    w->seen_count = (uint32_t *)(w->seen + 3 * cap);
     w->seen_cap = cap;
   }
-  uint64_t *seen = w->seen;
-  memset(seen, 0xff, cap * 8); /* UINT64_MAX: empty (no actor id is that large) */
+  const size_t mask = cap - 1;
+  uint64_t *seen = w->seen, *seen_keys = w->seen_keys, *order = w->seen_order;
+  uint32_t *count = w->seen_count;
+  memset(seen, 0xff, cap * 8); /* UINT64_MAX: empty (no actor id or key is that large) */
+  const int by_keys = t->place == AU_PLACE_ADAPTIVE && t->group > 1;
+  if (by_keys) memset(seen_keys, 0xff, cap * 8);
+  size_t nactors = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t actor = keys[i] >> t->group_shift;
+    if (by_keys) {
+      size_t k = slot_of(seen_keys, mask, keys[i]);
+      if (seen_keys[k] == keys[i]) continue; /* the key is counted already */
+      seen_keys[k] = keys[i];
+    }
+    size_t h = slot_of(seen, mask, actor);
+    if (seen[h] == actor) {
+      count[h]++;
+      continue;
+    }
+    seen[h] = actor;
+    count[h] = 1;
+    order[nactors++] = actor;
+  }
   const psm_intent_t head = {.t = t,
                              .from_ns = clock_rate_eta(&w->rate, w->clock, start),
                              .until_ns = clock_rate_eta(&w->rate, w->clock, end),
@@ -324,12 +376,12 @@ static int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size
                              .tick_ns = (float)w->rate.ns_per_tick,
                              .start_clock = (uint64_t)start,
                              .end_clock = (uint64_t)end};
-  for (size_t i = 0; i < n; i++) {
-    uint64_t actor = keys[i] >> t->group_shift;
-    size_t h = (size_t)((actor * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
-    while (seen[h] != UINT64_MAX && seen[h] != actor) h = (h + 1) & (cap - 1);
-    if (seen[h] == actor) continue; /* named already */
-    seen[h] = actor;
+  for (size_t i = 0; i < nactors; i++) {
+    const uint64_t actor = order[i];
+    if (!worth_claiming(t, count[slot_of(seen, mask, actor)], end - start)) {
+      counter_add(&w->intent_sparse, 1);
+      continue;
+    }
     if (au_trace_enabled(node->rt))
       au__trace(node->rt, TRACE_INTENT, (uint64_t)t->id, actor, (uint64_t)node->rank,
                 (uint64_t)w->id);
@@ -622,6 +674,7 @@ void au_node_stats(const au_node_t *n, au_node_stats_t *out)
     out->rows_remote += counter_get(&w->rows_remote);
     out->intents += counter_get(&w->intents);
     out->intent_keys += counter_get(&w->intent_keys);
+    out->intent_sparse += counter_get(&w->intent_sparse);
     out->reads_waited += counter_get(&w->reads_waited);
     out->wait_ns += counter_get(&w->wait_ns);
   }

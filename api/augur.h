@@ -703,16 +703,18 @@ int au_worker_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n
 
 /* Counters of a node's workers, summed. Exact between au_node_run calls. */
 typedef struct au_node_stats {
-  uint64_t steps;       /* step calls */
-  uint64_t rows_local;  /* rows acquired, pulled or pushed that were on this node */
-  uint64_t rows_remote; /* rows that had to come from, or go to, another node */
-  uint64_t intents;     /* au_worker_intent calls */
-  uint64_t intent_keys; /* keys named in them */
-  uint64_t moves_in;    /* parameter actors that moved to this node */
-  uint64_t moves_out;   /* parameter actors that moved away */
-  uint64_t forwards;    /* rows re-sent toward an actor that had moved */
-  uint64_t syncs;       /* replica deltas shipped to owners */
-  uint64_t replicas;    /* replicas held here now */
+  uint64_t steps;         /* step calls */
+  uint64_t rows_local;    /* rows acquired, pulled or pushed that were on this node */
+  uint64_t rows_remote;   /* rows that had to come from, or go to, another node */
+  uint64_t intents;       /* au_worker_intent calls */
+  uint64_t intent_keys;   /* keys named in them */
+  uint64_t intent_sparse; /* actors adaptive intents named too sparsely to claim: their
+                           * rows are fetched (keys named * clocks < keys per actor) */
+  uint64_t moves_in;      /* parameter actors that moved to this node */
+  uint64_t moves_out;     /* parameter actors that moved away */
+  uint64_t forwards;      /* rows re-sent toward an actor that had moved */
+  uint64_t syncs;         /* replica deltas shipped to owners */
+  uint64_t replicas;      /* replicas held here now */
   uint64_t replicas_made, replicas_dropped; /* replicas this node received / let go */
   uint64_t claims;     /* intents passed on to owners as claims (AU_PLACE_HOT/_ADAPTIVE) */
   uint64_t releases;   /* claims ended early: this node's workers were past the actor */

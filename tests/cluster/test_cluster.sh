@@ -146,7 +146,7 @@ intents)
   done
   ;;
 policy)
-  # adaptive's three answers (cluster_node.c, policy), with a trace of them
+  # adaptive's answers (cluster_node.c, policy), with a trace of them
   rm -f "$tmp/trace".*
   CLUSTER_TRACE="$tmp/trace" timeout 60 "$augur" run -n 3 "$node" policy >"$tmp/out" 2>&1
   rc=$?
@@ -158,6 +158,8 @@ policy)
     grep -q 'phase2_replicas=[1-9][0-9]* phase2_holders=2' "$tmp/out"
   check "intents over: no replica left, some dropped" \
     grep -q 'phase3_replicas=0 replicas_dropped=[1-9]' "$tmp/out"
+  check "one row of an actor for one clock: fetched, not moved or replicated" \
+    grep -q 'phase4_moves_in=0 phase4_replicas=0 phase4_node1_holds=0 phase4_sparse=[1-9]' "$tmp/out"
   ls "$tmp"/trace* >"$tmp/traces" 2>/dev/null
   check "a trace file per node" test "$(wc -l <"$tmp/traces")" -eq 3
   "$augur" trace merge -o "$tmp/merged.json" $(cat "$tmp/traces") >"$tmp/merge" 2>&1
