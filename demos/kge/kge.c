@@ -282,12 +282,13 @@ typedef struct batch {
 typedef struct worker {
   struct kge *m;
   int id;
-  uint32_t *trip; /* this worker's training triples */
+  uint32_t *trip; /* this worker's training triples, in this epoch's order */
   size_t ntrip, pos;
+  size_t tfirst, tstride; /* ... which are tfirst + tstride * j */
   batch_t *ring;
   int head, count, said_epoch;
   au_clock_t next_clock;
-  uint64_t rng;
+  uint64_t rng, rng0; /* the negatives' generator, and its seed (node, worker) */
   uint32_t *epos, *rpos; /* entity / relation -> index in the step's view */
   float *q, *p, *dq, *dp, *ge, *gr, *s;
   double loss;
@@ -504,7 +505,7 @@ static int worker_init(kge_t *m, worker_t *w, int id)
   if (!w->trip || !w->ring || !w->epos || !w->rpos || !w->q || !w->p || !w->dq || !w->dp ||
       !w->ge || !w->gr || !w->s)
     return AU_ENOMEM;
-  for (size_t j = 0; j < w->ntrip; j++) w->trip[j] = (uint32_t)(first + j * stride);
+  w->tfirst = first, w->tstride = stride;
   for (uint32_t i = 0; i < ring; i++) {
     batch_t *b = &w->ring[i];
     b->tri = malloc(B * sizeof(uint32_t));
@@ -573,7 +574,7 @@ int kge_create(au_node_t *node, const kge_opts_t *o, const kg_graph_t *g, kge_t 
     if (worker_init(m, &m->w[i], i) != 0) goto nomem;
   for (int i = 0; i < m->nworkers; i++) {
     worker_t *w = &m->w[i];
-    w->rng = o->seed * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)m->rank << 32 | (uint64_t)i);
+    w->rng0 = o->seed * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)m->rank << 32 | (uint64_t)i);
     if ((rc = au_worker_spawn(node, &(au_worker_opts_t){step, w}, NULL)) != 0) {
       snprintf(err, errlen, "spawning worker %d: %s", i, au_strerror(rc));
       kge_free(m);
@@ -605,8 +606,11 @@ int kge_epoch(kge_t *m, int e, kge_epoch_t *out)
     worker_t *w = &m->w[i];
     w->loss = 0, w->done = 0, w->pos = 0;
     w->head = w->count = 0;
-    /* a new order each epoch, a pure function of (seed, epoch, node, worker) */
-    uint64_t x = m->o.seed ^ ((uint64_t)e * 0xd1342543de82ef95ULL) ^ w->rng;
+    /* a new order and negatives each epoch, pure functions of (seed, epoch, node,
+     * worker): a run resumed at epoch e trains as the uninterrupted one did */
+    uint64_t x = m->o.seed ^ ((uint64_t)e * 0xd1342543de82ef95ULL) ^ w->rng0;
+    w->rng = w->rng0 ^ ((uint64_t)(e + 1) * 0x9e3779b97f4a7c15ULL);
+    for (size_t j = 0; j < w->ntrip; j++) w->trip[j] = (uint32_t)(w->tfirst + j * w->tstride);
     for (size_t j = w->ntrip; j > 1; j--) {
       size_t r = (size_t)(kg_uniform(&x) * (double)j), t;
       if (r >= j) r = j - 1;

@@ -1,10 +1,13 @@
 /* main.c — augur-kge: knowledge-graph embeddings (ComplEx, DistMult) on augur, on a
  * generated WN18-like graph or on triples files. Prints one key=value line per epoch.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <augur.h>
 
@@ -54,6 +57,15 @@ static void usage(FILE *f)
           "                    0: never)\n"
           "  --eval-triples N  validation triples evaluated (default 1000; 0: all)\n"
           "  --test-triples N  test triples evaluated at the end (default 0: all)\n"
+          "  --checkpoint DIR  write checkpoints into DIR; restarted by augur run\n"
+          "                    --restarts (AU_RESTART set), the job resumes from DIR's latest\n"
+          "  --checkpoint-every N\n"
+          "                    epochs between checkpoints (default 1; the last one always)\n"
+          "  --checkpoint-keep N\n"
+          "                    keep the last N full checkpoints (one in 10 is full) and\n"
+          "                    those after them, remove older ones (default 2; 0: keep all)\n"
+          "  --resume DIR      go on from DIR's latest checkpoint (same data, model and rank;\n"
+          "                    any node count): --epochs counts the epochs done there\n"
           "  --save DIR        write DIR/entities.tsv and DIR/relations.tsv after training:\n"
           "                    a name, then its values, tab separated\n"
           "\n"
@@ -79,9 +91,9 @@ static void usage(FILE *f)
 typedef struct args {
   kge_opts_t k;
   kg_gen_opts_t gen;
-  int epochs, threads, sync_ms, eval_every;
+  int epochs, threads, sync_ms, eval_every, checkpoint_every, checkpoint_keep;
   uint64_t eval_triples, test_triples;
-  const char *train, *valid, *test, *save, *trace;
+  const char *train, *valid, *test, *save, *trace, *checkpoint, *resume;
 } args_t;
 
 static int parse_args(int argc, char **argv, args_t *a)
@@ -93,6 +105,8 @@ static int parse_args(int argc, char **argv, args_t *a)
   a->epochs = 20;
   a->eval_every = 1;
   a->eval_triples = 1000;
+  a->checkpoint_every = 1;
+  a->checkpoint_keep = 2;
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i];
     uint64_t u;
@@ -143,6 +157,14 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->eval_triples = u;
     } else if (!strcmp(f, "--test-triples")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->test_triples = u;
+    } else if (!strcmp(f, "--checkpoint")) {
+      if (!(a->checkpoint = VALUE())) rc = cli_fail_flag(f, "", "a directory");
+    } else if (!strcmp(f, "--checkpoint-every")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 100000, &u))) a->checkpoint_every = (int)u;
+    } else if (!strcmp(f, "--checkpoint-keep")) {
+      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1000000, &u))) a->checkpoint_keep = (int)u;
+    } else if (!strcmp(f, "--resume")) {
+      if (!(a->resume = VALUE())) rc = cli_fail_flag(f, "", "a directory");
     } else if (!strcmp(f, "--save")) {
       if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a directory");
     } else if (!strcmp(f, "--valid")) {
@@ -215,6 +237,128 @@ fail:
   return rc == KG_ENOMEM ? 1 : 2;
 }
 
+/* --- checkpoints ---------------------------------------------------------------------
+ * The two tables go through au_checkpoint (values and AdaGrad slots; incremental, a full
+ * one every CKPT_FULL_EVERY); beside them rank 0 writes kge.meta, what the tables' rows
+ * mean: the model, its rank, and the entity and relation names' ids in index order (a
+ * checksum), so that a resume on other data or another model says so instead of
+ * training on rows that belong to other names. */
+#define CKPT_FULL_EVERY 10
+#define META_FORMAT     "augur-kge checkpoint model=%15s rank=%u entities=%u relations=%u names=%llx\n"
+
+static uint64_t names_sum(const kg_graph_t *g)
+{
+  uint64_t h = 0xcbf29ce484222325ULL;
+  const kg_names_t *sets[2] = {&g->ent, &g->rel};
+  for (int k = 0; k < 2; k++)
+    for (uint32_t i = 0; i < sets[k]->n; i++) h = (h ^ sets[k]->id[i]) * 0x100000001b3ULL;
+  return h ^ sets[1]->n;
+}
+
+static int write_meta(const char *path, const args_t *a, const kg_graph_t *g)
+{
+  char tmp[4300];
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  int ok = f && fprintf(f,
+                        "augur-kge checkpoint model=%s rank=%u entities=%u relations=%u "
+                        "names=%llx\n",
+                        kge_model_name(a->k.model), a->k.rank, g->ent.n, g->rel.n,
+                        (unsigned long long)names_sum(g)) > 0;
+  if (f) ok &= fflush(f) == 0 && fsync(fileno(f)) == 0, ok &= fclose(f) == 0;
+  ok = ok && rename(tmp, path) == 0;
+  if (!ok) remove(tmp);
+  return ok ? 0 : -1;
+}
+
+/* Epochs done into a->checkpoint's ckpt-EPOCHS: kge.meta (rank 0), then the tables.
+ * Collective. 0, or an AU_E* code with a message in err. */
+static int checkpoint(au_node_t *node, const args_t *a, const kg_graph_t *g, int epochs,
+                      int *written, char *err, size_t errlen)
+{
+  char sub[4096], path[4200];
+  snprintf(sub, sizeof(sub), "%s/ckpt-%d", a->checkpoint, epochs);
+  snprintf(path, sizeof(path), "%s/kge.meta", sub);
+  double bad = 0;
+  if (au_node_rank(node) == 0) {
+    mkdir(a->checkpoint, 0777), mkdir(sub, 0777);
+    if (write_meta(path, a, g) != 0) {
+      snprintf(err, errlen, "checkpoint: %s: %s", path, strerror(errno));
+      bad = 1;
+    }
+  }
+  /* no LATEST names a checkpoint without its meta */
+  int rc = au_allreduce_sum(au_node_runtime(node), &bad, 1);
+  if (rc) return rc;
+  if (bad > 0) {
+    if (au_node_rank(node) != 0)
+      snprintf(err, errlen, "checkpoint: node 0 could not write %s", path);
+    return AU_EIO;
+  }
+  const int full = (*written)++ % CKPT_FULL_EVERY == 0;
+  char cerr[512];
+  if ((rc = au_checkpoint(node, a->checkpoint, (uint64_t)epochs, full, cerr, sizeof(cerr))) != 0)
+    snprintf(err, errlen, "checkpoint: %s", cerr);
+  return rc;
+}
+
+/* Reads the tables from dir's latest checkpoint after checking its kge.meta against this
+ * run's data and model; *epochs gets the epochs done. Collective. 0, AU_EINVAL (another
+ * model or data), AU_EIO, with a message in err. */
+static int resume(au_node_t *node, const args_t *a, const kg_graph_t *g, const char *dir,
+                  int *epochs, char *err, size_t errlen)
+{
+  char sub[4096], path[4200];
+  int writers = 0, rc = 0;
+  if (au_checkpoint_find(dir, sub, sizeof(sub), &writers) != 0) {
+    snprintf(err, errlen, "--resume %s: no checkpoint there (no LATEST, not a ckpt-N)", dir);
+    rc = AU_EINVAL;
+  }
+  char model[16] = "";
+  unsigned rank = 0, ne = 0, nr = 0;
+  unsigned long long sum = 0;
+  if (!rc) {
+    snprintf(path, sizeof(path), "%s/kge.meta", sub);
+    FILE *f = fopen(path, "r");
+    int got = f ? fscanf(f, META_FORMAT, model, &rank, &ne, &nr, &sum) : -1;
+    if (f) fclose(f);
+    if (!f) {
+      snprintf(err, errlen, "--resume: %s: %s", path, strerror(errno));
+      rc = AU_EIO;
+    } else if (got != 5) {
+      snprintf(err, errlen, "--resume: %s: not an augur-kge checkpoint's description", path);
+      rc = AU_EINVAL;
+    } else if (strcmp(model, kge_model_name(a->k.model)) || rank != a->k.rank) {
+      snprintf(err, errlen,
+               "--resume %s: written by --model %s --rank %u, this run is --model %s --rank %u",
+               dir, model, rank, kge_model_name(a->k.model), a->k.rank);
+      rc = AU_EINVAL;
+    } else if (ne != g->ent.n || nr != g->rel.n || sum != names_sum(g)) {
+      snprintf(err, errlen,
+               "--resume %s: written for other data (%u entities and %u relations, names "
+               "%llx; here %u, %u, %llx)",
+               dir, ne, nr, sum, g->ent.n, g->rel.n, (unsigned long long)names_sum(g));
+      rc = AU_EINVAL;
+    }
+  }
+  /* every node decides alike before the collective restore */
+  double bad = rc ? 1 : 0;
+  int ar = au_allreduce_sum(au_node_runtime(node), &bad, 1);
+  if (ar) return ar;
+  if (bad > 0) {
+    if (!rc) snprintf(err, errlen, "--resume %s: another node could not use the checkpoint", dir);
+    return rc ? rc : AU_EINVAL;
+  }
+  uint64_t clock = 0;
+  char rerr[512];
+  if ((rc = au_restore(node, dir, &clock, rerr, sizeof(rerr))) != 0) {
+    snprintf(err, errlen, "--resume: %s", rerr);
+    return rc;
+  }
+  *epochs = (int)clock;
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   args_t a;
@@ -245,7 +389,7 @@ int main(int argc, char **argv)
            load_s);
     fflush(stdout);
   }
-  char err[512];
+  char err[8192]; /* room for a checkpoint's path */
   kge_t *m;
   if ((rc = kge_create(node, &a.k, &g, &m, err, sizeof(err))) != 0) {
     fprintf(stderr, PROG ": %s\n", err);
@@ -261,9 +405,26 @@ int main(int argc, char **argv)
            a.k.lookahead, (double)kge_memory(m) / 1e6);
     fflush(stdout);
   }
-  int status = 0;
+  int status = 0, e0 = 0, written = 0;
   const size_t nvalid = a.eval_triples ? a.eval_triples : g.valid.n;
-  for (int e = 0; e < a.epochs && status == 0; e++) {
+  /* augur run --restarts sets AU_RESTART when it starts a job again: go on from the
+   * checkpoint if there is one */
+  const char *from = a.resume;
+  if (!from && a.checkpoint && getenv("AU_RESTART")) {
+    char latest[4200];
+    snprintf(latest, sizeof(latest), "%s/LATEST", a.checkpoint);
+    if (access(latest, R_OK) == 0) from = a.checkpoint;
+  }
+  if (from) {
+    if ((rc = resume(node, &a, &g, from, &e0, err, sizeof(err))) != 0) {
+      fprintf(stderr, PROG ": %s\n", err);
+      status = rc == AU_EINVAL ? 2 : 1;
+    } else if (talk) {
+      printf("resumed=%s epochs=%d\n", from, e0);
+      fflush(stdout);
+    }
+  }
+  for (int e = e0; e < a.epochs && status == 0; e++) {
     kge_epoch_t st;
     const uint64_t e0 = au_now_ns();
     if ((rc = kge_epoch(m, e, &st)) != 0) {
@@ -280,6 +441,21 @@ int main(int argc, char **argv)
       status = 1;
       break;
     }
+    double ck_s = -1;
+    int ck_removed = 0;
+    if (a.checkpoint && ((e + 1) % a.checkpoint_every == 0 || e + 1 == a.epochs)) {
+      const uint64_t c0 = au_now_ns();
+      if ((rc = checkpoint(node, &a, &g, e + 1, &written, err, sizeof(err))) != 0) {
+        fprintf(stderr, PROG ": %s\n", err);
+        status = 1;
+        break;
+      }
+      /* old checkpoints: a failure to remove them leaves them, and training goes on */
+      if (talk &&
+          au_checkpoint_prune(a.checkpoint, a.checkpoint_keep, &ck_removed, err, sizeof(err)) != 0)
+        fprintf(stderr, PROG ": warning: %s\n", err);
+      ck_s = (double)(au_now_ns() - c0) / 1e9;
+    }
     if (!talk) continue;
     printf(
         "epoch=%d triples=%llu loss=%.4f seconds=%.3f triples_per_s=%.4g local=%.3f intents=%llu "
@@ -294,6 +470,9 @@ int main(int argc, char **argv)
     if (eval)
       printf(" valid_mrr=%.4f valid_hits10=%.4f eval_seconds=%.2f", ev.mrr, ev.hits10, ev.seconds);
     putchar('\n');
+    if (ck_s >= 0)
+      printf("checkpoint=%s epochs=%d seconds=%.3f removed=%d\n", a.checkpoint, e + 1, ck_s,
+             ck_removed);
     fflush(stdout);
   }
   if (status == 0 && g.test.n) {

@@ -19,7 +19,8 @@ out=$("$kge" --help); rc=$?
 check "--help exits 0" test $rc -eq 0
 for flag in --model --rank --epochs --lr --reg --init-sd --batch --negatives --lookahead \
             --threads --workers --seed --mode --hot --sync-ms --trace --eval-every --eval-triples \
-            --test-triples --save --valid --test --entities --pairs --symmetric --edges \
+            --test-triples --checkpoint --checkpoint-every --checkpoint-keep --resume \
+            --save --valid --test --entities --pairs --symmetric --edges \
             --clusters --valid-size --test-size; do
   check "--help documents $flag" grep -qE -- "^ +$flag( |\$)" <<<"$out"
 done
@@ -73,7 +74,43 @@ mrr=$(sed -nE 's/^test .* mrr=([0-9.]+) .*/\1/p' <<<"$out")
 check "generated: test mrr $mrr > 0.5" awk -v m="${mrr:-0}" 'BEGIN { exit !(m > 0.5) }'
 check "generated: validation mrr every 4 epochs" test "$(grep -c 'valid_mrr=' <<<"$out")" -eq 3
 
+# checkpoints: 2 epochs, then --resume to 4, trains exactly as 4 epochs at once (one
+# worker: the order and negatives of an epoch are functions of the seed and the epoch)
+one=("${gen[@]}" --threads 1 --eval-every 0)
+whole=$("$kge" "${one[@]}" --epochs 4 2>&1)
+"$kge" "${one[@]}" --epochs 2 --checkpoint "$tmp/ck" >"$tmp/first" 2>&1
+check "checkpoint: exit 0" test $? -eq 0
+check "checkpoint: one line per epoch" test "$(grep -c '^checkpoint=.* epochs=[12] ' "$tmp/first")" -eq 2
+check "checkpoint: the description beside the tables" grep -q "model=complex rank=32 entities=2000" \
+  "$tmp/ck/ckpt-2/kge.meta"
+again=$("$kge" "${one[@]}" --epochs 4 --resume "$tmp/ck" 2>&1); rc=$?
+check "resume: exit 0" test $rc -eq 0
+check "resume: says from where" grep -q "^resumed=$tmp/ck epochs=2" <<<"$again"
+check "resume: trains epochs 3 and 4 only" test "$(grep -c '^epoch=' <<<"$again")" -eq 2
+tail_of() { grep -E '^(epoch=[34]|test) ' | sed -E 's/ seconds=.*//; s/ triples_per_s=.*//'; }
+check "resume: epochs 3-4 and the test MRR as in one 4-epoch run" \
+  test "$(tail_of <<<"$again")" = "$(tail_of <<<"$whole")"
+echo "whole: $(tail_of <<<"$whole" | tr '\n' ' ')"
+echo "again: $(tail_of <<<"$again" | tr '\n' ' ')"
+# augur run --restarts sets AU_RESTART: with --checkpoint, the job goes on from there
+again=$(AU_RESTART=1 "$kge" "${one[@]}" --epochs 3 --checkpoint "$tmp/ck" 2>&1)
+check "AU_RESTART: resumes from --checkpoint" grep -q "^resumed=$tmp/ck epochs=2" <<<"$again"
+expect_error "resume, another rank" "written by --model complex --rank 32, this run is --model complex --rank 16" \
+  "${gen[@]}" --rank 16 --resume "$tmp/ck"
+expect_error "resume, other data" "written for other data (2000 entities" \
+  "${gen[@]}" --entities 2500 --resume "$tmp/ck"
+expect_error "resume, no checkpoint" "no checkpoint there" "${gen[@]}" --resume "$tmp"
+
 if [ -n "$augur" ]; then
+  # written by 2 nodes, resumed by 1
+  rm -rf "$tmp/ck2"
+  timeout 120 "$augur" run -n 2 "$kge" "${one[@]}" --epochs 2 --checkpoint "$tmp/ck2" >"$tmp/two" 2>&1
+  check "2 nodes: checkpoint, exit 0" test $? -eq 0
+  again=$("$kge" "${one[@]}" --epochs 4 --resume "$tmp/ck2" 2>&1); rc=$?
+  check "2 nodes' checkpoint, 1 node resumes: exit 0" test $rc -eq 0
+  mrr=$(sed -nE 's/^test .* mrr=([0-9.]+) .*/\1/p' <<<"$again")
+  check "2 nodes' checkpoint, 1 node resumes: test mrr $mrr > 0.3" \
+    awk -v m="${mrr:-0}" 'BEGIN { exit !(m > 0.3) }'
   for mode in classic replicate relocate hot adaptive; do
     out=$(AU_NET_DELAY_US=100 timeout 120 "$augur" run -n 3 "$kge" "${gen[@]}" --threads 1 \
           --mode $mode 2>&1); rc=$?
