@@ -299,8 +299,6 @@ static int check_keys(const au_table_t *t, const au_key_t *keys, size_t n)
   return 0;
 }
 
-/* Passes an intent on a table placed by intents (AU_PLACE_HOT/_ADAPTIVE) to the node's
- * placer, with clocks turned into times by the worker's clock rate, each actor once. */
 /* Whether an intent naming `keys` distinct rows of an actor over `clocks` clocks is worth
  * the placer's attention. In adaptive placement, a claim moves or replicates the actor;
  * that costs about as much as fetching CLAIM_MIN_BYTES of rows (messages, the owner's
@@ -313,8 +311,10 @@ static int worth_claiming(const au_table_t *t, uint32_t keys, au_clock_t clocks)
 {
   if (t->place != AU_PLACE_ADAPTIVE) return 1;
   const uint64_t actor = (uint64_t)t->group * t->row_bytes;
-  const uint64_t named = (uint64_t)keys * clocks * t->row_bytes;
-  return named >= (actor < CLAIM_MIN_BYTES ? actor : CLAIM_MIN_BYTES);
+  const uint64_t need = actor < CLAIM_MIN_BYTES ? actor : CLAIM_MIN_BYTES;
+  const uint64_t per_clock = (uint64_t)keys * t->row_bytes; /* (no overflow: < 2^54) */
+  /* per_clock * clocks >= need, without the product (clocks may be huge) */
+  return per_clock >= need || (uint64_t)clocks >= (need + per_clock - 1) / per_clock;
 }
 
 static size_t slot_of(const uint64_t *set, size_t mask, uint64_t x)
@@ -324,6 +324,9 @@ static size_t slot_of(const uint64_t *set, size_t mask, uint64_t x)
   return h;
 }
 
+/* Passes an intent on a table placed by intents (AU_PLACE_HOT/_ADAPTIVE) to the node's
+ * placer, with clocks turned into times by the worker's clock rate, each actor once (and
+ * in adaptive placement only those worth claiming). */
 static int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n,
                        au_clock_t start, au_clock_t end)
 {
