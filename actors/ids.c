@@ -54,6 +54,7 @@ struct au_ids {
   au_evict_t evict;
   uint64_t nbuckets;
   bucket_t *buckets;
+  char *blocks; /* nbuckets blocks of block_bytes, one mapping: bucket i's is the i-th */
   _Atomic uint64_t *door; /* the doorkeeper's bits (NULL: none) */
   uint64_t door_bits, door_every;
   _Atomic uint64_t door_seen;
@@ -210,10 +211,8 @@ static int make_row(au_ids_t *t, bucket_t *b, uint64_t id, uint8_t dg, uint64_t 
 static int ensure_block(au_ids_t *t, bucket_t *b)
 {
   if (b->block) return 0;
-  size_t a = t->fmt.row_align > 64 ? t->fmt.row_align : 64;
-  char *blk = aligned_alloc(a, t->block_bytes);
-  if (!blk) return -1;
-  memset(blk, 0, t->block_bytes);
+  /* zero already (a fresh mapping, and blocks are never given back) */
+  char *blk = t->blocks + (size_t)(b - t->buckets) * t->block_bytes;
   __atomic_store_n(&b->block, blk, __ATOMIC_RELAXED); /* prefetch() reads it unlocked */
   atomic_fetch_add_explicit(&t->memory, t->block_bytes, memory_order_relaxed);
   return 0;
@@ -542,10 +541,9 @@ int ids_put_row(au_ids_t *t, uint64_t id, uint32_t uses, uint32_t last, const vo
 
 static void ids_free(au_ids_t *t)
 {
-  for (uint64_t i = 0; t->buckets && i < t->nbuckets; i++) {
-    free(t->buckets[i].block);
+  for (uint64_t i = 0; t->buckets && i < t->nbuckets; i++)
     pthread_spin_destroy(&t->buckets[i].lock);
-  }
+  ps_big_free(t->blocks, t->nbuckets * t->block_bytes);
   free(t->buckets);
   free((void *)t->door);
   free(t);
@@ -634,12 +632,16 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
   if (t->nbuckets > UINT32_MAX) t->nbuckets = UINT32_MAX;
   if (door && t->nbuckets * B > (1ULL << 29)) t->nbuckets = (1ULL << 29) / B; /* bits < 2^32 */
   t->buckets = calloc(t->nbuckets, sizeof(bucket_t));
+  /* every block's address space at once, in huge pages where the kernel has them: a
+     bucket's memory comes when it is first touched (ensure_block counts it then) */
+  t->blocks = ps_big_alloc(t->nbuckets * t->block_bytes);
   if (door) {
     t->door_bits = t->nbuckets * B * 8;
     t->door_every = t->nbuckets * B;
     t->door = calloc(t->door_bits / 64, sizeof(uint64_t));
   }
-  if (!t->buckets || (door && !t->door)) {
+  if (!t->buckets || !t->blocks || (door && !t->door)) {
+    ps_big_free(t->blocks, t->nbuckets * t->block_bytes);
     free(t->buckets);
     free((void *)t->door);
     free(t);

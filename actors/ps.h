@@ -76,6 +76,7 @@ struct au_table {
   uint64_t nactors;
   param_actor_t *actors;
   void *storage;      /* the values of all actors owned here, one allocation */
+  size_t storage_big; /* ... of this many bytes by ps_big_alloc (0: by values_alloc) */
   kernel_fn_t kernel; /* adds a delta of `width` words (pushes, replica deltas); with an
                          optimizer, the plain add of the table's kernel kind */
   void *kernel_arg;
@@ -190,6 +191,12 @@ struct au_node {
 
 /* table.c */
 void table_free(au_table_t *t);
+/* Zeroed memory for large arrays of rows (a dense table's storage, an id table's
+ * buckets): mapped lazily, and advised as transparent huge pages, so that rows spread over
+ * hundreds of MB do not cost a page walk each (docs/architecture.md, "Huge pages"). NULL
+ * when out of memory. Freed with ps_big_free and the same size. */
+void *ps_big_alloc(size_t bytes);
+void ps_big_free(void *p, size_t bytes);
 /* 0 or AU_EINVAL: the options describe a valid table. */
 int table_check_opts(const au_table_opts_t *o);
 /* A key's (or an id's) first values and optimizer slots into row. */

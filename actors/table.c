@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "actors/ps.h"
 
@@ -80,6 +81,24 @@ int table_check_opts(const au_table_opts_t *o)
   return 0;
 }
 
+void *ps_big_alloc(size_t bytes)
+{
+  void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+  /* where transparent huge pages are "madvise" (Debian's default); a kernel without them
+     says EINVAL and the pages stay small */
+  if (bytes >= (2u << 20)) madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+void ps_big_free(void *p, size_t bytes)
+{
+  if (p) munmap(p, bytes ? bytes : 1);
+}
+
 /* Zeroed storage for values, aligned to the rows' alignment. calloc when 16 bytes do:
  * zero pages are mapped lazily, so zero-initialized tables cost nothing. */
 static void *values_alloc(const au_table_t *t, size_t bytes)
@@ -147,7 +166,13 @@ int au_table_create(au_node_t *node, const au_table_opts_t *opts, au_table_t **o
   if (by_id) node->table_by_id = by_id;
   t->actors = calloc(t->nactors, sizeof(param_actor_t));
   if (t->place == AU_PLACE_RELOCATE) t->contended = calloc(t->nactors, 1);
-  t->storage = values_alloc(t, (owned ? owned : 1) * group_bytes);
+  const size_t storage_bytes = (owned ? owned : 1) * group_bytes;
+  if (storage_bytes >= (2u << 20)) {
+    t->storage = ps_big_alloc(storage_bytes);
+    t->storage_big = t->storage ? storage_bytes : 0;
+  } else {
+    t->storage = values_alloc(t, storage_bytes);
+  }
   if (!by_id || !t->actors || !t->storage || (t->place == AU_PLACE_RELOCATE && !t->contended)) {
     table_free(t);
     return AU_ENOMEM;
@@ -199,7 +224,10 @@ void table_free(au_table_t *t)
   /* values of actors that moved here from elsewhere are blocks of their own */
   for (uint64_t a = 0; t->actors && a < t->nactors; a++)
     if (t->actors[a].values && !is_home_slot(t, a)) free(t->actors[a].values);
-  free(t->storage);
+  if (t->storage_big)
+    ps_big_free(t->storage, t->storage_big);
+  else
+    free(t->storage);
   free(t->actors);
   free((void *)t->contended);
   free((void *)t->hot_set);
