@@ -166,13 +166,7 @@ int au_table_create(au_node_t *node, const au_table_opts_t *opts, au_table_t **o
   if (by_id) node->table_by_id = by_id;
   t->actors = calloc(t->nactors, sizeof(param_actor_t));
   if (t->place == AU_PLACE_RELOCATE) t->contended = calloc(t->nactors, 1);
-  const size_t storage_bytes = (owned ? owned : 1) * group_bytes;
-  if (storage_bytes >= (2u << 20)) {
-    t->storage = ps_big_alloc(storage_bytes);
-    t->storage_big = t->storage ? storage_bytes : 0;
-  } else {
-    t->storage = values_alloc(t, storage_bytes);
-  }
+  t->storage = values_alloc(t, (owned ? owned : 1) * group_bytes);
   if (!by_id || !t->actors || !t->storage || (t->place == AU_PLACE_RELOCATE && !t->contended)) {
     table_free(t);
     return AU_ENOMEM;
@@ -224,10 +218,7 @@ void table_free(au_table_t *t)
   /* values of actors that moved here from elsewhere are blocks of their own */
   for (uint64_t a = 0; t->actors && a < t->nactors; a++)
     if (t->actors[a].values && !is_home_slot(t, a)) free(t->actors[a].values);
-  if (t->storage_big)
-    ps_big_free(t->storage, t->storage_big);
-  else
-    free(t->storage);
+  free(t->storage);
   free(t->actors);
   free((void *)t->contended);
   free((void *)t->hot_set);
