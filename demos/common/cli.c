@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static const char *prog = "demo";
 
@@ -54,4 +56,39 @@ int cli_parse_double(const char *flag, const char *s, double min, double max, do
   }
   *out = v;
   return 0;
+}
+
+void cli_ckpt_default(cli_ckpt_t *c)
+{
+  *c = (cli_ckpt_t){.every = 1, .keep = 2};
+}
+
+int cli_ckpt_is(const char *flag)
+{
+  return !strcmp(flag, "--checkpoint") || !strcmp(flag, "--checkpoint-every") ||
+         !strcmp(flag, "--checkpoint-keep") || !strcmp(flag, "--resume");
+}
+
+int cli_ckpt_set(cli_ckpt_t *c, const char *flag, const char *v)
+{
+  uint64_t u;
+  int rc;
+  if (!strcmp(flag, "--checkpoint-every") || !strcmp(flag, "--checkpoint-keep")) {
+    const int every = !strcmp(flag, "--checkpoint-every");
+    if ((rc = cli_parse_u64(flag, v, every ? 1 : 0, 1000000, &u)) != 0) return rc;
+    *(every ? &c->every : &c->keep) = (int)u;
+    return 0;
+  }
+  if (!v) return cli_fail_flag(flag, "", "a directory");
+  *(!strcmp(flag, "--resume") ? &c->resume : &c->dir) = v;
+  return 0;
+}
+
+const char *cli_ckpt_from(const cli_ckpt_t *c)
+{
+  if (c->resume) return c->resume;
+  if (!c->dir || !getenv("AU_RESTART")) return NULL;
+  char latest[4200];
+  snprintf(latest, sizeof(latest), "%s/LATEST", c->dir);
+  return access(latest, R_OK) == 0 ? c->dir : NULL;
 }

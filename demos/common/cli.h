@@ -1,4 +1,5 @@
-/* cli.h — command-line helpers shared by the demo programs (augur-mf, augur-lda).
+/* cli.h — command-line helpers shared by the demo programs (augur-mf, augur-lda,
+ * augur-kge).
  * Each failure prints one line to stderr, "PROG: FLAG: expected WANT, got 'VALUE' (see
  * --help)", and returns exit status 2; success returns 0.
  */
@@ -22,5 +23,20 @@ int cli_parse_u64(const char *flag, const char *s, uint64_t min, uint64_t max, u
 
 /* A finite number in [min, max]. */
 int cli_parse_double(const char *flag, const char *s, double min, double max, double *out);
+
+/* The checkpoint flags every demo takes: --checkpoint DIR, --checkpoint-every N (1 to
+ * 10^6, default 1), --checkpoint-keep N (0 to 10^6, default 2) and --resume DIR. */
+typedef struct cli_ckpt {
+  const char *dir, *resume;
+  int every, keep;
+} cli_ckpt_t;
+void cli_ckpt_default(cli_ckpt_t *c);
+/* 1 if flag is one of them. */
+int cli_ckpt_is(const char *flag);
+/* Takes flag's value v (NULL: missing) into c: 0, or 2 after the message. */
+int cli_ckpt_set(cli_ckpt_t *c, const char *flag, const char *v);
+/* Where the run goes on from: --resume's directory, else, when augur run --restarts
+ * started the job again (AU_RESTART set), --checkpoint's if it holds a LATEST; or NULL. */
+const char *cli_ckpt_from(const cli_ckpt_t *c);
 
 #endif

@@ -91,9 +91,10 @@ static void usage(FILE *f)
 typedef struct args {
   kge_opts_t k;
   kg_gen_opts_t gen;
-  int epochs, threads, sync_ms, eval_every, checkpoint_every, checkpoint_keep;
+  int epochs, threads, sync_ms, eval_every;
   uint64_t eval_triples, test_triples;
-  const char *train, *valid, *test, *save, *trace, *checkpoint, *resume;
+  const char *train, *valid, *test, *save, *trace;
+  cli_ckpt_t ck;
 } args_t;
 
 static int parse_args(int argc, char **argv, args_t *a)
@@ -105,8 +106,7 @@ static int parse_args(int argc, char **argv, args_t *a)
   a->epochs = 20;
   a->eval_every = 1;
   a->eval_triples = 1000;
-  a->checkpoint_every = 1;
-  a->checkpoint_keep = 2;
+  cli_ckpt_default(&a->ck);
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i];
     uint64_t u;
@@ -157,14 +157,8 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->eval_triples = u;
     } else if (!strcmp(f, "--test-triples")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->test_triples = u;
-    } else if (!strcmp(f, "--checkpoint")) {
-      if (!(a->checkpoint = VALUE())) rc = cli_fail_flag(f, "", "a directory");
-    } else if (!strcmp(f, "--checkpoint-every")) {
-      if (!(rc = cli_parse_u64(f, VALUE(), 1, 100000, &u))) a->checkpoint_every = (int)u;
-    } else if (!strcmp(f, "--checkpoint-keep")) {
-      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1000000, &u))) a->checkpoint_keep = (int)u;
-    } else if (!strcmp(f, "--resume")) {
-      if (!(a->resume = VALUE())) rc = cli_fail_flag(f, "", "a directory");
+    } else if (cli_ckpt_is(f)) {
+      rc = cli_ckpt_set(&a->ck, f, VALUE());
     } else if (!strcmp(f, "--save")) {
       if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a directory");
     } else if (!strcmp(f, "--valid")) {
@@ -271,17 +265,17 @@ static int write_meta(const char *path, const args_t *a, const kg_graph_t *g)
   return ok ? 0 : -1;
 }
 
-/* Epochs done into a->checkpoint's ckpt-EPOCHS: kge.meta (rank 0), then the tables.
+/* Epochs done, into --checkpoint DIR's ckpt-EPOCHS: kge.meta (rank 0), then the tables.
  * Collective. 0, or an AU_E* code with a message in err. */
 static int checkpoint(au_node_t *node, const args_t *a, const kg_graph_t *g, int epochs,
                       int *written, char *err, size_t errlen)
 {
   char sub[4096], path[4200];
-  snprintf(sub, sizeof(sub), "%s/ckpt-%d", a->checkpoint, epochs);
+  snprintf(sub, sizeof(sub), "%s/ckpt-%d", a->ck.dir, epochs);
   snprintf(path, sizeof(path), "%s/kge.meta", sub);
   double bad = 0;
   if (au_node_rank(node) == 0) {
-    mkdir(a->checkpoint, 0777), mkdir(sub, 0777);
+    mkdir(a->ck.dir, 0777), mkdir(sub, 0777);
     if (write_meta(path, a, g) != 0) {
       snprintf(err, errlen, "checkpoint: %s: %s", path, strerror(errno));
       bad = 1;
@@ -297,7 +291,7 @@ static int checkpoint(au_node_t *node, const args_t *a, const kg_graph_t *g, int
   }
   const int full = (*written)++ % CKPT_FULL_EVERY == 0;
   char cerr[512];
-  if ((rc = au_checkpoint(node, a->checkpoint, (uint64_t)epochs, full, cerr, sizeof(cerr))) != 0)
+  if ((rc = au_checkpoint(node, a->ck.dir, (uint64_t)epochs, full, cerr, sizeof(cerr))) != 0)
     snprintf(err, errlen, "checkpoint: %s", cerr);
   return rc;
 }
@@ -409,12 +403,7 @@ int main(int argc, char **argv)
   const size_t nvalid = a.eval_triples ? a.eval_triples : g.valid.n;
   /* augur run --restarts sets AU_RESTART when it starts a job again: go on from the
    * checkpoint if there is one */
-  const char *from = a.resume;
-  if (!from && a.checkpoint && getenv("AU_RESTART")) {
-    char latest[4200];
-    snprintf(latest, sizeof(latest), "%s/LATEST", a.checkpoint);
-    if (access(latest, R_OK) == 0) from = a.checkpoint;
-  }
+  const char *from = cli_ckpt_from(&a.ck);
   if (from) {
     if ((rc = resume(node, &a, &g, from, &e0, err, sizeof(err))) != 0) {
       fprintf(stderr, PROG ": %s\n", err);
@@ -443,7 +432,7 @@ int main(int argc, char **argv)
     }
     double ck_s = -1;
     int ck_removed = 0;
-    if (a.checkpoint && ((e + 1) % a.checkpoint_every == 0 || e + 1 == a.epochs)) {
+    if (a.ck.dir && ((e + 1) % a.ck.every == 0 || e + 1 == a.epochs)) {
       const uint64_t c0 = au_now_ns();
       if ((rc = checkpoint(node, &a, &g, e + 1, &written, err, sizeof(err))) != 0) {
         fprintf(stderr, PROG ": %s\n", err);
@@ -451,8 +440,7 @@ int main(int argc, char **argv)
         break;
       }
       /* old checkpoints: a failure to remove them leaves them, and training goes on */
-      if (talk &&
-          au_checkpoint_prune(a.checkpoint, a.checkpoint_keep, &ck_removed, err, sizeof(err)) != 0)
+      if (talk && au_checkpoint_prune(a.ck.dir, a.ck.keep, &ck_removed, err, sizeof(err)) != 0)
         fprintf(stderr, PROG ": warning: %s\n", err);
       ck_s = (double)(au_now_ns() - c0) / 1e9;
     }
@@ -471,7 +459,7 @@ int main(int argc, char **argv)
       printf(" valid_mrr=%.4f valid_hits10=%.4f eval_seconds=%.2f", ev.mrr, ev.hits10, ev.seconds);
     putchar('\n');
     if (ck_s >= 0)
-      printf("checkpoint=%s epochs=%d seconds=%.3f removed=%d\n", a.checkpoint, e + 1, ck_s,
+      printf("checkpoint=%s epochs=%d seconds=%.3f removed=%d\n", a.ck.dir, e + 1, ck_s,
              ck_removed);
     fflush(stdout);
   }

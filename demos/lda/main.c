@@ -99,8 +99,8 @@ typedef struct args {
   au_consistency_t consistency;
   int staleness;
   uint32_t top_words, min_count;
-  const char *file, *vocab, *save, *trace, *checkpoint, *resume;
-  int checkpoint_every, checkpoint_keep;
+  const char *file, *vocab, *save, *trace;
+  cli_ckpt_t ck;
 } args_t;
 
 /* Returns -1 to go on, or an exit status. */
@@ -111,8 +111,7 @@ static int parse_args(int argc, char **argv, args_t *a)
   lda_opts_default(&a->lda);
   lda_gen_opts_default(&a->gen);
   a->iterations = 50;
-  a->checkpoint_every = 1;
-  a->checkpoint_keep = 2;
+  cli_ckpt_default(&a->ck);
   a->eval_every = 1;
   a->format = FMT_AUTO;
   a->top_words = 10;
@@ -190,14 +189,8 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (!(rc = cli_parse_double(f, VALUE(), 0, 3, &d))) a->gen.length_sigma = d;
     } else if (!strcmp(f, "--top-words")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, 1000, &u))) a->top_words = (uint32_t)u;
-    } else if (!strcmp(f, "--checkpoint")) {
-      if (!(a->checkpoint = VALUE())) rc = cli_fail_flag(f, "", "a directory");
-    } else if (!strcmp(f, "--checkpoint-every")) {
-      if (!(rc = cli_parse_u64(f, VALUE(), 1, 1000000, &u))) a->checkpoint_every = (int)u;
-    } else if (!strcmp(f, "--checkpoint-keep")) {
-      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1000000, &u))) a->checkpoint_keep = (int)u;
-    } else if (!strcmp(f, "--resume")) {
-      if (!(a->resume = VALUE())) rc = cli_fail_flag(f, "", "a directory");
+    } else if (cli_ckpt_is(f)) {
+      rc = cli_ckpt_set(&a->ck, f, VALUE());
     } else if (!strcmp(f, "--save")) {
       if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a folder name");
     } else if (f[0] == '-' && f[1]) {
@@ -429,13 +422,8 @@ int main(int argc, char **argv)
     fflush(stdout);
   }
   /* augur run --restarts sets AU_RESTART: go on from the checkpoint if there is one */
-  const char *resume = a.resume;
+  const char *resume = cli_ckpt_from(&a.ck);
   int it0 = 0;
-  if (!resume && a.checkpoint && getenv("AU_RESTART")) {
-    char latest[4200];
-    snprintf(latest, sizeof(latest), "%s/LATEST", a.checkpoint);
-    if (access(latest, R_OK) == 0) resume = a.checkpoint;
-  }
   if (status == 0 && resume) {
     if ((rc = lda_resume(m, resume, &it0, err, sizeof(err))) != 0) {
       fprintf(stderr, PROG ": %s\n", err);
@@ -461,15 +449,15 @@ int main(int argc, char **argv)
     }
     double ck_s = -1;
     int ck_removed = 0;
-    if (a.checkpoint && (it % a.checkpoint_every == 0 || it == a.iterations)) {
+    if (a.ck.dir && (it % a.ck.every == 0 || it == a.iterations)) {
       uint64_t c0 = au_now_ns();
-      if ((rc = lda_checkpoint(m, a.checkpoint, it, err, sizeof(err))) != 0) {
+      if ((rc = lda_checkpoint(m, a.ck.dir, it, err, sizeof(err))) != 0) {
         fprintf(stderr, PROG ": %s\n", err);
         status = 1;
         break;
       }
       /* old checkpoints: a failure to remove them leaves them, and training goes on */
-      if (au_checkpoint_prune(a.checkpoint, a.checkpoint_keep, &ck_removed, err, sizeof(err)) != 0)
+      if (au_checkpoint_prune(a.ck.dir, a.ck.keep, &ck_removed, err, sizeof(err)) != 0)
         fprintf(stderr, PROG ": warning: %s\n", err);
       ck_s = (double)(au_now_ns() - c0) / 1e9;
     }
@@ -485,7 +473,7 @@ int main(int argc, char **argv)
            (unsigned long long)st.bytes_by[2], (unsigned long long)st.bytes_by[3],
            (unsigned long long)st.bytes_by[4], (unsigned long long)st.clock_waits, st.clock_wait_s);
     if (ck_s >= 0)
-      printf("checkpoint=%s iterations=%d seconds=%.3f removed=%d\n", a.checkpoint, it, ck_s,
+      printf("checkpoint=%s iterations=%d seconds=%.3f removed=%d\n", a.ck.dir, it, ck_s,
              ck_removed);
     fflush(stdout);
   }

@@ -105,8 +105,8 @@ typedef struct args {
   int epochs, threads, sync_ms;
   au_consistency_t consistency;
   int staleness;
-  const char *train, *test, *save, *trace, *checkpoint, *resume;
-  int checkpoint_every, checkpoint_keep;
+  const char *train, *test, *save, *trace;
+  cli_ckpt_t ck;
   double test_ratio;
   int have_test_ratio;
   mf_format_t format;
@@ -120,8 +120,7 @@ static int parse_args(int argc, char **argv, args_t *a)
   mf_opts_default(&a->mf);
   mf_gen_opts_default(&a->gen);
   a->epochs = 10;
-  a->checkpoint_every = 1;
-  a->checkpoint_keep = 2;
+  cli_ckpt_default(&a->ck);
   a->optim = -1;
   a->lr = a->decay = a->reg = a->init_sd = NAN;
   a->test_ratio = 0.1;
@@ -197,14 +196,8 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (!strcmp(f, "--test-ratio")) {
       if (!(rc = cli_parse_double(f, VALUE(), 0, 0.9, &d)))
         a->test_ratio = d, a->have_test_ratio = 1;
-    } else if (!strcmp(f, "--checkpoint")) {
-      if (!(a->checkpoint = VALUE())) rc = cli_fail_flag(f, "", "a directory");
-    } else if (!strcmp(f, "--checkpoint-every")) {
-      if (!(rc = cli_parse_u64(f, VALUE(), 1, 100000, &u))) a->checkpoint_every = (int)u;
-    } else if (!strcmp(f, "--checkpoint-keep")) {
-      if (!(rc = cli_parse_u64(f, VALUE(), 0, 1000000, &u))) a->checkpoint_keep = (int)u;
-    } else if (!strcmp(f, "--resume")) {
-      if (!(a->resume = VALUE())) rc = cli_fail_flag(f, "", "a directory");
+    } else if (cli_ckpt_is(f)) {
+      rc = cli_ckpt_set(&a->ck, f, VALUE());
     } else if (!strcmp(f, "--save")) {
       if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a directory");
     } else if (!strcmp(f, "--rows")) {
@@ -421,12 +414,7 @@ int main(int argc, char **argv)
   int status = 0, e0 = 0;
   /* augur run --restarts sets AU_RESTART when it starts a job again: go on from the
    * checkpoint if there is one */
-  const char *resume = a.resume;
-  if (!resume && a.checkpoint && getenv("AU_RESTART")) {
-    char latest[4200];
-    snprintf(latest, sizeof(latest), "%s/LATEST", a.checkpoint);
-    if (access(latest, R_OK) == 0) resume = a.checkpoint;
-  }
+  const char *resume = cli_ckpt_from(&a.ck);
   if (resume) {
     double rmse = NAN;
     if ((rc = mf_resume(m, resume, &d.rows, &e0, err, sizeof(err))) != 0) {
@@ -454,15 +442,15 @@ int main(int argc, char **argv)
     }
     double ck_s = -1;
     int ck_removed = 0;
-    if (a.checkpoint && ((e + 1) % a.checkpoint_every == 0 || e + 1 == a.epochs)) {
+    if (a.ck.dir && ((e + 1) % a.ck.every == 0 || e + 1 == a.epochs)) {
       uint64_t c0 = au_now_ns();
-      if ((rc = mf_checkpoint(m, a.checkpoint, e + 1, &d.rows, err, sizeof(err))) != 0) {
+      if ((rc = mf_checkpoint(m, a.ck.dir, e + 1, &d.rows, err, sizeof(err))) != 0) {
         fprintf(stderr, PROG ": %s\n", err);
         status = 1;
         break;
       }
       /* old checkpoints: a failure to remove them leaves them, and training goes on */
-      if (au_checkpoint_prune(a.checkpoint, a.checkpoint_keep, &ck_removed, err, sizeof(err)) != 0)
+      if (au_checkpoint_prune(a.ck.dir, a.ck.keep, &ck_removed, err, sizeof(err)) != 0)
         fprintf(stderr, PROG ": warning: %s\n", err);
       ck_s = (double)(au_now_ns() - c0) / 1e9;
     }
@@ -481,7 +469,7 @@ int main(int argc, char **argv)
            (unsigned long long)st.releases, st.cpu_seconds, (unsigned long long)st.waits,
            (unsigned long long)st.clock_waits, st.clock_wait_s);
     if (ck_s >= 0)
-      printf("checkpoint=%s epochs=%d seconds=%.3f removed=%d\n", a.checkpoint, e + 1, ck_s,
+      printf("checkpoint=%s epochs=%d seconds=%.3f removed=%d\n", a.ck.dir, e + 1, ck_s,
              ck_removed);
     fflush(stdout);
   }
