@@ -439,8 +439,9 @@ int main(int argc, char **argv)
         status = 1;
         break;
       }
-      /* old checkpoints: a failure to remove them leaves them, and training goes on */
-      if (talk && au_checkpoint_prune(a.ck.dir, a.ck.keep, &ck_removed, err, sizeof(err)) != 0)
+      /* old checkpoints, on every node (each host may have a DIR of its own): a failure
+       * to remove them leaves them, and training goes on */
+      if (au_checkpoint_prune(a.ck.dir, a.ck.keep, &ck_removed, err, sizeof(err)) != 0 && talk)
         fprintf(stderr, PROG ": warning: %s\n", err);
       ck_s = (double)(au_now_ns() - c0) / 1e9;
     }
