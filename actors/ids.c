@@ -54,7 +54,7 @@ struct au_ids {
   au_evict_t evict;
   uint64_t nbuckets;
   bucket_t *buckets;
-  char *blocks; /* nbuckets blocks of block_bytes, one mapping: bucket i's is the i-th */
+  char *blocks;           /* nbuckets blocks of block_bytes, one mapping: bucket i's is the i-th */
   _Atomic uint64_t *door; /* the doorkeeper's bits (NULL: none) */
   uint64_t door_bits, door_every;
   _Atomic uint64_t door_seen;
@@ -207,15 +207,14 @@ static int make_row(au_ids_t *t, bucket_t *b, uint64_t id, uint8_t dg, uint64_t 
   return (int)s;
 }
 
-/* 0, or -1 when out of memory: the bucket's block exists (lock held). */
-static int ensure_block(au_ids_t *t, bucket_t *b)
+/* The bucket's block is in use from now on (lock held): its place in the mapping, zero
+ * already (a fresh mapping, and blocks are never given back). */
+static void ensure_block(au_ids_t *t, bucket_t *b)
 {
-  if (b->block) return 0;
-  /* zero already (a fresh mapping, and blocks are never given back) */
+  if (b->block) return;
   char *blk = t->blocks + (size_t)(b - t->buckets) * t->block_bytes;
   __atomic_store_n(&b->block, blk, __ATOMIC_RELAXED); /* prefetch() reads it unlocked */
   atomic_fetch_add_explicit(&t->memory, t->block_bytes, memory_order_relaxed);
-  return 0;
 }
 
 /* The doorkeeper (TinyLFU's): 1 if the id probably passed the door since it was last
@@ -333,10 +332,7 @@ int au_ids_push(au_ids_t *t, const uint64_t *ids, size_t n, const void *updates,
     pthread_spin_lock(&w.b->lock);
     int s = lookup(t, &w, ids[i], clock, 1);
     if (s < 0) {
-      if (ensure_block(t, w.b) != 0) {
-        pthread_spin_unlock(&w.b->lock);
-        return AU_ENOMEM;
-      }
+      ensure_block(t, w.b);
       uint32_t seen = t->admit > 1 ? count_push(t, w.b, ids[i], w.dg) : 1;
       if (seen < t->admit) {
         w.b->rejected++;
@@ -507,10 +503,7 @@ int ids_put_row(au_ids_t *t, uint64_t id, uint32_t uses, uint32_t last, const vo
   where_t w = locate(t, id);
   bucket_t *b = w.b;
   pthread_spin_lock(&b->lock);
-  if (ensure_block(t, b) != 0) {
-    pthread_spin_unlock(&b->lock);
-    return AU_ENOMEM;
-  }
+  ensure_block(t, b);
   int s = find_slot(t, digests(b->block), ids_of(t, b->block), id, w.dg);
   if (s < 0) {
     if (b->rows < t->B) {

@@ -83,8 +83,10 @@ int table_check_opts(const au_table_opts_t *o)
 
 void *ps_big_alloc(size_t bytes)
 {
-  void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  /* committed at once (not MAP_NORESERVE): a budget the system cannot hold fails here,
+     with AU_ENOMEM, instead of killing the process when its pages are first touched */
+  void *p =
+      mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return NULL;
 #ifdef MADV_HUGEPAGE
   /* where transparent huge pages are "madvise" (Debian's default); a kernel without them

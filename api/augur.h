@@ -510,11 +510,13 @@ typedef struct au_ids_opts {
   int no_door;      /* 1: no doorkeeper, an id's first push counts (see docs/tables.md) */
 } au_ids_opts_t;
 
+/* Maps the budget's buckets at once (their pages come on first use). 0, AU_EINVAL (bad
+ * options, with a message) or AU_ENOMEM (the system would not commit the budget). */
 int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **ids);
 /* Applies n updates (n * dim values: deltas, or gradients with an optimizer) at `clock`
  * (the caller's: a worker's clock, a batch number). An id without a row is counted
  * towards admission; its update is dropped until it is admitted (counted `rejected`).
- * 0, AU_EINVAL (a NULL argument) or AU_ENOMEM (a bucket's block could not be had). */
+ * 0 or AU_EINVAL (a NULL argument). */
 int au_ids_push(au_ids_t *t, const uint64_t *ids, size_t n, const void *updates, uint64_t clock);
 /* Copies n rows' values (n * dim) into out; an id without a row reads its initial values
  * (and is not made a row). A read is a use (LFU, LRU, TTL). 0, AU_EINVAL or AU_ENOMEM. */
