@@ -63,6 +63,19 @@ void cli_ckpt_default(cli_ckpt_t *c)
   *c = (cli_ckpt_t){.every = 1, .keep = 2};
 }
 
+void cli_ckpt_usage(FILE *f, const char *unit)
+{
+  fprintf(f,
+          "  --checkpoint DIR  write checkpoints into DIR; restarted by augur run\n"
+          "                    --restarts (AU_RESTART set), the job resumes from DIR's latest\n"
+          "  --checkpoint-every N\n"
+          "                    %s between checkpoints (default 1; the last one always)\n"
+          "  --checkpoint-keep N\n"
+          "                    keep the last N full checkpoints (one in 10 is full) and\n"
+          "                    those after them, remove older ones (default 2; 0: keep all)\n",
+          unit);
+}
+
 int cli_ckpt_is(const char *flag)
 {
   return !strcmp(flag, "--checkpoint") || !strcmp(flag, "--checkpoint-every") ||

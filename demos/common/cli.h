@@ -7,6 +7,7 @@
 #define DEMOS_COMMON_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 /* Names the program in every message; call once before parsing. */
 void cli_set_prog(const char *prog);
@@ -31,6 +32,9 @@ typedef struct cli_ckpt {
   int every, keep;
 } cli_ckpt_t;
 void cli_ckpt_default(cli_ckpt_t *c);
+/* Their --help lines but --resume's (which says what must match); unit: what --checkpoint-every
+ * counts ("epochs", "sweeps"). */
+void cli_ckpt_usage(FILE *f, const char *unit);
 /* 1 if flag is one of them. */
 int cli_ckpt_is(const char *flag);
 /* Takes flag's value v (NULL: missing) into c: 0, or 2 after the message. */

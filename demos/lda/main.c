@@ -74,15 +74,9 @@ static void usage(FILE *f)
              "output:\n"
              "  --top-words N     words shown per topic at the end (default 10, 0 = none)\n"
              "  --save DIR        write the model into DIR: word-topic counts, document-topic\n"
-             "                    counts, vocabulary, hyperparameters (docs/lda.md)\n"
-             "  --checkpoint DIR  write checkpoints into DIR; restarted by augur run\n"
-             "                    --restarts (AU_RESTART set), the job goes on from DIR's latest\n"
-             "  --checkpoint-every N\n"
-             "                    sweeps between checkpoints (default 1; the last one always)\n"
-             "  --checkpoint-keep N\n"
-             "                    keep the last N full checkpoints (one in 10 is full) and\n"
-             "                    those after them, remove older ones (default 2; 0: keep all)\n"
-             "  --resume DIR      go on from DIR's latest checkpoint (same corpus and flags,\n"
+             "                    counts, vocabulary, hyperparameters (docs/lda.md)\n");
+  cli_ckpt_usage(f, "sweeps");
+  fprintf(f, "  --resume DIR      go on from DIR's latest checkpoint (same corpus and flags,\n"
              "                    any node count): --iterations counts the sweeps done there\n"
              "\n"
              "  --help            this text\n"

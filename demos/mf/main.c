@@ -73,15 +73,9 @@ static void usage(FILE *f)
              "  --test-ratio R    hold out this share of the training ratings instead\n"
              "                    (default 0.1 when there is no --test; 0 = no test set)\n"
              "  --save DIR        write the model into DIR after training: one model on a\n"
-             "                    cluster too, with the file's ids (docs/mf.md)\n"
-             "  --checkpoint DIR  write checkpoints into DIR; restarted by augur run\n"
-             "                    --restarts (AU_RESTART set), the job resumes from DIR's latest\n"
-             "  --checkpoint-every N\n"
-             "                    epochs between checkpoints (default 1; the last one always)\n"
-             "  --checkpoint-keep N\n"
-             "                    keep the last N full checkpoints (one in 10 is full) and\n"
-             "                    those after them, remove older ones (default 2; 0: keep all)\n"
-             "  --resume DIR      go on from DIR's latest checkpoint (same data and flags;\n"
+             "                    cluster too, with the file's ids (docs/mf.md)\n");
+  cli_ckpt_usage(f, "epochs");
+  fprintf(f, "  --resume DIR      go on from DIR's latest checkpoint (same data and flags;\n"
              "                    any node count): --epochs counts the epochs done there\n"
              "\n"
              "generated data (without TRAIN_FILE):\n"
