@@ -121,7 +121,7 @@ struct au_worker {
   atomic_ullong seen_clock; /* the clock, for the placer (renews and releases claims) */
   clock_rate_t rate;        /* how fast the clock runs (intents become times, worker.c) */
   obuf_t intent_buf;        /* an intent's message to the placer, built here */
-  uint64_t *seen;           /* ... and its scratch: the actors it names (intent_send) */
+  uint64_t *seen;           /* ... and intent_send's scratch, seen_cap slots of each part */
   size_t seen_cap;
   atomic_int kicked;    /* a step message is on its way (worker_kick) */
   uint64_t barrier_gen; /* generation of the barrier this worker waits at, or 0 */
@@ -142,13 +142,8 @@ struct au_worker {
   int gate_wait;
   uint64_t gate_t0;
   /* written by the worker's actor only (runtime/counter.h), read by au_node_stats */
-  atomic_ullong steps, rows_local, rows_remote, intents, intent_keys, reads_waited, wait_ns;
-  /* intent_send's scratch beside `seen` (in its allocation): a hash set of the keys named,
-   * the actors in the order first named, each actor's count of distinct keys; and the
-   * actors left out as too sparse (a counter as the ones above) */
-  uint64_t *seen_keys, *seen_order;
-  uint32_t *seen_count;
-  atomic_ullong intent_sparse;
+  atomic_ullong steps, rows_local, rows_remote, intents, intent_keys, reads_waited, wait_ns,
+      intent_sparse;
 };
 
 struct au_node {
@@ -192,12 +187,6 @@ struct au_node {
 
 /* table.c */
 void table_free(au_table_t *t);
-/* Zeroed memory for large arrays of rows (an id table's buckets): mapped lazily, and advised as
- * transparent huge pages, so that rows spread over hundreds of MB do not cost a page walk each
- * (docs/architecture.md, "Huge pages"). NULL when out of memory. Freed with ps_big_free and the
- * same size. */
-void *ps_big_alloc(size_t bytes);
-void ps_big_free(void *p, size_t bytes);
 /* 0 or AU_EINVAL: the options describe a valid table. */
 int table_check_opts(const au_table_opts_t *o);
 /* A key's (or an id's) first values and optimizer slots into row. */

@@ -82,8 +82,7 @@ void worker_release_memory(au_worker_t *w)
   free(w->intent_buf.p);
   w->intent_buf = (obuf_t){0};
   free(w->seen);
-  w->seen = w->seen_keys = w->seen_order = NULL;
-  w->seen_count = NULL;
+  w->seen = NULL;
   w->seen_cap = 0;
   remote_free(w);
 }
@@ -344,14 +343,14 @@ static int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size
       w->seen_cap = 0;
       return AU_ENOMEM;
     }
-    w->seen_keys = w->seen + cap;
-    w->seen_order = w->seen + 2 * cap;
-    w->seen_count = (uint32_t *)(w->seen + 3 * cap);
     w->seen_cap = cap;
   }
   const size_t mask = cap - 1;
-  uint64_t *seen = w->seen, *seen_keys = w->seen_keys, *order = w->seen_order;
-  uint32_t *count = w->seen_count;
+  /* the allocation: actors, keys, the actors' slots in the order first named (seen_cap
+   * each), then each actor's count of distinct keys */
+  const size_t stride = w->seen_cap;
+  uint64_t *seen = w->seen, *seen_keys = seen + stride, *order = seen + 2 * stride;
+  uint32_t *count = (uint32_t *)(seen + 3 * stride);
   memset(seen, 0xff, cap * 8); /* UINT64_MAX: empty (no actor id or key is that large) */
   const int by_keys = t->place == AU_PLACE_ADAPTIVE && t->group > 1;
   if (by_keys) memset(seen_keys, 0xff, cap * 8);
@@ -370,7 +369,7 @@ static int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size
     }
     seen[h] = actor;
     count[h] = 1;
-    order[nactors++] = actor;
+    order[nactors++] = h;
   }
   const psm_intent_t head = {.t = t,
                              .from_ns = clock_rate_eta(&w->rate, w->clock, start),
@@ -380,8 +379,8 @@ static int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size
                              .start_clock = (uint64_t)start,
                              .end_clock = (uint64_t)end};
   for (size_t i = 0; i < nactors; i++) {
-    const uint64_t actor = order[i];
-    if (!worth_claiming(t, count[slot_of(seen, mask, actor)], end - start)) {
+    const uint64_t actor = seen[order[i]];
+    if (!worth_claiming(t, count[order[i]], end - start)) {
       counter_add(&w->intent_sparse, 1);
       continue;
     }
