@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "actors/ps.h"
 #include "runtime/log.h"
@@ -532,11 +533,34 @@ int ids_put_row(au_ids_t *t, uint64_t id, uint32_t uses, uint32_t last, const vo
 
 /* ---- creation ------------------------------------------------------------------------- */
 
+/* The buckets' blocks, one zero mapping advised as transparent huge pages, so that rows
+ * spread over hundreds of MB do not cost a page walk each (docs/architecture.md, "Huge
+ * pages"). NULL when out of memory. */
+static void *map_blocks(size_t bytes)
+{
+  /* committed at once (not MAP_NORESERVE): a budget the system cannot hold fails here,
+     with AU_ENOMEM, instead of killing the process when its pages are first touched */
+  void *p =
+      mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+  /* where transparent huge pages are "madvise" (Debian's default); a kernel without them
+     says EINVAL and the pages stay small */
+  if (bytes >= (2u << 20)) madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+static void unmap_blocks(void *p, size_t bytes)
+{
+  if (p) munmap(p, bytes ? bytes : 1);
+}
+
 static void ids_free(au_ids_t *t)
 {
   for (uint64_t i = 0; t->buckets && i < t->nbuckets; i++)
     pthread_spin_destroy(&t->buckets[i].lock);
-  ps_big_free(t->blocks, t->nbuckets * t->block_bytes);
+  unmap_blocks(t->blocks, t->nbuckets * t->block_bytes);
   free(t->buckets);
   free((void *)t->door);
   free(t);
@@ -627,14 +651,14 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
   t->buckets = calloc(t->nbuckets, sizeof(bucket_t));
   /* every block's address space at once, in huge pages where the kernel has them: a
      bucket's memory comes when it is first touched (ensure_block counts it then) */
-  t->blocks = ps_big_alloc(t->nbuckets * t->block_bytes);
+  t->blocks = map_blocks(t->nbuckets * t->block_bytes);
   if (door) {
     t->door_bits = t->nbuckets * B * 8;
     t->door_every = t->nbuckets * B;
     t->door = calloc(t->door_bits / 64, sizeof(uint64_t));
   }
   if (!t->buckets || !t->blocks || (door && !t->door)) {
-    ps_big_free(t->blocks, t->nbuckets * t->block_bytes);
+    unmap_blocks(t->blocks, t->nbuckets * t->block_bytes);
     free(t->buckets);
     free((void *)t->door);
     free(t);

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "actors/ps.h"
 
@@ -79,26 +78,6 @@ int table_check_opts(const au_table_opts_t *o)
   if (o->group & (o->group - 1)) return AU_EINVAL; /* not a power of two */
   if (o->place < AU_PLACE_CLASSIC || o->place > AU_PLACE_ADAPTIVE) return AU_EINVAL;
   return 0;
-}
-
-void *ps_big_alloc(size_t bytes)
-{
-  /* committed at once (not MAP_NORESERVE): a budget the system cannot hold fails here,
-     with AU_ENOMEM, instead of killing the process when its pages are first touched */
-  void *p =
-      mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-  /* where transparent huge pages are "madvise" (Debian's default); a kernel without them
-     says EINVAL and the pages stay small */
-  if (bytes >= (2u << 20)) madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-  return p;
-}
-
-void ps_big_free(void *p, size_t bytes)
-{
-  if (p) munmap(p, bytes ? bytes : 1);
 }
 
 /* Zeroed storage for values, aligned to the rows' alignment. calloc when 16 bytes do:
