@@ -19,6 +19,12 @@
  * of its current window of slots (IDS_WINDOW).
  * A spin lock per bucket serializes what touches the bucket, so updates are exact without atomics.
  *
+ * On a cluster the ids hash into the cluster's buckets, the same on every node (every node
+ * gives the same options: au_ids_create checks); `abuckets` consecutive buckets are one
+ * parameter actor, actor a's home is node a mod nodes, and a node holds the buckets of
+ * its home actors, packed, as a dense table holds its home actors' rows. Other nodes'
+ * workers reach them by the classic fetch and push (remote.c, au_worker_ids_pull).
+ *
  * The invariant: a slot's row belongs to the id in its id[] entry exactly while its
  * digest is nonzero, and a row is only read or written under its bucket's lock.
  */
@@ -53,8 +59,11 @@ struct au_ids {
   uint32_t window;      /* slots an eviction looks at: min(B, IDS_WINDOW), a power of two */
   uint32_t admit, ttl;
   au_evict_t evict;
-  uint64_t nbuckets;
+  uint64_t nbuckets; /* held here */
   bucket_t *buckets;
+  /* the cluster's: buckets (= nbuckets on one node), buckets per parameter actor */
+  uint32_t nodes, rank;
+  uint64_t gbuckets, abuckets;
   char *blocks;           /* nbuckets blocks of block_bytes, one mapping: bucket i's is the i-th */
   _Atomic uint64_t *door; /* the doorkeeper's bits (NULL: none) */
   uint64_t door_bits, door_every;
@@ -148,6 +157,9 @@ static void drop_slot(bucket_t *b, uint32_t slot)
  * 64 slots' uses and last read 8 cold cache lines an eviction; the window reads 2
  * (docs/tables.md, "Eviction"). */
 #define IDS_WINDOW 16
+
+/* Buckets per parameter actor on a cluster: 16 of 64 rows of 256 bytes are 270 KB. */
+#define IDS_ACTOR 16
 
 /* The slot a new row takes in a full bucket: the first one unused for ttl clocks, else
  * the eviction rule's victim in the bucket's current window (ties to the lower slot). */
@@ -282,12 +294,51 @@ typedef struct where {
   uint8_t dg;
 } where_t;
 
+static uint64_t id_hash(uint64_t id)
+{
+  return mix64(id ^ 0x2545f4914f6cdd1dULL);
+}
+
+/* The id's bucket among the cluster's. */
+static uint64_t cluster_bucket(const au_ids_t *t, uint64_t h)
+{
+  return ((h >> 32) * t->gbuckets) >> 32;
+}
+
+static uint32_t owner_of(const au_ids_t *t, uint64_t h)
+{
+  return t->nodes == 1 ? 0 : (uint32_t)(cluster_bucket(t, h) / t->abuckets % t->nodes);
+}
+
+int ids_owns(const au_ids_t *t, uint64_t id)
+{
+  return t->nodes == 1 || owner_of(t, id_hash(id)) == t->rank;
+}
+
+int au_ids_owner(const au_ids_t *t, uint64_t id)
+{
+  return t ? (int)owner_of(t, id_hash(id)) : AU_EINVAL;
+}
+
+/* The id's bucket here (its owner's: callers look first). */
 static where_t locate(au_ids_t *t, uint64_t id)
 {
-  uint64_t h = mix64(id ^ 0x2545f4914f6cdd1dULL);
+  uint64_t h = id_hash(id), b = cluster_bucket(t, h);
+  if (t->nodes > 1) { /* the home actor's packed slot, then the bucket in it */
+    uint64_t actor = b / t->abuckets;
+    b = actor / t->nodes * t->abuckets + b % t->abuckets;
+  }
   uint8_t dg = (uint8_t)h;
-  where_t w = {&t->buckets[((h >> 32) * t->nbuckets) >> 32], dg ? dg : 1};
+  where_t w = {&t->buckets[b], dg ? dg : 1};
   return w;
+}
+
+/* 0, or AU_EAGAIN when another node holds one of the ids (nothing done then). */
+static int all_here(const au_ids_t *t, const uint64_t *ids, size_t n)
+{
+  for (size_t i = 0; t->nodes > 1 && i < n; i++)
+    if (!ids_owns(t, ids[i])) return AU_EAGAIN;
+  return 0;
 }
 
 /* The id's live slot in its bucket (lock held), or -1; a row past its ttl is dropped. */
@@ -323,55 +374,89 @@ static void prefetch(au_ids_t *t, const uint64_t *ids, size_t n, size_t i)
   }
 }
 
+/* One push of an id held here: counted, admitted, applied. */
+static void push_one(au_ids_t *t, uint64_t id, const void *u, uint64_t clock)
+{
+  where_t w = locate(t, id);
+  pthread_spin_lock(&w.b->lock);
+  int s = lookup(t, &w, id, clock, 1);
+  if (s < 0) {
+    ensure_block(t, w.b);
+    uint32_t seen = t->admit > 1 ? count_push(t, w.b, id, w.dg) : 1;
+    if (seen < t->admit) {
+      w.b->rejected++;
+      pthread_spin_unlock(&w.b->lock);
+      return;
+    }
+    s = make_row(t, w.b, id, w.dg, clock, seen);
+  }
+  table_apply(&t->fmt, row_of(t, w.b->block, (uint32_t)s), u);
+  pthread_spin_unlock(&w.b->lock);
+}
+
 int au_ids_push(au_ids_t *t, const uint64_t *ids, size_t n, const void *updates, uint64_t clock)
 {
   if (!t || (n && (!ids || !updates))) return AU_EINVAL;
+  int rc = all_here(t, ids, n);
+  if (rc != 0) return rc;
   const char *u = updates;
   for (size_t i = 0; i < n; i++, u += t->fmt.update_bytes) {
     prefetch(t, ids, n, i);
-    where_t w = locate(t, ids[i]);
-    pthread_spin_lock(&w.b->lock);
-    int s = lookup(t, &w, ids[i], clock, 1);
-    if (s < 0) {
-      ensure_block(t, w.b);
-      uint32_t seen = t->admit > 1 ? count_push(t, w.b, ids[i], w.dg) : 1;
-      if (seen < t->admit) {
-        w.b->rejected++;
-        pthread_spin_unlock(&w.b->lock);
-        continue;
-      }
-      s = make_row(t, w.b, ids[i], w.dg, clock, seen);
-    }
-    table_apply(&t->fmt, row_of(t, w.b->block, (uint32_t)s), u);
-    pthread_spin_unlock(&w.b->lock);
+    push_one(t, ids[i], u, clock);
   }
   return 0;
 }
 
-/* Copies `words` 32-bit words from `from` words into each row (or the initializer's). */
+void ids_serve_push(au_ids_t *t, uint64_t id, const void *update, uint64_t clock)
+{
+  push_one(t, id, update, clock);
+}
+
+/* Copies `words` 32-bit words from `from` words of an id's row (held here) into o, or of
+ * the initializer's (made in scratch, row_bytes) when it has none. */
+static void copy_one(au_ids_t *t, uint64_t id, char *o, uint64_t clock, int use, uint32_t from,
+                     uint32_t words, char *scratch)
+{
+  where_t w = locate(t, id);
+  pthread_spin_lock(&w.b->lock);
+  int s = lookup(t, &w, id, clock, use);
+  if (s >= 0) {
+    memcpy(o, row_of(t, w.b->block, (uint32_t)s) + (size_t)from * 4, (size_t)words * 4);
+    pthread_spin_unlock(&w.b->lock);
+    return;
+  }
+  if (use) w.b->misses++;
+  pthread_spin_unlock(&w.b->lock);
+  memset(scratch, 0, t->fmt.row_bytes);
+  table_init_row(&t->fmt, &t->init, id, scratch);
+  if (o != scratch + (size_t)from * 4) memcpy(o, scratch + (size_t)from * 4, (size_t)words * 4);
+}
+
+/* copy_one for each id (all held here). */
 static int copy_out(au_ids_t *t, const uint64_t *ids, size_t n, void *out, uint64_t clock, int use,
                     uint32_t from, uint32_t words)
 {
   if (!t || (n && (!ids || !out))) return AU_EINVAL;
-  char *scratch = NULL, *o = out;
-  for (size_t i = 0; i < n; i++, o += (size_t)words * 4) {
-    where_t w = locate(t, ids[i]);
-    pthread_spin_lock(&w.b->lock);
-    int s = lookup(t, &w, ids[i], clock, use);
-    if (s >= 0) {
-      memcpy(o, row_of(t, w.b->block, (uint32_t)s) + (size_t)from * 4, (size_t)words * 4);
-      pthread_spin_unlock(&w.b->lock);
-      continue;
-    }
-    if (use) w.b->misses++;
-    pthread_spin_unlock(&w.b->lock);
-    if (!scratch && !(scratch = malloc(t->fmt.row_bytes))) return AU_ENOMEM;
-    memset(scratch, 0, t->fmt.row_bytes);
-    table_init_row(&t->fmt, &t->init, ids[i], scratch);
-    memcpy(o, scratch + (size_t)from * 4, (size_t)words * 4);
-  }
+  int rc = all_here(t, ids, n);
+  if (rc != 0) return rc;
+  char *scratch = malloc(t->fmt.row_bytes), *o = out;
+  if (!scratch) return AU_ENOMEM;
+  for (size_t i = 0; i < n; i++, o += (size_t)words * 4)
+    copy_one(t, ids[i], o, clock, use, from, words, scratch);
   free(scratch);
   return 0;
+}
+
+void ids_serve_pull(au_ids_t *t, uint64_t id, uint64_t clock, void *row)
+{
+  /* row is row_bytes long: the initializer's row is made in place, and the padding zero */
+  copy_one(t, id, row, clock, 1, 0, t->fmt.width, row);
+  memset((char *)row + (size_t)t->fmt.width * 4, 0, t->fmt.row_bytes - (size_t)t->fmt.width * 4);
+}
+
+void ids_pull_here(au_ids_t *t, uint64_t id, uint64_t clock, void *out, void *scratch)
+{
+  copy_one(t, id, out, clock, 1, 0, t->fmt.dim, scratch);
 }
 
 int au_ids_pull(au_ids_t *t, const uint64_t *ids, size_t n, void *out, uint64_t clock)
@@ -386,7 +471,7 @@ int au_ids_read_slots(au_ids_t *t, const uint64_t *ids, size_t n, float *out)
 
 int au_ids_contains(au_ids_t *t, uint64_t id)
 {
-  if (!t) return 0;
+  if (!t || !ids_owns(t, id)) return 0;
   where_t w = locate(t, id);
   pthread_spin_lock(&w.b->lock);
   int s = lookup(t, &w, id, 0, 0);
@@ -458,6 +543,11 @@ const au_table_t *ids_format(const au_ids_t *t)
   return &t->fmt;
 }
 
+au_table_t *ids_table(au_ids_t *t)
+{
+  return &t->fmt;
+}
+
 uint64_t ids_rows(au_ids_t *t)
 {
   au_ids_stats_t st;
@@ -501,6 +591,7 @@ void ids_clear(au_ids_t *t)
 
 int ids_put_row(au_ids_t *t, uint64_t id, uint32_t uses, uint32_t last, const void *row)
 {
+  if (!ids_owns(t, id)) return 0; /* another node's, on a cluster */
   where_t w = locate(t, id);
   bucket_t *b = w.b;
   pthread_spin_lock(&b->lock);
@@ -573,6 +664,9 @@ void ids_free_all(au_node_t *n)
     ids_free(n->ids);
     n->ids = next;
   }
+  free(n->ids_by_id);
+  n->ids_by_id = NULL;
+  n->nids = 0;
 }
 
 static int bad(au_node_t *node, const au_ids_opts_t *o, const char *why)
@@ -581,12 +675,15 @@ static int bad(au_node_t *node, const au_ids_opts_t *o, const char *why)
   return AU_EINVAL;
 }
 
-int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
+/* The table and its layout from the options, nothing mapped yet: 0, AU_EINVAL (logged)
+ * or AU_ENOMEM. */
+static int ids_new(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
 {
-  if (!node || !opts || !out) return AU_EINVAL;
-  if (node->nodes > 1)
-    return bad(node, opts, "id tables are kept on one node only so far (docs/tables.md)");
   au_table_opts_t row = opts->row;
+  if (node->nodes > 1 && row.place != AU_PLACE_CLASSIC)
+    return bad(node, opts,
+               "on a cluster id tables are placed classic so far: row.place must be "
+               "AU_PLACE_CLASSIC (docs/tables.md)");
   row.keys = 1;
   row.group = 0;
   row.place = AU_PLACE_CLASSIC;
@@ -603,9 +700,12 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
   if (!t) return AU_ENOMEM;
   t->init = row;
   t->init.name = NULL;
+  t->index = node->ids ? node->ids->index + 1 : 0;
   au_table_t *f = &t->fmt;
   f->node = node;
-  f->id = -1;
+  f->id = (int)(IDS_TID + t->index);
+  f->ids = t;
+  f->keys = UINT64_MAX;
   snprintf(f->name, sizeof(f->name), "%s", row.name ? row.name : "ids");
   f->dim = row.dim;
   f->type = row.type;
@@ -648,26 +748,119 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
   t->nbuckets = (opts->budget - fixed) / per_bucket;
   if (t->nbuckets > UINT32_MAX) t->nbuckets = UINT32_MAX;
   if (door && t->nbuckets * B > (1ULL << 29)) t->nbuckets = (1ULL << 29) / B; /* bits < 2^32 */
-  t->buckets = calloc(t->nbuckets, sizeof(bucket_t));
-  /* every block's address space at once, in huge pages where the kernel has them: a
-     bucket's memory comes when it is first touched (ensure_block counts it then) */
-  t->blocks = map_blocks(t->nbuckets * t->block_bytes);
+  t->nodes = (uint32_t)node->nodes;
+  t->rank = (uint32_t)node->rank;
+  t->abuckets = t->nbuckets;
+  if (t->nodes > 1) {
+    /* whole parameter actors of IDS_ACTOR buckets (fewer if the budget holds fewer),
+       and the cluster's buckets below 2^32 */
+    t->abuckets = t->nbuckets < IDS_ACTOR ? t->nbuckets : IDS_ACTOR;
+    uint64_t most = UINT32_MAX / t->nodes;
+    t->nbuckets = (t->nbuckets < most ? t->nbuckets : most) / t->abuckets * t->abuckets;
+  }
+  t->gbuckets = t->nbuckets * t->nodes;
   if (door) {
     t->door_bits = t->nbuckets * B * 8;
     t->door_every = t->nbuckets * B;
-    t->door = calloc(t->door_bits / 64, sizeof(uint64_t));
   }
-  if (!t->buckets || !t->blocks || (door && !t->door)) {
-    unmap_blocks(t->blocks, t->nbuckets * t->block_bytes);
-    free(t->buckets);
-    free((void *)t->door);
-    free(t);
-    return AU_ENOMEM;
+  *out = t;
+  return 0;
+}
+
+/* The options every node must give alike, as numbers (the ones the layout and rules come
+ * from; a node that failed says so in the first). */
+enum { AGREE_FIELDS = 17 };
+static const char *const agree_names[AGREE_FIELDS] = {"",          "budget (buckets)",
+                                                      "bucket",    "dim",
+                                                      "type",      "optimizer",
+                                                      "row_align", "admit",
+                                                      "evict",     "ttl",
+                                                      "no_door",   "init",
+                                                      "init_a",    "init_b",
+                                                      "seed",      "seed",
+                                                      "lr"};
+
+static void agree_fields(const au_ids_opts_t *o, const au_ids_t *t, int rc, double *v)
+{
+  const au_table_opts_t *r = &o->row;
+  const double f[AGREE_FIELDS] = {rc ? -1 : 1,
+                                  t ? (double)t->gbuckets : 0,
+                                  o->bucket,
+                                  r->dim,
+                                  r->type,
+                                  r->optim,
+                                  r->row_align,
+                                  o->admit > 1 ? o->admit : 1,
+                                  o->evict,
+                                  (double)o->ttl,
+                                  o->no_door != 0,
+                                  r->init,
+                                  r->init_a,
+                                  r->init_b,
+                                  (double)(r->seed & 0xffffffffu),
+                                  (double)(r->seed >> 32),
+                                  r->lr};
+  memcpy(v, f, sizeof(f));
+}
+
+/* Collective: every node's options against node 0's. 0, or AU_EINVAL (logged, the same on
+ * every node) / the allreduce's error. */
+static int agree(au_node_t *node, const au_ids_opts_t *o, const au_ids_t *t, int rc)
+{
+  const int N = node->nodes;
+  double *v = calloc((size_t)N * AGREE_FIELDS, sizeof(double));
+  if (!v) return AU_ENOMEM; /* (the others wait in the allreduce: as for any lost node) */
+  agree_fields(o, t, rc, v + (size_t)node->rank * AGREE_FIELDS);
+  int ar = au_allreduce_sum(node->rt, v, (size_t)N * AGREE_FIELDS);
+  for (int r = 0; ar == 0 && r < N; r++)
+    for (int j = 0; j < AGREE_FIELDS; j++) {
+      const double mine = v[(size_t)r * AGREE_FIELDS + j], first = v[j];
+      if (j == 0 ? mine > 0 : mine == first) continue;
+      char why[160];
+      snprintf(why, sizeof(why),
+               "node %d gives other %s than node 0: every node must give the same", r,
+               agree_names[j]);
+      if (j == 0) snprintf(why, sizeof(why), "node %d refused the options", r);
+      free(v);
+      return bad(node, o, why);
+    }
+  free(v);
+  return ar;
+}
+
+int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
+{
+  if (!node || !opts || !out) return AU_EINVAL;
+  au_ids_t *t = NULL;
+  int rc = ids_new(node, opts, &t);
+  if (node->nodes > 1) { /* collective: every node's verdict and options */
+    int c = agree(node, opts, t, rc);
+    if (rc == 0) rc = c;
+  }
+  au_table_t **by_id = NULL;
+  if (rc == 0) {
+    t->buckets = calloc(t->nbuckets, sizeof(bucket_t));
+    /* every block's address space at once, in huge pages where the kernel has them: a
+       bucket's memory comes when it is first touched (ensure_block counts it then) */
+    t->blocks = map_blocks(t->nbuckets * t->block_bytes);
+    if (t->door_bits) t->door = calloc(t->door_bits / 64, sizeof(uint64_t));
+    by_id = realloc(node->ids_by_id, (size_t)(node->nids + 1) * sizeof(*by_id));
+    if (by_id) node->ids_by_id = by_id;
+    if (!t->buckets || !t->blocks || (t->door_bits && !t->door) || !by_id) rc = AU_ENOMEM;
+  }
+  if (rc != 0) {
+    if (t) {
+      unmap_blocks(t->blocks, t->nbuckets * t->block_bytes);
+      free(t->buckets);
+      free((void *)t->door);
+      free(t);
+    }
+    return rc;
   }
   for (uint64_t i = 0; i < t->nbuckets; i++)
     pthread_spin_init(&t->buckets[i].lock, PTHREAD_PROCESS_PRIVATE);
-  atomic_init(&t->memory, fixed + t->nbuckets * sizeof(bucket_t) + t->door_bits / 8);
-  t->index = node->ids ? node->ids->index + 1 : 0;
+  atomic_init(&t->memory, sizeof(*t) + t->nbuckets * sizeof(bucket_t) + t->door_bits / 8);
+  node->ids_by_id[node->nids++] = &t->fmt;
   t->next = node->ids;
   node->ids = t;
   *out = t;

@@ -97,6 +97,10 @@ struct au_table {
   uint64_t hot_actors;
   uint32_t hot_min;
   uint64_t hot_last;
+  /* an id table's row format (ids.c): its id table, else NULL. Its keys are any 64-bit
+   * ids, its messages carry the sender's clock, and it has no parameter actors of its own
+   * on the wire (nactors 0) */
+  struct au_ids *ids;
   struct au_table *next;
 };
 
@@ -154,6 +158,8 @@ struct au_node {
   struct au_ids *ids;       /* id tables (ids.c), newest first */
   au_table_t **table_by_id; /* tables in creation order: ids agree across nodes */
   int ntables;
+  au_table_t **ids_by_id; /* id tables' row formats in creation order (ids.c) */
+  int nids;
   void *servers; /* server_t[nservers] (remote.c) */
   int nservers;
   struct placer *placer; /* moves parameter actors (placer.c) */
@@ -237,7 +243,22 @@ static inline void table_mark(au_table_t *t, au_key_t k)
 }
 
 /* ids.c */
+/* An id table's messages name it as table IDS_TID + its creation index (dense tables'
+ * ids are below). */
+#define IDS_TID 0x40000000u
 void ids_free_all(au_node_t *n);
+/* 1 if this node holds the id's rows (its owner), else 0. */
+int ids_owns(const au_ids_t *t, uint64_t id);
+/* For the servers (remote.c), on the owner: an id's row whole, values and slots (the
+ * initializer's when it has none), as a pull at `clock` reads it; an update pushed at
+ * `clock`, as au_ids_push applies it. */
+void ids_serve_pull(au_ids_t *t, uint64_t id, uint64_t clock, void *row);
+void ids_serve_push(au_ids_t *t, uint64_t id, const void *update, uint64_t clock);
+/* For workers (worker.c): an id's dim values, as au_ids_pull reads them, with scratch of
+ * row_bytes. */
+void ids_pull_here(au_ids_t *t, uint64_t id, uint64_t clock, void *out, void *scratch);
+/* The row format, as messages name it. */
+au_table_t *ids_table(au_ids_t *t);
 /* For checkpoints (between runs, nothing pushing): the node's id tables in creation
  * order (ids_at NULL past the last), a table's row layout and resident rows, each row
  * with its uses and last clock (fn's nonzero stops it and is returned), emptying a

@@ -43,6 +43,11 @@ static void say(psm_why_t *why, const char *fmt, ...)
 
 au_table_t *psm_table(const au_node_t *n, uint32_t tid, psm_why_t *why)
 {
+  if (tid >= IDS_TID) {
+    if (tid - IDS_TID < (uint32_t)n->nids) return n->ids_by_id[tid - IDS_TID];
+    say(why, "no id table %u (this node has %d)", tid - IDS_TID, n->nids);
+    return NULL;
+  }
   if (tid >= (uint32_t)n->ntables) {
     say(why, "no table %u (this node has %d)", tid, n->ntables);
     return NULL;
@@ -104,9 +109,17 @@ uint32_t psm_batch_count(const obuf_t *b, size_t count_at)
 /* --- rows by key -----------------------------------------------------------------------
  * PS_REQ, PS_FWD_REQ: u32 table, u32 n, u32 reply node, u32 reply port, u64 keys[n].
  * PS_PUSH, PS_FWD_PUSH: the same head, then n x (u64 key, update of t->update_bytes).
- * PS_ROWS: the request's head and keys, then n rows of t->row_bytes. */
+ * PS_ROWS: the request's head and keys, then n rows of t->row_bytes.
+ * An id table's (table IDS_TID + i) head has a u64 clock after the reply port, and its
+ * keys are ids: any 64-bit value. */
 
 #define ROWS_HEAD 16
+#define IDS_HEAD  (ROWS_HEAD + 8)
+
+static size_t rows_head_len(const au_table_t *t)
+{
+  return t->ids ? IDS_HEAD : ROWS_HEAD;
+}
 
 int psm_rows_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t len,
                     psm_rows_t *out, psm_why_t *why)
@@ -117,12 +130,18 @@ int psm_rows_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t 
   }
   au_table_t *t = psm_table(n, get_u32(p), why);
   if (!t) return AU_EPROTO;
+  const size_t head = rows_head_len(t);
+  if (len < head) {
+    say(why, "a message of %zu bytes is too short for an id table's head", len);
+    return AU_EPROTO;
+  }
   *out = (psm_rows_t){.t = t,
                       .n = get_u32(p + 4),
                       .reply_node = get_u32(p + 8),
                       .reply_port = (au_port_t)get_u32(p + 12),
                       .push = type == PS_PUSH || type == PS_FWD_PUSH,
-                      .entries = p + ROWS_HEAD};
+                      .entries = p + head,
+                      .clock = t->ids ? get_u64(p + ROWS_HEAD) : 0};
   if (get_u32(p + 12) > 0xffff) {
     say(why, "reply port %u is not a port", get_u32(p + 12));
     return AU_EPROTO;
@@ -130,12 +149,12 @@ int psm_rows_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t 
   if (check_node(n, out->reply_node, "reply node", why)) return AU_EPROTO;
   out->each = sizeof(uint64_t) + (out->push ? t->update_bytes : 0);
   size_t body = type == PS_ROWS ? sizeof(uint64_t) + t->row_bytes : out->each;
-  if ((len - ROWS_HEAD) / body < out->n || len != ROWS_HEAD + (size_t)out->n * body) {
+  if ((len - head) / body < out->n || len != head + (size_t)out->n * body) {
     say(why, "%zu bytes do not hold %u keys of table %u", len, out->n, (unsigned)t->id);
     return AU_EPROTO;
   }
   if (type == PS_ROWS) out->rows = out->entries + (size_t)out->n * sizeof(uint64_t);
-  for (uint32_t i = 0; i < out->n; i++) {
+  for (uint32_t i = 0; !t->ids && i < out->n; i++) {
     uint64_t k = psm_rows_key(out, i);
     if (k >= t->keys) {
       say(why, "key %llu is outside table %u", (unsigned long long)k, (unsigned)t->id);
@@ -154,22 +173,24 @@ int psm_rows_reply(const au_node_t *n, const uint8_t *p, size_t len, uint32_t *n
   return 1;
 }
 
-static void rows_head(uint8_t head[ROWS_HEAD], uint32_t tid, uint32_t reply_node,
-                      au_port_t reply_port)
+/* The head for table t (rows_head_len(t) bytes). */
+static void rows_head(uint8_t head[IDS_HEAD], const au_table_t *t, uint32_t reply_node,
+                      au_port_t reply_port, uint64_t clock)
 {
-  put_u32(head, tid);
+  put_u32(head, (uint32_t)t->id);
   put_u32(head + 4, 0);
   put_u32(head + 8, reply_node);
   put_u32(head + 12, reply_port);
+  if (t->ids) put_u64(head + ROWS_HEAD, clock);
 }
 
 int psm_rows_add(obuf_t *b, const au_table_t *t, uint32_t reply_node, au_port_t reply_port,
-                 uint64_t key, const void *update)
+                 uint64_t key, const void *update, uint64_t clock)
 {
-  uint8_t head[ROWS_HEAD];
-  rows_head(head, (uint32_t)t->id, reply_node, reply_port);
+  uint8_t head[IDS_HEAD];
+  rows_head(head, t, reply_node, reply_port, clock);
   size_t each = sizeof(key) + (update ? t->update_bytes : 0);
-  uint8_t *e = psm_batch_add(b, head, ROWS_HEAD, 4, each);
+  uint8_t *e = psm_batch_add(b, head, rows_head_len(t), 4, each);
   if (!e) return AU_ENOMEM;
   put_u64(e, key);
   if (update) memcpy(e + sizeof(key), update, t->update_bytes);
@@ -178,9 +199,9 @@ int psm_rows_add(obuf_t *b, const au_table_t *t, uint32_t reply_node, au_port_t 
 
 int psm_rows_add_entry(obuf_t *b, const psm_rows_t *m, uint32_t i)
 {
-  uint8_t head[ROWS_HEAD];
-  rows_head(head, (uint32_t)m->t->id, m->reply_node, m->reply_port);
-  uint8_t *e = psm_batch_add(b, head, ROWS_HEAD, 4, m->each);
+  uint8_t head[IDS_HEAD];
+  rows_head(head, m->t, m->reply_node, m->reply_port, m->clock);
+  uint8_t *e = psm_batch_add(b, head, rows_head_len(m->t), 4, m->each);
   if (!e) return AU_ENOMEM;
   memcpy(e, m->entries + (size_t)i * m->each, m->each);
   return 0;
@@ -193,15 +214,16 @@ uint32_t psm_rows_count(const obuf_t *b)
 
 size_t psm_rows_answer_len(const psm_rows_t *m)
 {
-  return ROWS_HEAD + (size_t)m->n * (sizeof(uint64_t) + m->t->row_bytes);
+  return rows_head_len(m->t) + (size_t)m->n * (sizeof(uint64_t) + m->t->row_bytes);
 }
 
 uint8_t *psm_rows_answer(uint8_t *out, const psm_rows_t *m)
 {
-  rows_head(out, (uint32_t)m->t->id, m->reply_node, m->reply_port);
+  const size_t head = rows_head_len(m->t);
+  rows_head(out, m->t, m->reply_node, m->reply_port, m->clock);
   put_u32(out + 4, m->n);
-  memcpy(out + ROWS_HEAD, m->entries, (size_t)m->n * sizeof(uint64_t));
-  return out + ROWS_HEAD + (size_t)m->n * sizeof(uint64_t);
+  memcpy(out + head, m->entries, (size_t)m->n * sizeof(uint64_t));
+  return out + head + (size_t)m->n * sizeof(uint64_t);
 }
 
 /* --- an actor's rows: PS_MOVE_DATA, PS_REP_DATA ------------------------------------------

@@ -84,6 +84,7 @@ typedef struct psm_rows {
   const uint8_t *entries;
   size_t each;         /* bytes per entry: 8, or 8 + update_bytes */
   const uint8_t *rows; /* PS_ROWS: n rows of t->row_bytes after the keys */
+  uint64_t clock;      /* an id table's (t->ids): the sender's clock, else 0 */
 } psm_rows_t;
 
 /* Checks a message of one of the five types: its table, count, length, keys. */
@@ -104,9 +105,10 @@ static inline const uint8_t *psm_rows_update(const psm_rows_t *m, uint32_t i)
 int psm_rows_reply(const au_node_t *n, const uint8_t *p, size_t len, uint32_t *node,
                    au_port_t *port);
 /* Adds a key (a request) or a key and its update (a push, update != NULL) to the batch
- * for table t, whose answer goes to (reply_node, reply_port). 0 or AU_ENOMEM. */
+ * for table t, whose answer goes to (reply_node, reply_port); an id table's batch carries
+ * the clock of its first entry. 0 or AU_ENOMEM. */
 int psm_rows_add(obuf_t *b, const au_table_t *t, uint32_t reply_node, au_port_t reply_port,
-                 uint64_t key, const void *update);
+                 uint64_t key, const void *update, uint64_t clock);
 /* Adds entry i of m to b (a batch of m's kind with m's head): splits and forwards. */
 int psm_rows_add_entry(obuf_t *b, const psm_rows_t *m, uint32_t i);
 /* The number of keys in a rows batch b. */

@@ -17,12 +17,19 @@
 
 /* --- output buffers ----------------------------------------------------------------- */
 
-/* The buffer for (node, table): requests or pushes to that node, built by psmsg. */
+/* Tables and id tables: the buffers of one node. */
+static int buf_tables(const au_node_t *n)
+{
+  return n->ntables + n->nids;
+}
+
+/* The buffer for (node, table): requests or pushes to that node, built by psmsg. Dense
+ * tables first, then id tables. */
 static obuf_t *buf_for(au_worker_t *w, obuf_t **which, int node, const au_table_t *t)
 {
   wremote_t *r = &w->remote;
   au_node_t *n = w->node;
-  int need = n->nodes * n->ntables;
+  int need = n->nodes * buf_tables(n);
   if (r->nbufs < need) {
     obuf_t *req = calloc((size_t)need, sizeof(obuf_t));
     obuf_t *push = calloc((size_t)need, sizeof(obuf_t));
@@ -39,7 +46,8 @@ static obuf_t *buf_for(au_worker_t *w, obuf_t **which, int node, const au_table_
     r->push = push;
     r->nbufs = need;
   }
-  return &(*which)[node * n->ntables + t->id];
+  const int tid = t->ids ? n->ntables + (int)((uint32_t)t->id - IDS_TID) : t->id;
+  return &(*which)[node * buf_tables(n) + tid];
 }
 
 /* --- the step's row cache ----------------------------------------------------------- */
@@ -110,6 +118,7 @@ static struct rslot *cache_find(wremote_t *r, int table, uint64_t key)
 
 static int owner_of(const au_table_t *t, au_key_t key)
 {
+  if (t->ids) return au_ids_owner(t->ids, key);
   return (int)atomic_load_explicit(&t->actors[key >> t->group_shift].owner, memory_order_relaxed);
 }
 
@@ -127,7 +136,8 @@ void *remote_row(au_worker_t *w, au_table_t *t, au_key_t key, int *requested)
   if (added) {
     /* answers come back to this worker */
     obuf_t *b = buf_for(w, &r->req, owner_of(t, key), t);
-    if (!b || psm_rows_add(b, t, (uint32_t)w->node->rank, PS_WORKER_PORT(w->id), key, NULL) != 0) {
+    if (!b || psm_rows_add(b, t, (uint32_t)w->node->rank, PS_WORKER_PORT(w->id), key, NULL,
+                           (uint64_t)w->clock) != 0) {
       r->failed = AU_ENOMEM;
       return NULL;
     }
@@ -145,14 +155,14 @@ int remote_send_requests(au_worker_t *w)
   for (int i = 0; i < r->nbufs; i++) {
     obuf_t *b = &r->req[i];
     if (b->len == 0) continue;
-    int node = i / n->ntables;
+    int node = i / buf_tables(n);
     uint32_t keys = psm_rows_count(b);
     int rc =
         au_send_to(rt, (uint32_t)node, PS_SERVER_PORT(w->id % n->nservers), PS_REQ, b->p, b->len);
     b->len = 0;
     if (rc != 0) return rc;
     r->pending += (int)keys; /* answers may come in parts, from where the actors went */
-    au__trace(rt, TRACE_REMOTE_ACCESS, (uint64_t)(i % n->ntables), 0, (uint64_t)node, keys);
+    au__trace(rt, TRACE_REMOTE_ACCESS, (uint64_t)(i % buf_tables(n)), 0, (uint64_t)node, keys);
     sent++;
   }
   return sent ? AU_EAGAIN : 0;
@@ -162,7 +172,8 @@ int remote_push(au_worker_t *w, au_table_t *t, au_key_t key, const void *delta)
 {
   obuf_t *b = buf_for(w, &w->remote.push, owner_of(t, key), t);
   if (!b) return AU_ENOMEM;
-  return psm_rows_add(b, t, (uint32_t)w->node->rank, PS_WORKER_PORT(w->id), key, delta);
+  return psm_rows_add(b, t, (uint32_t)w->node->rank, PS_WORKER_PORT(w->id), key, delta,
+                      (uint64_t)w->clock);
 }
 
 void remote_step_done(au_worker_t *w, int waiting)
@@ -172,7 +183,7 @@ void remote_step_done(au_worker_t *w, int waiting)
   for (int i = 0; i < r->nbufs; i++) {
     obuf_t *b = &r->push[i];
     if (b->len == 0) continue;
-    int to = i / n->ntables;
+    int to = i / buf_tables(n);
     /* to this node's own server too (its actor was moving away): a local message, which
      * the end-of-run detection counts like a frame */
     int rc =
@@ -262,7 +273,9 @@ static void answer(au_node_t *n, const psm_rows_t *m)
     return;
   }
   uint8_t *rows = psm_rows_answer(out, m);
-  for (uint32_t i = 0; i < m->n; i++) {
+  for (uint32_t i = 0; t->ids && i < m->n; i++)
+    ids_serve_pull(t->ids, psm_rows_key(m, i), m->clock, rows + (size_t)i * t->row_bytes);
+  for (uint32_t i = 0; !t->ids && i < m->n; i++) {
     const void *row = table_row_held(t, psm_rows_key(m, i));
     if (row)
       kernel_copy_row(rows + (size_t)i * t->row_bytes, row, t->width);
@@ -287,6 +300,10 @@ static void apply(const psm_rows_t *m, obuf_t *update)
     uint64_t k = psm_rows_key(m, i);
     /* the update follows its key unaligned: the kernel gets an aligned copy */
     memcpy(update->p, psm_rows_update(m, i), t->update_bytes);
+    if (t->ids) {
+      ids_serve_push(t->ids, k, update->p, m->clock);
+      continue;
+    }
     void *row = table_row_held(t, k);
     if (!row) {
       au__log(AU_LOG_ERROR, -1, "a push to key %llu of table %d found no values; lost",
@@ -341,12 +358,18 @@ static void serve(server_t *s, const au_msg_t *m, uint32_t type)
   const int is_push = type == PS_PUSH;
   au_table_t *t = rows.t;
   uint32_t here = 0;
-  for (uint32_t i = 0; i < rows.n; i++) here += table_row(t, psm_rows_key(&rows, i)) != NULL;
+  for (uint32_t i = 0; i < rows.n; i++)
+    here += t->ids ? ids_owns(t->ids, psm_rows_key(&rows, i))
+                   : table_row(t, psm_rows_key(&rows, i)) != NULL;
   if (here == rows.n) { /* the common case: serve in place */
     if (is_push)
       apply(&rows, &s->delta);
     else
       answer(n, &rows);
+    return;
+  }
+  if (t->ids) {
+    bad_request(n, m, "an id of an id table is not held by its owner");
     return;
   }
   if (t->place == AU_PLACE_CLASSIC) {

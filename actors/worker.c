@@ -666,6 +666,59 @@ int au_worker_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n
   return 0;
 }
 
+int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t n, void *out)
+{
+  if (!w || !t || (n && (!ids || !out))) return AU_EINVAL;
+  int rc;
+  if (node_bounded(w->node) && (rc = au_worker_sync(w)) != 0) return rc;
+  au_table_t *f = ids_table(t);
+  size_t missing = 0, nremote = 0;
+  /* first what other nodes hold, so that a step re-run for them counts its uses here once */
+  for (size_t i = 0; w->node->nodes > 1 && i < n; i++) {
+    if (ids_owns(t, ids[i])) continue;
+    int requested;
+    if (!remote_row(w, f, ids[i], &requested)) missing++;
+    if (w->remote.failed) return w->remote.failed;
+    nremote++;
+  }
+  if (missing) return fetch_missing(w);
+  void *scratch = rows_alloc(w, f->row_bytes / sizeof(void *) + 1);
+  if (!scratch) return AU_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    char *o = (char *)out + i * f->update_bytes;
+    int requested;
+    if (nremote && !ids_owns(t, ids[i]))
+      memcpy(o, remote_row(w, f, ids[i], &requested), f->update_bytes);
+    else
+      ids_pull_here(t, ids[i], (uint64_t)w->clock, o, scratch);
+  }
+  counter_add(&w->rows_local, n - nremote);
+  if (nremote) counter_add(&w->rows_remote, nremote);
+  return 0;
+}
+
+int au_worker_ids_push(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t n,
+                       const void *updates)
+{
+  if (!w || !t || (n && (!ids || !updates))) return AU_EINVAL;
+  au_table_t *f = ids_table(t);
+  size_t nremote = 0;
+  for (size_t i = 0; i < n; i++) {
+    const void *u = (const char *)updates + i * f->update_bytes;
+    if (ids_owns(t, ids[i])) {
+      ids_serve_push(t, ids[i], u, (uint64_t)w->clock);
+      continue;
+    }
+    /* the owner applies it, after the step */
+    int rc = remote_push(w, f, ids[i], u);
+    if (rc != 0) return rc;
+    nremote++;
+  }
+  counter_add(&w->rows_local, n - nremote);
+  if (nremote) counter_add(&w->rows_remote, nremote);
+  return 0;
+}
+
 void au_node_stats(const au_node_t *n, au_node_stats_t *out)
 {
   *out = (au_node_stats_t){0};

@@ -488,8 +488,14 @@ int au_table_owns(const au_table_t *t, au_key_t key);
  * used for `ttl` clocks. `budget` bytes bound everything the table allocates on this
  * node: it fixes the buckets, which are allocated on first use. Rows carry their
  * optimizer state as dense tables' do. Any thread may call the functions below at once
- * (a lock per bucket). On one node only for now: on a cluster au_ids_create says
- * AU_EINVAL. */
+ * (a lock per bucket).
+ *
+ * On a cluster, an id hashes into the same parameter actor on every node (a group of
+ * buckets; its home node holds its rows, `budget` bytes on each node): au_ids_create is
+ * collective there (every node, in the same order, with the same options, placement
+ * AU_PLACE_CLASSIC so far), workers reach every id with au_worker_ids_pull and
+ * au_worker_ids_push (below the workers), and the functions here act on this node's own
+ * ids: AU_EAGAIN, with nothing done, for an id another node holds (au_ids_owner). */
 typedef struct au_ids au_ids_t;
 
 typedef enum au_evict {
@@ -511,8 +517,11 @@ typedef struct au_ids_opts {
 } au_ids_opts_t;
 
 /* Maps the budget's buckets at once (their pages come on first use). 0, AU_EINVAL (bad
- * options, with a message) or AU_ENOMEM (the system would not commit the budget). */
+ * options, or on a cluster options that differ between nodes, with a message) or
+ * AU_ENOMEM (the system would not commit the budget). */
 int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **ids);
+/* The rank of the node that holds the id's row (0 on one node). */
+int au_ids_owner(const au_ids_t *t, uint64_t id);
 /* Applies n updates (n * dim values: deltas, or gradients with an optimizer) at `clock`
  * (the caller's: a worker's clock, a batch number). An id without a row is counted
  * towards admission; its update is dropped until it is admitted (counted `rejected`).
@@ -521,7 +530,7 @@ int au_ids_push(au_ids_t *t, const uint64_t *ids, size_t n, const void *updates,
 /* Copies n rows' values (n * dim) into out; an id without a row reads its initial values
  * (and is not made a row). A read is a use (LFU, LRU, TTL). 0, AU_EINVAL or AU_ENOMEM. */
 int au_ids_pull(au_ids_t *t, const uint64_t *ids, size_t n, void *out, uint64_t clock);
-/* 1 if the id has a row on this node, else 0. Not a use. */
+/* 1 if the id has a row on this node, else 0 (also for another node's id). Not a use. */
 int au_ids_contains(au_ids_t *t, uint64_t id);
 /* The same as au_ids_pull for the rows' optimizer slots (n * slots floats), not a use. */
 int au_ids_read_slots(au_ids_t *t, const uint64_t *ids, size_t n, float *out);
@@ -702,6 +711,17 @@ int au_worker_pull(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n
  * rows held elsewhere are sent there (the owner applies them). */
 int au_worker_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n,
                    const void *deltas);
+
+/* An id table from a worker's step, on one node or a cluster: au_ids_pull and au_ids_push
+ * at the worker's clock for any ids. Ids another node holds are fetched from it for the
+ * step (AU_EAGAIN until they are here: return AU_WAIT; the step is re-run, and the
+ * fetched rows stay for it) and their updates go to it after the step, where the owner
+ * counts, admits and applies them as au_ids_push does. A pull's uses of this node's ids
+ * are counted when it succeeds, a fetched id's when its owner answers. 0, AU_EAGAIN,
+ * AU_EINVAL or AU_ENOMEM. */
+int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t n, void *out);
+int au_worker_ids_push(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t n,
+                       const void *updates);
 
 /* Counters of a node's workers, summed. Exact between au_node_run calls. */
 typedef struct au_node_stats {

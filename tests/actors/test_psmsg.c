@@ -16,6 +16,7 @@
 static au_node_t *node;
 static au_table_t *ti, *tf; /* int32 dim 5 group 4; float32 dim 3 with adagrad, group 2 */
 static au_table_t *tb;      /* int32 dim 37 group 4: 148 words an actor, chunks and a tail */
+static au_ids_t *ids;       /* an id table: float32 dim 4 with adagrad */
 
 static int never(au_worker_t *w, void *arg)
 {
@@ -42,6 +43,9 @@ static int setup(void **state)
   if (au_table_create(node, &(au_table_opts_t){.keys = 8, .dim = 37, .type = AU_I32, .group = 4},
                       &tb) != 0)
     return -1;
+  au_ids_opts_t io = {.row = {.dim = 4, .type = AU_F32, .optim = AU_OPTIM_ADAGRAD, .lr = 0.1f},
+                      .budget = 1 << 20};
+  if (au_ids_create(node, &io, &ids) != 0) return -1;
   return au_worker_spawn(node, &(au_worker_opts_t){never, NULL}, NULL);
 }
 
@@ -77,7 +81,8 @@ static void test_rows_requests_and_pushes(void **state)
 {
   (void)state;
   obuf_t b = {0};
-  for (uint64_t k = 7; k < 10; k++) assert_int_equal(psm_rows_add(&b, ti, 0, 0xc123, k, NULL), 0);
+  for (uint64_t k = 7; k < 10; k++)
+    assert_int_equal(psm_rows_add(&b, ti, 0, 0xc123, k, NULL, 0), 0);
   assert_int_equal(psm_rows_count(&b), 3);
   psm_rows_t m;
   psm_why_t why;
@@ -106,7 +111,7 @@ static void test_rows_requests_and_pushes(void **state)
 
   /* a key outside the table, a table that does not exist, a reply node that is not one */
   obuf_t bad = {0};
-  assert_int_equal(psm_rows_add(&bad, ti, 0, 1, 40, NULL), 0);
+  assert_int_equal(psm_rows_add(&bad, ti, 0, 1, 40, NULL, 0), 0);
   assert_int_not_equal(psm_rows_decode(node, PS_REQ, bad.p, bad.len, &m, &why), 0);
   assert_non_null(strstr(why.text, "key 40"));
   memcpy(b.p, &(uint32_t){9}, 4);
@@ -123,9 +128,9 @@ static void test_rows_requests_and_pushes(void **state)
   /* pushes carry an update per key; entries split into another batch keep both */
   obuf_t p = {0};
   float g[3] = {1.5f, -2, 0.25f};
-  assert_int_equal(psm_rows_add(&p, tf, 0, 5, 3, g), 0);
+  assert_int_equal(psm_rows_add(&p, tf, 0, 5, 3, g, 0), 0);
   g[0] = 9;
-  assert_int_equal(psm_rows_add(&p, tf, 0, 5, 8, g), 0);
+  assert_int_equal(psm_rows_add(&p, tf, 0, 5, 8, g, 0), 0);
   assert_int_equal(psm_rows_decode(node, PS_PUSH, p.p, p.len, &m, &why), 0);
   assert_true(m.push);
   assert_int_equal(m.n, 2);
@@ -145,6 +150,50 @@ static void test_rows_requests_and_pushes(void **state)
   rows_type = PS_PUSH;
   refuses_other_lengths(dec_rows, p.p, p.len);
   free(b.p), free(bad.p), free(p.p), free(one.p);
+}
+
+/* An id table's rows messages: any 64-bit key, the sender's clock in the head. */
+static void test_rows_of_id_tables(void **state)
+{
+  (void)state;
+  au_table_t *t = ids_table(ids);
+  obuf_t b = {0};
+  float g[4] = {1, 2, 3, 4};
+  assert_int_equal(psm_rows_add(&b, t, 0, 7, UINT64_MAX, g, 123456789012ULL), 0);
+  assert_int_equal(psm_rows_add(&b, t, 0, 7, 5, g, 123456789012ULL), 0);
+  psm_rows_t m;
+  psm_why_t why;
+  assert_int_equal(psm_rows_decode(node, PS_PUSH, b.p, b.len, &m, &why), 0);
+  assert_ptr_equal(m.t, t);
+  assert_int_equal(m.n, 2);
+  assert_true(m.clock == 123456789012ULL);
+  assert_true(psm_rows_key(&m, 0) == UINT64_MAX);
+  assert_memory_equal(psm_rows_update(&m, 1), g, sizeof(g));
+  rows_type = PS_PUSH;
+  refuses_other_lengths(dec_rows, b.p, b.len);
+  obuf_t one = {0};
+  assert_int_equal(psm_rows_add_entry(&one, &m, 1), 0);
+  psm_rows_t o;
+  assert_int_equal(psm_rows_decode(node, PS_PUSH, one.p, one.len, &o, &why), 0);
+  assert_true(o.clock == m.clock && psm_rows_key(&o, 0) == 5);
+  /* a request and its answer keep the clock; rows are whole (values and slots) */
+  obuf_t r = {0};
+  assert_int_equal(psm_rows_add(&r, t, 0, 7, 1ULL << 63, NULL, 42), 0);
+  assert_int_equal(psm_rows_decode(node, PS_REQ, r.p, r.len, &m, &why), 0);
+  size_t len = psm_rows_answer_len(&m);
+  assert_int_equal(len, 24 + 8 + t->row_bytes);
+  uint8_t *ans = malloc(len);
+  memset(psm_rows_answer(ans, &m), 9, t->row_bytes);
+  psm_rows_t a;
+  assert_int_equal(psm_rows_decode(node, PS_ROWS, ans, len, &a, &why), 0);
+  assert_true(a.clock == 42 && psm_rows_key(&a, 0) == 1ULL << 63 && a.rows[0] == 9);
+  rows_type = PS_ROWS;
+  refuses_other_lengths(dec_rows, ans, len);
+  /* an id table that does not exist */
+  memcpy(r.p, &(uint32_t){IDS_TID + 1}, 4);
+  assert_int_not_equal(psm_rows_decode(node, PS_REQ, r.p, r.len, &m, &why), 0);
+  assert_non_null(strstr(why.text, "no id table 1"));
+  free(ans), free(b.p), free(one.p), free(r.p);
 }
 
 static int dec_values(const uint8_t *p, size_t len)
@@ -468,10 +517,15 @@ static void test_lookup(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_lookup),         cmocka_unit_test(test_rows_requests_and_pushes),
-      cmocka_unit_test(test_values),         cmocka_unit_test(test_values_sparse_patterns),
-      cmocka_unit_test(test_actor_messages), cmocka_unit_test(test_want),
-      cmocka_unit_test(test_intent),         cmocka_unit_test(test_claims),
+      cmocka_unit_test(test_lookup),
+      cmocka_unit_test(test_rows_requests_and_pushes),
+      cmocka_unit_test(test_rows_of_id_tables),
+      cmocka_unit_test(test_values),
+      cmocka_unit_test(test_values_sparse_patterns),
+      cmocka_unit_test(test_actor_messages),
+      cmocka_unit_test(test_want),
+      cmocka_unit_test(test_intent),
+      cmocka_unit_test(test_claims),
       cmocka_unit_test(test_entries),
   };
   return cmocka_run_group_tests_name("psmsg", tests, setup, teardown);

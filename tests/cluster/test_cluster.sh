@@ -174,6 +174,32 @@ policy)
     check "the trace holds $ev events" grep -Eq "kind=$ev +count=[1-9]" "$tmp/summary"
   done
   ;;
+ids)
+  # id tables across nodes (ids_node.c): pushes to ids most of which other nodes hold,
+  # then every id pulled from every node equals the serial sum; every node names the same
+  # owner; the admission counters over the cluster are the serial model's; a checkpoint of
+  # 3 nodes restored on 2 holds every row; options that differ between nodes are refused
+  idn=$build/tests/ids_node
+  for n in 1 3; do
+    timeout 120 "$augur" run -n $n "$idn" run "$tmp/ck$n" >"$tmp/out" 2>&1
+    rc=$?
+    cat "$tmp/out"
+    check "ids on $n nodes exits 0" test $rc -eq 0
+    check "ids on $n nodes: every node ok" test "$(grep -c 'errors=0 ok$' "$tmp/out")" -eq $n
+  done
+  check "ids on 3 nodes: rows fetched from and pushed to other nodes" \
+    test "$(grep -c 'rows_remote=[1-9].* bytes_fetch=[1-9].* bytes_push=[1-9]' "$tmp/out")" -eq 3
+  timeout 120 "$augur" run -n 2 "$idn" restore "$tmp/ck3" 3 >"$tmp/out" 2>&1
+  rc=$?
+  cat "$tmp/out"
+  check "ids: 3 nodes' checkpoint restored on 2: every id as written" \
+    test $rc -eq 0 -a "$(grep -c 'errors=0 ok$' "$tmp/out")" -eq 2
+  IDS_NODE_ODD=1 timeout 120 "$augur" run -n 3 "$idn" run >"$tmp/out" 2>&1
+  rc=$?
+  cat "$tmp/out"
+  check "ids: another budget on node 1 is refused on every node, naming it" \
+    test $rc -ne 0 -a "$(grep -c 'node 1 gives other budget' "$tmp/out")" -eq 3
+  ;;
 optim)
   # optimizer state in the rows (optim_node.c): taking turns, rows that move (relocate) or
   # are fetched and pushed (classic) end equal to a one-node run's to the bit; shared at

@@ -3,7 +3,8 @@
  *
  * Input: one byte that picks the message type, then the payload. The decoders run
  * against a node of 4 ranks with 3 workers and two tables (int32 dim 5 in actors of 4
- * keys; float32 dim 3 with 3 optimizer slots, rows padded to 16 bytes, actors of 2). A
+ * keys; float32 dim 3 with 3 optimizer slots, rows padded to 16 bytes, actors of 2) and
+ * an id table (float32 dim 2: any 64-bit key, a clock in the rows head). A
  * message that decodes is walked whole (every key, update, row, actor, claim, entry is
  * read and checked against the table), then encoded again and decoded again to the same
  * fields: any difference aborts.
@@ -16,8 +17,9 @@
 #include "actors/psmsg.h"
 
 static au_node_t node;
-static au_table_t tables[2];
-static au_table_t *by_id[2];
+static au_table_t tables[3];
+static au_table_t *by_id[2], *ids_by_id[1];
+static char ids_dummy; /* the id table's au_ids_t: psmsg never looks into it */
 
 static void setup(void)
 {
@@ -45,9 +47,24 @@ static void setup(void)
                            .row_bytes = 32,
                            .update_bytes = 12,
                            .nactors = 5};
+  tables[2] = (au_table_t){.id = (int)IDS_TID,
+                           .keys = UINT64_MAX,
+                           .dim = 2,
+                           .type = AU_F32,
+                           .width = 2,
+                           .row_bytes = 8,
+                           .update_bytes = 8,
+                           .ids = (struct au_ids *)(void *)&ids_dummy};
   by_id[0] = &tables[0];
   by_id[1] = &tables[1];
-  node = (au_node_t){.rank = 1, .nodes = 4, .table_by_id = by_id, .ntables = 2, .nworkers = 3};
+  ids_by_id[0] = &tables[2];
+  node = (au_node_t){.rank = 1,
+                     .nodes = 4,
+                     .table_by_id = by_id,
+                     .ntables = 2,
+                     .ids_by_id = ids_by_id,
+                     .nids = 1,
+                     .nworkers = 3};
 }
 
 #define CHECK(c)                                                                                   \
@@ -67,7 +84,7 @@ static void rows(uint32_t type, const uint8_t *p, size_t len)
   if (psm_rows_decode(&node, type, p, len, &m, &why) != 0) return;
   obuf_t again = {0};
   for (uint32_t i = 0; i < m.n; i++) {
-    CHECK(psm_rows_key(&m, i) < m.t->keys);
+    CHECK(m.t->ids || psm_rows_key(&m, i) < m.t->keys);
     if (m.push) sink += psm_rows_update(&m, i)[m.t->update_bytes - 1];
     if (m.rows) sink += m.rows[(size_t)(i + 1) * m.t->row_bytes - 1];
     CHECK(psm_rows_add_entry(&again, &m, i) == 0);
@@ -76,7 +93,8 @@ static void rows(uint32_t type, const uint8_t *p, size_t len)
     CHECK(again.len == len && memcmp(again.p, p, len) == 0);
     psm_rows_t a;
     CHECK(psm_rows_decode(&node, type, again.p, again.len, &a, &why) == 0);
-    CHECK(a.t == m.t && a.n == m.n && a.reply_node == m.reply_node && a.reply_port == m.reply_port);
+    CHECK(a.t == m.t && a.n == m.n && a.reply_node == m.reply_node &&
+          a.reply_port == m.reply_port && a.clock == m.clock);
   }
   if (type == PS_REQ && m.n) {
     uint8_t *ans = malloc(psm_rows_answer_len(&m));
