@@ -197,8 +197,9 @@ ids)
   IDS_NODE_ODD=1 timeout 120 "$augur" run -n 3 "$idn" run >"$tmp/out" 2>&1
   rc=$?
   cat "$tmp/out"
-  check "ids: another budget on node 1 is refused on every node, naming it" \
-    test $rc -ne 0 -a "$(grep -c 'node 1 gives other budget' "$tmp/out")" -eq 3
+  # (every node refuses it, but augur run stops the others once the first has exited)
+  check "ids: another budget on node 1 is refused, naming it" \
+    test $rc -ne 0 -a "$(grep -c 'node 1 gives other budget' "$tmp/out")" -ge 1
   ;;
 optim)
   # optimizer state in the rows (optim_node.c): taking turns, rows that move (relocate) or
