@@ -288,9 +288,13 @@ typedef struct worker {
   batch_t *ring;
   int head, count, said_epoch;
   au_clock_t next_clock;
-  uint64_t rng, rng0; /* the negatives' generator, and its seed (node, worker) */
+  uint64_t rng, rng0;    /* the negatives' generator, and its seed (node, worker) */
   uint32_t *epos, *rpos; /* entity / relation -> index in the step's view */
   float *q, *p, *dq, *dp, *ge, *gr, *s;
+  /* id_entities: the step's entities' ids, their pulled values, and row pointers */
+  uint64_t *eids;
+  float *evals;
+  void **erows;
   double loss;
   uint64_t done;
 } worker_t;
@@ -302,6 +306,7 @@ struct kge {
   int rank, nodes, nworkers;
   uint32_t dim, nent, nrel;
   au_table_t *ent, *rel;
+  au_ids_t *ids; /* id_entities: the entities (ent is NULL), keyed by g->ent.id */
   worker_t *w;
   int epoch;
   kg_set_t known;
@@ -349,14 +354,15 @@ static int draw(au_worker_t *aw, worker_t *w)
   b->nr = distinct(b->rkeys, nr);
   b->clock = w->next_clock++;
   w->count++;
-  int rc = au_worker_intent(aw, m->ent, b->ekeys, b->ne, b->clock, b->clock + 1);
+  int rc = m->ent ? au_worker_intent(aw, m->ent, b->ekeys, b->ne, b->clock, b->clock + 1) : 0;
   if (rc == 0) rc = au_worker_intent(aw, m->rel, b->rkeys, b->nr, b->clock, b->clock + 1);
   return rc ? rc : 1;
 }
 
-/* The batch's loss and gradients: ge (one row per distinct entity), gr (per relation). */
+/* The batch's loss and gradients: ge (one row per distinct entity), gr (per relation).
+ * erows[i]: the values of the batch's i-th distinct entity. */
 CLONES static double batch_grad(const struct kge *m, const batch_t *b, worker_t *w,
-                                const au_view_t *ve, const au_view_t *vr)
+                                void *const *erows, const au_view_t *vr)
 {
   const kge_opts_t *o = &m->o;
   const kge_model_t mo = o->model;
@@ -370,7 +376,7 @@ CLONES static double batch_grad(const struct kge *m, const batch_t *b, worker_t 
   for (uint32_t i = 0; i < n; i++) {
     const kg_triple_t *t = &m->g->train.v[b->tri[i]];
     const uint32_t hi = w->epos[t->h], ti = w->epos[t->t], ri = w->rpos[t->r];
-    const float *h = au_view_row(ve, hi), *tt = au_view_row(ve, ti), *r = au_view_row(vr, ri);
+    const float *h = erows[hi], *tt = erows[ti], *r = au_view_row(vr, ri);
     float *q = &w->q[(size_t)i * d], *p = &w->p[(size_t)i * d];
     float *dq = &w->dq[(size_t)i * d], *dp = &w->dp[(size_t)i * d];
     mul_hr(mo, k, h, r, q);
@@ -383,7 +389,7 @@ CLONES static double batch_grad(const struct kge *m, const batch_t *b, worker_t 
     const float pos = dot(q, tt, d);
     float *st = s, *sh = s + N, mt = pos, mh = pos;
     for (uint32_t j = 0; j < N; j++) {
-      const float *x = au_view_row(ve, w->epos[b->neg[j]]);
+      const float *x = erows[w->epos[b->neg[j]]];
       dot2(q, p, x, d, &st[j], &sh[j]);
       if (b->neg[j] == t->t) st[j] = -INFINITY;
       if (b->neg[j] == t->h) sh[j] = -INFINITY;
@@ -402,7 +408,7 @@ CLONES static double batch_grad(const struct kge *m, const batch_t *b, worker_t 
     axpy(&ge[(size_t)hi * d], gh0, p, d);
     for (uint32_t j = 0; j < N; j++) {
       const uint32_t ni = w->epos[b->neg[j]];
-      grad2(dq, dp, &ge[(size_t)ni * d], st[j] * it, sh[j] * ih, q, p, au_view_row(ve, ni), d);
+      grad2(dq, dp, &ge[(size_t)ni * d], st[j] * it, sh[j] * ih, q, p, erows[ni], d);
     }
     back_hr(mo, k, h, r, dq, &ge[(size_t)hi * d], &gr[(size_t)ri * d]);
     back_rt(mo, k, r, tt, dp, &gr[(size_t)ri * d], &ge[(size_t)ti * d]);
@@ -429,20 +435,35 @@ static int step(au_worker_t *aw, void *arg)
   }
   if (w->count == 0) return AU_PAUSE; /* the next au_node_run starts the next epoch */
   batch_t *b = &w->ring[w->head];
-  au_view_t ve, vr;
-  rc = au_view_acquire(aw, m->ent, b->ekeys, b->ne, &ve);
+  au_view_t ve = {0}, vr;
+  if (m->ids) { /* copies of the entities' values; their gradients go to the owners */
+    for (uint32_t i = 0; i < b->ne; i++) {
+      w->eids[i] = m->g->ent.id[b->ekeys[i]];
+      w->erows[i] = &w->evals[(size_t)i * m->dim];
+    }
+    rc = au_worker_ids_pull(aw, m->ids, w->eids, b->ne, w->evals);
+  } else {
+    rc = au_view_acquire(aw, m->ent, b->ekeys, b->ne, &ve);
+  }
   if (rc == AU_EAGAIN) return AU_WAIT;
   if (rc != 0) return rc;
   rc = au_view_acquire(aw, m->rel, b->rkeys, b->nr, &vr);
   if (rc != 0) {
-    au_view_release(aw, &ve);
+    if (!m->ids) au_view_release(aw, &ve);
     return rc == AU_EAGAIN ? AU_WAIT : rc;
   }
-  w->loss += batch_grad(m, b, w, &ve, &vr);
-  for (uint32_t i = 0; i < b->ne; i++) au_view_update(&ve, i, &w->ge[(size_t)i * m->dim]);
+  w->loss += batch_grad(m, b, w, m->ids ? w->erows : ve.rows, &vr);
+  if (m->ids) {
+    if ((rc = au_worker_ids_push(aw, m->ids, w->eids, b->ne, w->ge)) != 0) {
+      au_view_release(aw, &vr);
+      return rc;
+    }
+  } else {
+    for (uint32_t i = 0; i < b->ne; i++) au_view_update(&ve, i, &w->ge[(size_t)i * m->dim]);
+  }
   for (uint32_t i = 0; i < b->nr; i++) au_view_update(&vr, i, &w->gr[(size_t)i * m->dim]);
   au_view_release(aw, &vr);
-  au_view_release(aw, &ve);
+  if (!m->ids) au_view_release(aw, &ve);
   w->done += b->n;
   au_worker_advance(aw);
   w->head = (w->head + 1) % (m->o.lookahead + 1);
@@ -460,6 +481,7 @@ static void worker_free(worker_t *w, int ring)
   free(w->ring);
   free(w->trip), free(w->epos), free(w->rpos);
   free(w->q), free(w->p), free(w->dq), free(w->dp), free(w->ge), free(w->gr), free(w->s);
+  free(w->eids), free(w->evals), free(w->erows);
 }
 
 void kge_free(kge_t *m)
@@ -478,7 +500,40 @@ int kge_workers(const kge_t *m)
 
 size_t kge_memory(const kge_t *m)
 {
+  if (m->ids) {
+    au_ids_stats_t st;
+    au_ids_stats(m->ids, &st);
+    return st.memory + au_table_memory(m->rel);
+  }
   return au_table_memory(m->ent) + au_table_memory(m->rel);
+}
+
+/* The entities as an id table, keyed by their names' ids, with their dense table's
+ * options (the initializer draws from (seed, id) instead of (seed, index)), placed classic
+ * (an id table's only placement on a cluster so far), every id admitted at its first push.
+ * Its budget holds twice this node's share of the entities, so that no bucket of 64 rows
+ * overflows (at half load a bucket holds 32 on average; more than 64 is a 10^-7 event
+ * per bucket) and no entity is evicted: kge_epoch counts evictions all the same. */
+static int entity_ids(kge_t *m, au_node_t *node)
+{
+  const kge_opts_t *o = &m->o;
+  const size_t row = ((size_t)2 * m->dim * sizeof(float) + 63) / 64 * 64; /* values, AdaGrad */
+  const size_t share = (m->nent + (size_t)m->nodes - 1) / (size_t)m->nodes;
+  const size_t slots = 2 * share + 16 * 64; /* a spare actor's buckets */
+  au_ids_opts_t io = {.row = {.dim = m->dim,
+                              .type = AU_F32,
+                              .init = AU_INIT_NORMAL,
+                              .init_a = 0,
+                              .init_b = o->init_sd,
+                              .seed = o->seed,
+                              .optim = AU_OPTIM_ADAGRAD,
+                              .lr = o->lr,
+                              .optim_init = 1e-6f,
+                              .row_align = 64,
+                              .name = "entities"},
+                      /* a slot's row and its share of the bucket's digests, ids and counters */
+                      .budget = slots * (row + 32) + (1 << 20)};
+  return au_ids_create(node, &io, &m->ids);
 }
 
 static int worker_init(kge_t *m, worker_t *w, int id)
@@ -505,6 +560,13 @@ static int worker_init(kge_t *m, worker_t *w, int id)
   if (!w->trip || !w->ring || !w->epos || !w->rpos || !w->q || !w->p || !w->dq || !w->dp ||
       !w->ge || !w->gr || !w->s)
     return AU_ENOMEM;
+  if (o->id_entities) {
+    const size_t most = (size_t)2 * B + N; /* distinct entities of a batch, at most */
+    w->eids = malloc(most * sizeof(uint64_t));
+    w->evals = malloc(most * d * sizeof(float));
+    w->erows = malloc(most * sizeof(void *));
+    if (!w->eids || !w->evals || !w->erows) return AU_ENOMEM;
+  }
   w->tfirst = first, w->tstride = stride;
   for (uint32_t i = 0; i < ring; i++) {
     batch_t *b = &w->ring[i];
@@ -547,6 +609,14 @@ int kge_create(au_node_t *node, const kge_opts_t *o, const kg_graph_t *g, kge_t 
   int rc;
   const char *names[2] = {"entities", "relations"};
   for (int i = 0; i < 2; i++) {
+    if (i == 0 && o->id_entities) {
+      if ((rc = entity_ids(m, node)) != 0) {
+        snprintf(err, errlen, "creating the entities' id table: %s", au_strerror(rc));
+        kge_free(m);
+        return rc;
+      }
+      continue;
+    }
     rc = au_table_create(node,
                          &(au_table_opts_t){.keys = i == 0 ? m->nent : m->nrel,
                                             .dim = m->dim,
@@ -597,7 +667,7 @@ static double cpu_seconds(void)
          (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-#define SUMS 14
+#define SUMS 16
 
 int kge_epoch(kge_t *m, int e, kge_epoch_t *out)
 {
@@ -639,6 +709,11 @@ int kge_epoch(kge_t *m, int e, kge_epoch_t *out)
   v[11] = (double)(after.bytes_move - before.bytes_move);
   v[12] = (double)(after.bytes_replica - before.bytes_replica);
   v[13] = (double)(after.bytes_control - before.bytes_control);
+  if (m->ids) {
+    au_ids_stats_t is;
+    au_ids_stats(m->ids, &is);
+    v[14] = (double)is.rows, v[15] = (double)(is.evicted + is.expired);
+  }
   if ((rc = au_allreduce_sum(au_node_runtime(m->node), v, SUMS)) != 0) return rc;
   out->triples = (uint64_t)v[1];
   out->loss = v[1] > 0 ? v[0] / (2 * v[1]) : 0;
@@ -650,6 +725,8 @@ int kge_epoch(kge_t *m, int e, kge_epoch_t *out)
   out->replicas = (uint64_t)v[7];
   out->bytes_sent = (uint64_t)v[8];
   for (int i = 0; i < 5; i++) out->bytes_by[i] = (uint64_t)v[9 + i];
+  out->entity_rows = (uint64_t)v[14];
+  out->entity_evicted = (uint64_t)v[15];
   return 0;
 }
 
@@ -660,7 +737,13 @@ int kge_gather(kge_t *m, float **ent, float **rel)
   float *row = malloc(d * sizeof(float));
   float *fe = malloc(ne * sizeof(float)), *fr = malloc((n - ne) * sizeof(float));
   int rc = v && row && fe && fr ? 0 : AU_ENOMEM; /* (the others then wait in the allreduce) */
-  for (int t = 0; !rc && t < 2; t++) {
+  for (uint32_t k = 0; !rc && m->ids && k < m->nent; k++) { /* this node's ids */
+    const uint64_t id = m->g->ent.id[k];
+    if (au_ids_owner(m->ids, id) != m->rank) continue;
+    if ((rc = au_ids_pull(m->ids, &id, 1, row, 0)) != 0) break;
+    for (size_t j = 0; j < d; j++) v[k * d + j] = row[j];
+  }
+  for (int t = m->ids ? 1 : 0; !rc && t < 2; t++) {
     au_table_t *tb = t == 0 ? m->ent : m->rel;
     const uint32_t keys = t == 0 ? m->nent : m->nrel;
     double *base = t == 0 ? v : v + ne;

@@ -38,6 +38,9 @@ typedef struct kge_opts {
   au_place_t place;
   uint64_t hot; /* AU_PLACE_HOT: hot parameter actors per table, by the intents (0: 1%) */
   uint64_t seed;
+  int id_entities; /* 1: the entities are rows of an id table keyed by their names' 64-bit
+                      ids (au_ids_t, placed classic; no entity intents), sized to hold
+                      every entity; 0: a dense table of the names' indexes */
 } kge_opts_t;
 /* ComplEx rank 100, lr 0.1, reg 0.01, init_sd 0.001, batch 512, 256 negatives,
  * lookahead 4, adaptive placement, seed 1. */
@@ -70,6 +73,9 @@ typedef struct kge_epoch {
   uint64_t bytes_sent;
   uint64_t bytes_by[5]; /* fetch, push, move, replica, control */
   double cpu_seconds;
+  /* with id_entities: entity rows held (the cluster's), and rows evicted so far (0 when
+     the table holds every entity, as it is sized to) */
+  uint64_t entity_rows, entity_evicted;
 } kge_epoch_t;
 
 typedef struct kge_eval {

@@ -49,6 +49,9 @@ static void usage(FILE *f)
           "                    (default), classic, replicate, relocate or hot\n"
           "  --hot N           for --mode hot: this many parameter actors of each table are\n"
           "                    hot, by the intents (default 1%%)\n"
+          "  --entity-table T  dense (default): entities are rows of a table of their indexes;\n"
+          "                    ids: rows of an id table keyed by their names' 64-bit ids\n"
+          "                    (docs/tables.md), placed classic whatever --mode says\n"
           "  --sync-ms N       replicas sync every N ms, their staleness bound (default 2)\n"
           "  --trace FILE      write a Chrome trace of the run (FILE.<rank> on a cluster)\n"
           "\n"
@@ -139,6 +142,14 @@ static int parse_args(int argc, char **argv, args_t *a)
       const char *v = VALUE();
       if (au_place_parse(v, &a->k.place) != 0)
         rc = cli_fail_flag(f, v, "classic, replicate, relocate, hot or adaptive");
+    } else if (!strcmp(f, "--entity-table")) {
+      const char *v = VALUE();
+      if (v && !strcmp(v, "ids"))
+        a->k.id_entities = 1;
+      else if (v && !strcmp(v, "dense"))
+        a->k.id_entities = 0;
+      else
+        rc = cli_fail_flag(f, v, "dense or ids");
     } else if (!strcmp(f, "--hot")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, UINT64_MAX, &u))) a->k.hot = u;
     } else if (!strcmp(f, "--sync-ms")) {
@@ -387,10 +398,10 @@ int main(int argc, char **argv)
   }
   if (talk) {
     printf("model=%s rank=%u dim=%u nodes=%d threads=%d workers=%d mode=%s lr=%g reg=%g "
-           "batch=%u negatives=%u lookahead=%d memory_mb=%.1f\n",
+           "batch=%u negatives=%u lookahead=%d entity_table=%s memory_mb=%.1f\n",
            kge_model_name(a.k.model), a.k.rank, kge_dim(a.k.model, a.k.rank), nodes, threads,
            kge_workers(m), au_place_name(a.k.place), a.k.lr, a.k.reg, a.k.batch, a.k.negatives,
-           a.k.lookahead, (double)kge_memory(m) / 1e6);
+           a.k.lookahead, a.k.id_entities ? "ids" : "dense", (double)kge_memory(m) / 1e6);
     fflush(stdout);
   }
   int status = 0, e0 = 0, written = 0;
@@ -450,9 +461,17 @@ int main(int argc, char **argv)
         (unsigned long long)st.bytes_by[0], (unsigned long long)st.bytes_by[1],
         (unsigned long long)st.bytes_by[2], (unsigned long long)st.bytes_by[3],
         (unsigned long long)st.bytes_by[4], st.cpu_seconds);
+    if (a.k.id_entities)
+      printf(" entity_rows=%llu entity_evicted=%llu", (unsigned long long)st.entity_rows,
+             (unsigned long long)st.entity_evicted);
     if (eval)
       printf(" valid_mrr=%.4f valid_hits10=%.4f eval_seconds=%.2f", ev.mrr, ev.hits10, ev.seconds);
     putchar('\n');
+    if (st.entity_evicted)
+      fprintf(stderr,
+              PROG ": warning: %llu entity rows were evicted from the id table (they "
+                   "start over from their initial values)\n",
+              (unsigned long long)st.entity_evicted);
     if (ck_s >= 0)
       printf("checkpoint=%s epochs=%d seconds=%.3f removed=%d\n", a.ck.dir, e + 1, ck_s,
              ck_removed);

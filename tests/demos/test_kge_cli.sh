@@ -18,7 +18,7 @@ check() { # check NAME CONDITION...
 out=$("$kge" --help); rc=$?
 check "--help exits 0" test $rc -eq 0
 for flag in --model --rank --epochs --lr --reg --init-sd --batch --negatives --lookahead \
-            --threads --workers --seed --mode --hot --sync-ms --trace --eval-every --eval-triples \
+            --threads --workers --seed --mode --hot --entity-table --sync-ms --trace --eval-every --eval-triples \
             --test-triples --checkpoint --checkpoint-every --checkpoint-keep --resume \
             --save --valid --test --entities --pairs --symmetric --edges \
             --clusters --valid-size --test-size; do
@@ -40,6 +40,7 @@ expect_error "bad number" "--rank: expected" --rank abc
 expect_error "missing value" "--lr: expected" --lr
 expect_error "unknown mode" "--mode: expected classic, replicate, relocate, hot or adaptive" \
   --mode sideways
+expect_error "unknown entity table" "--entity-table: expected dense or ids" --entity-table hash
 expect_error "missing file" "$tmp/nope.txt" "$tmp/nope.txt"
 expect_error "valid without a file" "need a TRAIN_FILE" --valid "$tmp/v.txt"
 expect_error "impossible generator" "--edges must be at most --entities" --entities 1000 --edges 2000 --clusters 10
@@ -101,6 +102,26 @@ expect_error "resume, other data" "written for other data (2000 entities" \
   "${gen[@]}" --entities 2500 --resume "$tmp/ck"
 expect_error "resume, no checkpoint" "no checkpoint there" "${gen[@]}" --resume "$tmp"
 
+# entities in an id table keyed by the names' ids: learns, holds every entity it trained
+# (never more than there are, none evicted), and resumes exactly from its checkpoint
+out=$("$kge" "${gen[@]}" --threads 2 --entity-table ids 2>&1); rc=$?
+check "ids: exit 0" test $rc -eq 0
+check "ids: says so" grep -q "entity_table=ids " <<<"$out"
+mrr=$(sed -nE 's/^test .* mrr=([0-9.]+) .*/\1/p' <<<"$out")
+check "ids: test mrr $mrr > 0.5" awk -v m="${mrr:-0}" 'BEGIN { exit !(m > 0.5) }'
+rows=$(sed -nE 's/^epoch=12 .* entity_rows=([0-9]+) entity_evicted=0( .*|$)/\1/p' <<<"$out")
+check "ids: rows for trained entities, none evicted ($rows)" \
+  test "${rows:-0}" -gt 1000 -a "${rows:-9999}" -le 2000
+whole=$("$kge" "${one[@]}" --epochs 4 --entity-table ids 2>&1)
+"$kge" "${one[@]}" --epochs 2 --entity-table ids --checkpoint "$tmp/cki" >"$tmp/first" 2>&1
+check "ids: checkpoint, exit 0" test $? -eq 0
+again=$("$kge" "${one[@]}" --epochs 4 --entity-table ids --resume "$tmp/cki" 2>&1); rc=$?
+check "ids: resume, exit 0" test $rc -eq 0
+check "ids: epochs 3-4 and the test MRR as in one 4-epoch run" \
+  test -n "$(tail_of <<<"$whole")" -a "$(tail_of <<<"$again")" = "$(tail_of <<<"$whole")"
+echo "whole: $(tail_of <<<"$whole" | tr '\n' ' ')"
+echo "again: $(tail_of <<<"$again" | tr '\n' ' ')"
+
 if [ -n "$augur" ]; then
   # written by 2 nodes, resumed by 1
   rm -rf "$tmp/ck2"
@@ -123,6 +144,19 @@ if [ -n "$augur" ]; then
     mrr=$(sed -nE 's/.*test .* mrr=([0-9.]+) .*/\1/p' <<<"$out")
     # (random embeddings score about 0.007; one run in three here dipped below 0.5)
     check "3 nodes $mode: test mrr $mrr > 0.4" awk -v m="${mrr:-0}" 'BEGIN { exit !(m > 0.4) }'
+  done
+  # entities in an id table across nodes (classic; the relations placed by --mode)
+  for mode in classic adaptive; do
+    out=$(AU_NET_DELAY_US=100 timeout 120 "$augur" run -n 3 "$kge" "${gen[@]}" --threads 1 \
+          --mode $mode --entity-table ids 2>&1); rc=$?
+    check "3 nodes, ids, $mode: exit 0" test $rc -eq 0
+    train=$(sed -nE 's/.*data=generated .* train=([0-9]+) .*/\1/p' <<<"$out")
+    check "3 nodes, ids, $mode: every epoch trained all $train triples, no entity evicted" \
+      test "$(grep -c "epoch=[0-9]* triples=${train:-x} .* entity_evicted=0" <<<"$out")" -eq 12
+    check "3 nodes, ids, $mode: entities fetched from other nodes" \
+      grep -q "\[0\] epoch=1 .* local=0\.[0-8]" <<<"$out"
+    mrr=$(sed -nE 's/.*test .* mrr=([0-9.]+) .*/\1/p' <<<"$out")
+    check "3 nodes, ids, $mode: test mrr $mrr > 0.4" awk -v m="${mrr:-0}" 'BEGIN { exit !(m > 0.4) }'
   done
 fi
 
