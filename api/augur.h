@@ -717,7 +717,8 @@ int au_worker_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n
  * step (AU_EAGAIN until they are here: return AU_WAIT; the step is re-run, and the
  * fetched rows stay for it) and their updates go to it after the step, where the owner
  * counts, admits and applies them as au_ids_push does. A pull's uses of this node's ids
- * are counted when it succeeds, a fetched id's when its owner answers. 0, AU_EAGAIN,
+ * are counted when it succeeds (a call that says AU_EAGAIN counts none), a fetched id's
+ * when its owner answers. 0, AU_EAGAIN,
  * AU_EINVAL or AU_ENOMEM. */
 int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t n, void *out);
 int au_worker_ids_push(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t n,
