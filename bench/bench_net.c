@@ -269,13 +269,19 @@ int main(int argc, char **argv)
     argc = 1;
   }
   if (argc > 1 || only == -2) {
-    printf("usage: augur-bench-net [--only small|bulk]\n  Forks a second node; sends %llu messages "
-           "of %zu bytes and "
-           "%llu of %zu bytes\n  between two augur nodes and the same bytes over plain libuv "
-           "TCP; prints medians of %d runs.\n",
-           (unsigned long long)phases[0].msgs, phases[0].bytes, (unsigned long long)phases[1].msgs,
-           phases[1].bytes, REPS);
-    return strcmp(argv[1], "--help") == 0 ? 0 : 2;
+    const int help = argc == 2 && strcmp(argv[1], "--help") == 0;
+    FILE *f = help ? stdout : stderr;
+    if (!help)
+      fprintf(stderr, "augur-bench-net: %s '%s'\n",
+              only == -2 ? "--only: expected small or bulk, got" : "unknown flag",
+              only == -2 ? argv[2] : argv[1]);
+    fprintf(f,
+            "usage: augur-bench-net [--only small|bulk]\n  Forks a second node; sends %llu "
+            "messages of %zu bytes and %llu of %zu bytes\n  between two augur nodes and the "
+            "same bytes over plain libuv TCP; prints medians of %d runs.\n",
+            (unsigned long long)phases[0].msgs, phases[0].bytes, (unsigned long long)phases[1].msgs,
+            phases[1].bytes, REPS);
+    return help ? 0 : 2;
   }
   int coord = free_port(), rawport[NPHASES][REPS];
   for (size_t p = 0; p < NPHASES; p++)
