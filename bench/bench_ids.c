@@ -10,7 +10,7 @@
  * (must be 0). docs/benchmarks.md has figures.
  *
  *   augur-bench-ids [--pushes N] [--budget MB] [--admit K] [--skew S] [--threads T]
- *                   [--runs R]
+ *                   [--runs R] [--stream many|few|both]
  */
 #include <math.h>
 #include <pthread.h>
@@ -196,13 +196,14 @@ static double median(double *v, int n)
 static int usage(FILE *f)
 {
   fprintf(f, "usage: augur-bench-ids [--pushes N] [--budget MB] [--admit K] [--skew S]\n"
-             "                       [--threads T] [--runs R]\n"
+             "                       [--threads T] [--runs R] [--stream many|few|both]\n"
              "  --pushes N   ids per stream (default 200000000)\n"
              "  --budget MB  the table's memory budget (default 256)\n"
              "  --admit K    pushes that make an id a row (default 3)\n"
              "  --skew S     zipf exponent, 0 < S < 1 (default 0.7)\n"
              "  --threads T  pushing threads, 1..16 (default 2)\n"
-             "  --runs R     runs of each stream, alternating (default 3)\n");
+             "  --runs R     runs of each stream, alternating (default 3)\n"
+             "  --stream S   many, few or both (default both; one stream prints no ratio)\n");
   return f == stdout ? 0 : 2;
 }
 
@@ -212,12 +213,21 @@ int main(int argc, char **argv)
   unsigned admit = 3, runs = 3;
   int threads = 2;
   double skew = 0.7;
+  int only = -1; /* a stream's index, or -1: both */
   for (int i = 1; i < argc; i++) {
     char *end = NULL;
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help")) return usage(stdout);
     if (!v) return usage(stderr);
     i++;
+    if (!strcmp(a, "--stream")) {
+      if (!strcmp(v, "many") || !strcmp(v, "few") || !strcmp(v, "both")) {
+        only = !strcmp(v, "many") ? 0 : !strcmp(v, "few") ? 1 : -1;
+        continue;
+      }
+      fprintf(stderr, "augur-bench-ids: --stream wants many, few or both, not '%s'\n", v);
+      return 2;
+    }
     if (!strcmp(a, "--pushes"))
       pushes = strtoull(v, &end, 10);
     else if (!strcmp(a, "--budget"))
@@ -247,7 +257,7 @@ int main(int argc, char **argv)
   stream_t streams[2] = {{.name = "many", .ranks = 1ULL << 28},
                          {.name = "few", .ranks = 1ULL << 20}};
   for (int k = 0; k < 2; k++)
-    if (make_stream(&streams[k], pushes, skew, threads) != 0) {
+    if ((only < 0 || only == k) && make_stream(&streams[k], pushes, skew, threads) != 0) {
       fprintf(stderr, "augur-bench-ids: out of memory for the streams\n");
       return 1;
     }
@@ -259,6 +269,7 @@ int main(int argc, char **argv)
   uint64_t below = 0, over = 0;
   for (unsigned r = 0; r < runs; r++)
     for (int k = 0; k < 2; k++) {
+      if (only >= 0 && only != k) continue;
       result_t res;
       if (run(&streams[k], pushes, budget_mb << 20, admit, threads, &res) != 0) {
         fprintf(stderr, "augur-bench-ids: a run failed\n");
@@ -270,6 +281,15 @@ int main(int argc, char **argv)
       below += res.below;
       over += res.over_budget;
     }
+  if (only >= 0) {
+    printf("median_pushes_per_s_%s=%.4g median_memory_over_row_bytes_%s=%.3f rows_below_admit=%llu "
+           "runs_over_budget=%llu\n",
+           streams[only].name, median(pps[only], (int)runs), streams[only].name,
+           median(mem[only], (int)runs), (unsigned long long)below, (unsigned long long)over);
+    free(streams[only].ids);
+    free(streams[only].count);
+    return 0;
+  }
   double um = median(ups[0], (int)runs), uf = median(ups[1], (int)runs);
   double pm = median(pps[0], (int)runs), pf = median(pps[1], (int)runs);
   printf("median_updates_per_s_many=%.4g median_updates_per_s_few=%.4g "

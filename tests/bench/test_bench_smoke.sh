@@ -37,6 +37,12 @@ rc=$?
 cat "$tmp/out"
 check "$name ${args[*]}: exits 0" test $rc -eq 0
 for k in "${keys[@]}"; do check "$name prints $k" grep -q -- "$k" "$tmp/out"; done
+if [ "$name" = ids ]; then # one stream: its own median, no ratio
+  timeout 120 "$b" "${args[@]}" --stream few >"$tmp/one" 2>&1
+  check "ids --stream few: exits 0" test $? -eq 0
+  check "ids --stream few: prints its median" grep -q median_pushes_per_s_few= "$tmp/one"
+  check "ids --stream few: runs no many stream" bash -c "! grep -q stream=many '$tmp/one'"
+fi
 "$b" --bogus >/dev/null 2>"$tmp/err"
 check "$name --bogus: exits nonzero with a message" test $? -ne 0 -a -s "$tmp/err"
 [ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
