@@ -474,6 +474,11 @@ int au_ids_pull(au_ids_t *t, const uint64_t *ids, size_t n, void *out, uint64_t 
   return copy_out(t, ids, n, out, clock, 1, 0, t ? t->fmt.dim : 0);
 }
 
+int au_ids_read(au_ids_t *t, const uint64_t *ids, size_t n, void *out)
+{
+  return copy_out(t, ids, n, out, 0, 0, 0, t ? t->fmt.dim : 0);
+}
+
 int au_ids_read_slots(au_ids_t *t, const uint64_t *ids, size_t n, float *out)
 {
   return copy_out(t, ids, n, out, 0, 0, t ? t->fmt.dim : 0, t ? t->fmt.nslots : 0);

@@ -530,6 +530,10 @@ int au_ids_push(au_ids_t *t, const uint64_t *ids, size_t n, const void *updates,
 /* Copies n rows' values (n * dim) into out; an id without a row reads its initial values
  * (and is not made a row). A read is a use (LFU, LRU, TTL). 0, AU_EINVAL or AU_ENOMEM. */
 int au_ids_pull(au_ids_t *t, const uint64_t *ids, size_t n, void *out, uint64_t clock);
+/* The same as au_ids_pull, but not a use: a row's uses and last clock stay as they are
+ * (for saving or evaluating a model without changing what eviction and expiry see), and
+ * an id without a row is not counted a miss. */
+int au_ids_read(au_ids_t *t, const uint64_t *ids, size_t n, void *out);
 /* 1 if the id has a row on this node, else 0 (also for another node's id). Not a use. */
 int au_ids_contains(au_ids_t *t, uint64_t id);
 /* The same as au_ids_pull for the rows' optimizer slots (n * slots floats), not a use. */

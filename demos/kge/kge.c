@@ -740,7 +740,7 @@ int kge_gather(kge_t *m, float **ent, float **rel)
   for (uint32_t k = 0; !rc && m->ids && k < m->nent; k++) { /* this node's ids */
     const uint64_t id = m->g->ent.id[k];
     if (au_ids_owner(m->ids, id) != m->rank) continue;
-    if ((rc = au_ids_pull(m->ids, &id, 1, row, 0)) != 0) break;
+    if ((rc = au_ids_read(m->ids, &id, 1, row)) != 0) break; /* not a use */
     for (size_t j = 0; j < d; j++) v[k * d + j] = row[j];
   }
   for (int t = m->ids ? 1 : 0; !rc && t < 2; t++) {

@@ -1,6 +1,7 @@
 /* test_ids.c — id tables: options are checked; admission, eviction, expiry and their
  * counters match a serial model of the rules, push by push; an evicted row seen again
- * starts from the initializer, optimizer slots included; ids pushed fewer than `admit`
+ * starts from the initializer, optimizer slots included; a read (au_ids_read) is not a
+ * use; ids pushed fewer than `admit`
  * times never get a row; memory stays within the budget; pushes from several threads
  * lose no update; a checkpoint restores the resident rows bit for bit (values, slots,
  * LFU state) and nothing else, and a bad one changes nothing. */
@@ -344,6 +345,42 @@ static void test_evicted_row_restarts(void **state)
   assert_int_equal(au_ids_read_slots(t, &a, 1, aslots), 0);
   assert_memory_equal(again, first, sizeof(first));
   assert_memory_equal(aslots, slots, sizeof(slots));
+}
+
+/* au_ids_read reads what au_ids_pull reads but is not a use: it renews no clock (a row
+ * read so still expires) and counts no miss; a pull renews the clock. */
+static void test_read_is_not_a_use(void **state)
+{
+  (void)state;
+  au_ids_opts_t o = int_rows(2);
+  o.ttl = 3;
+  au_ids_t *t;
+  assert_int_equal(au_ids_create(node, &o, &t), 0);
+  uint64_t a = 5, b = 6, c = 7;
+  int32_t d[2] = {3, -4}, r[2], p[2];
+  assert_int_equal(au_ids_push(t, &a, 1, d, 0), 0);
+  assert_int_equal(au_ids_push(t, &b, 1, d, 0), 0);
+  assert_int_equal(au_ids_read(t, &a, 1, r), 0);
+  assert_int_equal(au_ids_pull(t, &b, 1, p, 2), 0); /* b used at clock 2 */
+  assert_memory_equal(r, d, sizeof(d));
+  assert_memory_equal(p, d, sizeof(d));
+  assert_int_equal(au_ids_read(t, &c, 1, r), 0); /* no row: the initializer's zeros */
+  assert_int_equal(r[0], 0);
+  assert_int_equal(r[1], 0);
+  au_ids_stats_t st;
+  au_ids_stats(t, &st);
+  assert_int_equal(st.misses, 0);
+  assert_int_equal(st.rows, 2);
+  /* at clock 3 a was last used at 0 (the read did not count): expired; b at 2: kept */
+  assert_int_equal(au_ids_pull(t, &a, 1, r, 3), 0);
+  assert_int_equal(au_ids_pull(t, &b, 1, p, 3), 0);
+  au_ids_stats(t, &st);
+  assert_int_equal(st.expired, 1);
+  assert_int_equal(st.misses, 1);
+  assert_false(au_ids_contains(t, a));
+  assert_true(au_ids_contains(t, b));
+  assert_int_equal(au_ids_read(NULL, &a, 1, r), AU_EINVAL);
+  assert_int_equal(au_ids_read(t, NULL, 1, r), AU_EINVAL);
 }
 
 /* Ids pushed fewer than `admit` times never get a row, whatever else is pushed: 20,000
@@ -718,6 +755,7 @@ int main(void)
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_rules_match_serial_model),
       cmocka_unit_test(test_evicted_row_restarts),
+      cmocka_unit_test(test_read_is_not_a_use),
       cmocka_unit_test(test_rare_ids_never_materialized),
       cmocka_unit_test(test_doorkeeper),
       cmocka_unit_test(test_memory_within_budget),
