@@ -835,7 +835,8 @@ static int agree(au_node_t *node, const au_ids_opts_t *o, const au_ids_t *t, int
       snprintf(why, sizeof(why),
                "node %d gives other %s than node 0: every node must give the same", r,
                agree_names[j]);
-      if (j == 0) snprintf(why, sizeof(why), "node %d refused the options", r);
+      if (j == 0)
+        snprintf(why, sizeof(why), "node %d refused the options or had no memory for the table", r);
       free(v);
       return bad(node, o, why);
     }
@@ -848,12 +849,8 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
   if (!node || !opts || !out) return AU_EINVAL;
   au_ids_t *t = NULL;
   int rc = ids_new(node, opts, &t);
-  if (node->nodes > 1) { /* collective: every node's verdict and options */
-    int c = agree(node, opts, t, rc);
-    if (rc == 0) rc = c;
-  }
   au_table_t **by_id = NULL;
-  if (rc == 0) {
+  if (rc == 0) { /* before the nodes agree: a node that cannot allocate refuses */
     t->buckets = calloc(t->nbuckets, sizeof(bucket_t));
     /* every block's address space at once, in huge pages where the kernel has them: a
        bucket's memory comes when it is first touched (ensure_block counts it then) */
@@ -862,6 +859,14 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
     by_id = realloc(node->ids_by_id, (size_t)(node->nids + 1) * sizeof(*by_id));
     if (by_id) node->ids_by_id = by_id;
     if (!t->buckets || !t->blocks || (t->door_bits && !t->door) || !by_id) rc = AU_ENOMEM;
+    if (rc)
+      au__log(AU_LOG_ERROR, node->rank, "id table %s: no memory for %llu buckets of %zu bytes",
+              opts->row.name ? opts->row.name : "ids", (unsigned long long)t->nbuckets,
+              t->block_bytes);
+  }
+  if (node->nodes > 1) { /* collective: every node's verdict and options */
+    int c = agree(node, opts, t, rc);
+    if (rc == 0) rc = c;
   }
   if (rc != 0) {
     if (t) {

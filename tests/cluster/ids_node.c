@@ -17,11 +17,15 @@
  * exactly the exact table's ids it owns, and that au_ids_push refuses another node's id
  * from outside a worker. Prints one line per node ending in "ok" when every check held.
  * With IDS_NODE_ODD=1 node 1 gives the exact table another budget: creation must fail.
+ * With IDS_NODE_NOMEM=1 node 1's address space is too small for the exact table's buckets:
+ * creation must fail on every node, not only there (the others would wait for it later),
+ * and every node says so before any exits.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <augur.h>
 
@@ -163,9 +167,24 @@ int main(int argc, char **argv)
                       .budget = 4 << 20,
                       .admit = 3,
                       .no_door = 1};
-  if ((rc = au_ids_create(node, &eo, &exact)) != 0 ||
-      (rc = au_ids_create(node, &ao, &admit)) != 0) {
+  /* IDS_NODE_NOMEM=1: node 1 may map 1 MB more than it has (the table wants 4) */
+  struct rlimit was;
+  const int nomem = rank == 1 && getenv("IDS_NODE_NOMEM") && getrlimit(RLIMIT_AS, &was) == 0;
+  if (nomem) {
+    unsigned long long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%llu", &pages) != 1) return 1;
+    fclose(f);
+    struct rlimit tight = {pages * 4096 + (1 << 20), was.rlim_max};
+    if (setrlimit(RLIMIT_AS, &tight) != 0) return 1;
+  }
+  rc = au_ids_create(node, &eo, &exact);
+  if (nomem) setrlimit(RLIMIT_AS, &was);
+  if (rc == 0) rc = au_ids_create(node, &ao, &admit);
+  if (rc != 0) {
     fprintf(stderr, "ids_node: rank %d: au_ids_create: %s\n", rank, au_strerror(rc));
+    double one = 1; /* every node has said so before any exits */
+    au_allreduce_sum(au_node_runtime(node), &one, 1);
     return 1;
   }
   want = calloc(IDS, sizeof(*want));

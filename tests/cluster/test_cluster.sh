@@ -178,7 +178,8 @@ ids)
   # id tables across nodes (ids_node.c): pushes to ids most of which other nodes hold,
   # then every id pulled from every node equals the serial sum; every node names the same
   # owner; the admission counters over the cluster are the serial model's; a checkpoint of
-  # 3 nodes restored on 2 holds every row; options that differ between nodes are refused
+  # 3 nodes restored on 2 holds every row; options that differ between nodes are refused,
+  # and so is a table one node has no memory for, on every node
   idn=$build/tests/ids_node
   for n in 1 3; do
     timeout 120 "$augur" run -n $n "$idn" run "$tmp/ck$n" >"$tmp/out" 2>&1
@@ -200,6 +201,13 @@ ids)
   # (every node refuses it, but augur run stops the others once the first has exited)
   check "ids: another budget on node 1 is refused, naming it" \
     test $rc -ne 0 -a "$(grep -c 'node 1 gives other budget' "$tmp/out")" -ge 1
+  IDS_NODE_NOMEM=1 timeout 60 "$augur" run -n 3 "$idn" run >"$tmp/out" 2>&1
+  rc=$?
+  cat "$tmp/out"
+  check "ids: no memory on node 1: it says so, and the table is refused on every node" \
+    test $rc -ne 0 -a "$(grep -c 'exact: no memory for' "$tmp/out")" -eq 1 -a \
+    "$(grep -c 'node 1 refused the options or had no memory' "$tmp/out")" -eq 3 -a \
+    "$(grep -c 'au_ids_create: ' "$tmp/out")" -eq 3
   ;;
 optim)
   # optimizer state in the rows (optim_node.c): taking turns, rows that move (relocate) or
