@@ -243,7 +243,9 @@ fail:
  * checksum), so that a resume on other data or another model says so instead of
  * training on rows that belong to other names. */
 #define CKPT_FULL_EVERY 10
-#define META_FORMAT     "augur-kge checkpoint model=%15s rank=%u entities=%u relations=%u names=%llx\n"
+#define META_FORMAT                                                                                \
+  "augur-kge checkpoint model=%15s rank=%u entities=%u relations=%u names=%llx "                   \
+  "entity_table=%7s"
 
 static uint64_t names_sum(const kg_graph_t *g)
 {
@@ -254,6 +256,11 @@ static uint64_t names_sum(const kg_graph_t *g)
   return h ^ sets[1]->n;
 }
 
+static const char *entity_table(const args_t *a)
+{
+  return a->k.id_entities ? "ids" : "dense";
+}
+
 static int write_meta(const char *path, const args_t *a, const kg_graph_t *g)
 {
   char tmp[4300];
@@ -261,9 +268,9 @@ static int write_meta(const char *path, const args_t *a, const kg_graph_t *g)
   FILE *f = fopen(tmp, "w");
   int ok = f && fprintf(f,
                         "augur-kge checkpoint model=%s rank=%u entities=%u relations=%u "
-                        "names=%llx\n",
+                        "names=%llx entity_table=%s\n",
                         kge_model_name(a->k.model), a->k.rank, g->ent.n, g->rel.n,
-                        (unsigned long long)names_sum(g)) > 0;
+                        (unsigned long long)names_sum(g), entity_table(a)) > 0;
   if (f) ok &= fflush(f) == 0 && fsync(fileno(f)) == 0, ok &= fclose(f) == 0;
   ok = ok && rename(tmp, path) == 0;
   if (!ok) remove(tmp);
@@ -313,24 +320,29 @@ static int resume(au_node_t *node, const args_t *a, const kg_graph_t *g, const c
     snprintf(err, errlen, "--resume %s: no checkpoint there (no LATEST, not a ckpt-N)", dir);
     rc = AU_EINVAL;
   }
-  char model[16] = "";
+  char model[16] = "", kind[8] = "dense"; /* (a meta without entity_table=: dense) */
   unsigned rank = 0, ne = 0, nr = 0;
   unsigned long long sum = 0;
   if (!rc) {
     snprintf(path, sizeof(path), "%s/kge.meta", sub);
     FILE *f = fopen(path, "r");
-    int got = f ? fscanf(f, META_FORMAT, model, &rank, &ne, &nr, &sum) : -1;
+    int got = f ? fscanf(f, META_FORMAT, model, &rank, &ne, &nr, &sum, kind) : -1;
     if (f) fclose(f);
     if (!f) {
       snprintf(err, errlen, "--resume: %s: %s", path, strerror(errno));
       rc = AU_EIO;
-    } else if (got != 5) {
+    } else if (got < 5) {
       snprintf(err, errlen, "--resume: %s: not an augur-kge checkpoint's description", path);
       rc = AU_EINVAL;
     } else if (strcmp(model, kge_model_name(a->k.model)) || rank != a->k.rank) {
       snprintf(err, errlen,
                "--resume %s: written by --model %s --rank %u, this run is --model %s --rank %u",
                dir, model, rank, kge_model_name(a->k.model), a->k.rank);
+      rc = AU_EINVAL;
+    } else if (strcmp(kind, entity_table(a))) {
+      snprintf(err, errlen,
+               "--resume %s: written with --entity-table %s, this run is --entity-table %s", dir,
+               kind, entity_table(a));
       rc = AU_EINVAL;
     } else if (ne != g->ent.n || nr != g->rel.n || sum != names_sum(g)) {
       snprintf(err, errlen,

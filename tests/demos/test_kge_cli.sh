@@ -121,6 +121,12 @@ check "ids: epochs 3-4 and the test MRR as in one 4-epoch run" \
   test -n "$(tail_of <<<"$whole")" -a "$(tail_of <<<"$again")" = "$(tail_of <<<"$whole")"
 echo "whole: $(tail_of <<<"$whole" | tr '\n' ' ')"
 echo "again: $(tail_of <<<"$again" | tr '\n' ' ')"
+expect_error "resume, dense checkpoint into an id table" \
+  "written with --entity-table dense, this run is --entity-table ids" \
+  "${one[@]}" --epochs 4 --entity-table ids --resume "$tmp/ck"
+expect_error "resume, id-table checkpoint into a dense table" \
+  "written with --entity-table ids, this run is --entity-table dense" \
+  "${one[@]}" --epochs 4 --resume "$tmp/cki"
 
 if [ -n "$augur" ]; then
   # written by 2 nodes, resumed by 1
