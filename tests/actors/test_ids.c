@@ -458,6 +458,36 @@ static void test_doorkeeper(void **state)
   assert_int_equal(v[0], 1); /* the admitting push's update only */
 }
 
+/* The door forgets: an id pushed once, then `capacity` door calls of other ids later
+ * (every word of the door cleared once meanwhile), is stopped at the door again rather
+ * than counted. One bucket of 64 (8 words of door bits), admit 3. */
+static void test_door_forgets(void **state)
+{
+  (void)state;
+  au_ids_opts_t o = int_rows(2);
+  o.bucket = 64;
+  o.admit = 3;
+  au_ids_t *t = one_bucket(o);
+  int32_t d[2] = {1, 1};
+  au_ids_stats_t st;
+  uint64_t x = 0xabcdef12345ULL;
+  assert_int_equal(au_ids_push(t, &x, 1, d, 0), 0); /* through the door */
+  for (uint64_t k = 1; k <= 64; k++) {              /* 64 door calls */
+    uint64_t y = k * 0x9e3779b97f4a7c15ULL;
+    assert_int_equal(au_ids_push(t, &y, 1, d, 0), 0);
+  }
+  au_ids_stats(t, &st);
+  const uint64_t before = st.candidates;
+  assert_true(before < 8); /* (a few of the 64 pass by a collision of bits) */
+  assert_int_equal(au_ids_push(t, &x, 1, d, 0), 0);
+  au_ids_stats(t, &st);
+  assert_int_equal(st.candidates, before); /* stopped again: not a candidate */
+  /* and its next push, right after, passes: it is a candidate now */
+  assert_int_equal(au_ids_push(t, &x, 1, d, 0), 0);
+  au_ids_stats(t, &st);
+  assert_int_equal(st.candidates, before + 1);
+}
+
 /* The budget holds everything the table allocates, and full buckets hold their rows at a
  * small overhead: 128-byte rows, 100,000 distinct ids into 1 MiB. */
 static void test_memory_within_budget(void **state)
@@ -758,6 +788,7 @@ int main(void)
       cmocka_unit_test(test_read_is_not_a_use),
       cmocka_unit_test(test_rare_ids_never_materialized),
       cmocka_unit_test(test_doorkeeper),
+      cmocka_unit_test(test_door_forgets),
       cmocka_unit_test(test_memory_within_budget),
       cmocka_unit_test(test_threads_lose_no_update),
       cmocka_unit_test(test_checkpoint_restores_rows),
