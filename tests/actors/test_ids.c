@@ -81,18 +81,29 @@ static void test_bad_options(void **state)
 
 /* The smallest budget that makes a table: it has exactly one bucket, so a serial model
  * knows which ids share it. */
+/* Counts the library's messages that say the budget holds no bucket. */
+static void count_refusals(void *arg, au_log_level_t level, int rank, const char *msg)
+{
+  (void)level, (void)rank;
+  *(int *)arg += strstr(msg, "does not hold one bucket") != NULL;
+}
+
 static au_ids_t *one_bucket(au_ids_opts_t o)
 {
   size_t lo = 1, hi = 1 << 22; /* lo fails, hi works */
   au_ids_t *t;
+  int refused = 0, said = 0; /* budgets refused, and messages saying why */
+  au_log_set(count_refusals, &said);
   while (hi - lo > 1) {
     size_t mid = lo + (hi - lo) / 2;
     o.budget = mid;
     if (au_ids_create(node, &o, &t) == 0)
       hi = mid;
     else
-      lo = mid;
+      lo = mid, refused++;
   }
+  au_log_set(NULL, NULL);
+  assert_int_equal(said, refused); /* each refusal says why, once */
   o.budget = hi;
   assert_int_equal(au_ids_create(node, &o, &t), 0);
   au_ids_stats_t st;
