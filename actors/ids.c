@@ -139,9 +139,24 @@ static int find_slot(const au_ids_t *t, const uint8_t *d, const uint64_t *ids, u
   return -1;
 }
 
+/* Clocks since `last` at `clock`, in serial-number order (they wrap at 2^32): 0 when the
+ * caller's clock is behind the row's last use, as another worker's or node's may be by a
+ * few clocks (or a bad frame's by any), so that a row just used never looks old. */
+static uint32_t age(uint64_t clock, uint32_t last)
+{
+  const int32_t d = (int32_t)((uint32_t)clock - last);
+  return d > 0 ? (uint32_t)d : 0;
+}
+
+/* A use at `clock`: the row's last use is the later of the two. */
+static void touch(uint32_t *last, uint64_t clock)
+{
+  if ((int32_t)((uint32_t)clock - *last) > 0) *last = (uint32_t)clock;
+}
+
 static int expired(const au_ids_t *t, char *blk, uint32_t slot, uint64_t clock)
 {
-  return t->ttl && (uint32_t)clock - last_of(t, blk)[slot] >= t->ttl;
+  return t->ttl && age(clock, last_of(t, blk)[slot]) >= t->ttl;
 }
 
 /* Frees the slot (its bucket's lock held). */
@@ -178,7 +193,7 @@ static uint32_t victim(au_ids_t *t, bucket_t *b, uint64_t clock, int *was_expire
   uint32_t best = from, lfu = t->evict == AU_EVICT_LFU;
   uint64_t best_key = UINT64_MAX;
   for (uint32_t s = from; s < from + w; s++) {
-    uint32_t young = ~((uint32_t)clock - last[s]);
+    uint32_t young = ~age(clock, last[s]);
     uint64_t key = lfu ? (uint64_t)uses[s] << 32 | young : (uint64_t)young << 32 | uses[s];
     if (key < best_key) {
       best_key = key;
@@ -359,7 +374,7 @@ static int lookup(au_ids_t *t, where_t *w, uint64_t id, uint64_t clock, int use)
   if (use) {
     uint32_t *u = &uses_of(t, b->block)[s];
     if (*u != UINT32_MAX) (*u)++;
-    last_of(t, b->block)[s] = (uint32_t)clock;
+    touch(&last_of(t, b->block)[s], clock);
   }
   return s;
 }

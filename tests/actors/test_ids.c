@@ -125,11 +125,18 @@ typedef struct model {
   au_ids_stats_t st;
 } model_t;
 
+/* The rules' age: clocks since last, 0 when clock is behind it (serial-number order). */
+static uint32_t m_age(uint64_t clock, uint32_t last)
+{
+  int64_t d = (int64_t)(int32_t)((uint32_t)clock - last);
+  return d > 0 ? (uint32_t)d : 0;
+}
+
 static int m_find(model_t *m, uint64_t id, uint64_t clock, int use)
 {
   for (uint32_t s = 0; s < m->B; s++) {
     if (!m->has[s] || m->id[s] != id) continue;
-    if (use && m->ttl && (uint32_t)clock - m->last[s] >= m->ttl) {
+    if (use && m->ttl && m_age(clock, m->last[s]) >= m->ttl) {
       m->has[s] = 0;
       m->st.rows--;
       m->st.expired++;
@@ -137,7 +144,7 @@ static int m_find(model_t *m, uint64_t id, uint64_t clock, int use)
     }
     if (use) {
       m->uses[s]++;
-      m->last[s] = (uint32_t)clock;
+      if (m_age(clock, m->last[s]) > 0) m->last[s] = (uint32_t)clock;
     }
     return (int)s;
   }
@@ -190,7 +197,7 @@ static void m_push(model_t *m, uint64_t id, const int32_t *d, uint64_t clock)
     } else {
       s = -1;
       for (uint32_t k = 0; m->ttl && k < m->B && s < 0; k++)
-        if ((uint32_t)clock - m->last[k] >= m->ttl) s = (int)k;
+        if (m_age(clock, m->last[k]) >= m->ttl) s = (int)k;
       if (s >= 0)
         m->st.expired++;
       else {
@@ -199,7 +206,7 @@ static void m_push(model_t *m, uint64_t id, const int32_t *d, uint64_t clock)
         const uint32_t w = m->B < 16 ? m->B : 16, from = (uint32_t)(m->st.evicted % (m->B / w)) * w;
         s = (int)from;
         for (uint32_t k = from + 1; k < from + w; k++) {
-          uint32_t ak = (uint32_t)clock - m->last[k], ab = (uint32_t)clock - m->last[s];
+          uint32_t ak = m_age(clock, m->last[k]), ab = m_age(clock, m->last[s]);
           int better = m->evict == AU_EVICT_LFU
                            ? m->uses[k] < m->uses[s] || (m->uses[k] == m->uses[s] && ak > ab)
                            : ak > ab || (ak == ab && m->uses[k] < m->uses[s]);
@@ -285,7 +292,8 @@ static void test_rules_match_serial_model(void **state)
       uint64_t r = rng(&s);
       /* skewed: id k with probability about 1/(k+1) */
       uint64_t id = 1000003ULL * ((r % nids) * ((r >> 8) % nids) / nids + 1);
-      uint64_t clock = (uint64_t)step / 4;
+      /* clocks that mostly rise, a few behind the latest at times (as workers' are) */
+      uint64_t clock = (uint64_t)step / 4 + (r >> 40) % 4;
       if ((r >> 20) % 5) {
         int32_t d[2] = {1, (int32_t)((r >> 32) % 7)};
         assert_int_equal(au_ids_push(t, &id, 1, d, clock), 0);
@@ -312,6 +320,42 @@ static void test_rules_match_serial_model(void **state)
     for (uint32_t k = 0; k < B; k++)
       if (m.has[k]) assert_true(au_ids_contains(t, m.id[k]));
   }
+}
+
+/* A clock behind a row's last use makes it no older: with a ttl it is not dropped, and
+ * under LRU the row just used is not the victim (both were, before 2026-12-04). */
+static void test_clock_behind(void **state)
+{
+  (void)state;
+  au_ids_opts_t o = int_rows(2);
+  o.ttl = 10;
+  au_ids_t *t;
+  assert_int_equal(au_ids_create(node, &o, &t), 0);
+  uint64_t a = 11;
+  int32_t d[2] = {2, 5}, r[2];
+  assert_int_equal(au_ids_push(t, &a, 1, d, 100), 0);
+  assert_int_equal(au_ids_pull(t, &a, 1, r, 99), 0);
+  assert_memory_equal(r, d, sizeof(d));
+  assert_int_equal(au_ids_pull(t, &a, 1, r, 109), 0); /* 9 clocks after its last use */
+  assert_memory_equal(r, d, sizeof(d));
+  au_ids_stats_t st;
+  au_ids_stats(t, &st);
+  assert_int_equal(st.expired, 0);
+  assert_int_equal(au_ids_pull(t, &a, 1, r, 119), 0); /* 10 after 109: gone */
+  au_ids_stats(t, &st);
+  assert_int_equal(st.expired, 1);
+
+  au_ids_opts_t l = int_rows(2);
+  l.bucket = 8;
+  l.evict = AU_EVICT_LRU;
+  au_ids_t *u = one_bucket(l);
+  for (uint64_t id = 1; id <= 8; id++) assert_int_equal(au_ids_push(u, &id, 1, d, 10), 0);
+  uint64_t one = 1, nine = 9, two = 2;
+  assert_int_equal(au_ids_push(u, &one, 1, d, 20), 0);
+  assert_int_equal(au_ids_push(u, &nine, 1, d, 15), 0); /* a worker 5 clocks behind */
+  assert_true(au_ids_contains(u, one));
+  assert_false(au_ids_contains(u, two)); /* the least recently used: 2, at clock 10 */
+  assert_true(au_ids_contains(u, nine));
 }
 
 /* An evicted row seen again starts from the initializer, its AdaGrad slots too: its values
@@ -796,6 +840,7 @@ int main(void)
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_rules_match_serial_model),
       cmocka_unit_test(test_evicted_row_restarts),
+      cmocka_unit_test(test_clock_behind),
       cmocka_unit_test(test_read_is_not_a_use),
       cmocka_unit_test(test_rare_ids_never_materialized),
       cmocka_unit_test(test_doorkeeper),
