@@ -403,6 +403,14 @@ void remote_split(au_node_t *n, const au_msg_t *m, uint32_t type, remote_one_fn 
     au__log(AU_LOG_WARN, n->rank, "malformed forward: %s", why.text);
     return;
   }
+  if (rows.t->ids) { /* its actors never move: no server forwards them (and no placer
+                        record exists to route them by) */
+    au__log(AU_LOG_WARN, n->rank,
+            "malformed forward from node %u: id table %u's rows are "
+            "not forwarded",
+            m->from_node, (unsigned)(rows.t->id - IDS_TID));
+    return;
+  }
   obuf_t one = {0};
   for (uint32_t i = 0; i < rows.n; i++) {
     one.len = 0;

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "actors/psmsg.h"
+#include "actors/remote.h"
 #include "augur.h"
 
 static au_node_t *node;
@@ -153,6 +154,14 @@ static void test_rows_requests_and_pushes(void **state)
 }
 
 /* An id table's rows messages: any 64-bit key, the sender's clock in the head. */
+static int routed;
+static void count_routed(void *arg, au_table_t *t, uint64_t actor, const au_msg_t *m, uint32_t type,
+                         const uint8_t *one, uint32_t len)
+{
+  (void)arg, (void)t, (void)actor, (void)m, (void)type, (void)one, (void)len;
+  routed++;
+}
+
 static void test_rows_of_id_tables(void **state)
 {
   (void)state;
@@ -193,6 +202,16 @@ static void test_rows_of_id_tables(void **state)
   memcpy(r.p, &(uint32_t){IDS_TID + 1}, 4);
   assert_int_not_equal(psm_rows_decode(node, PS_REQ, r.p, r.len, &m, &why), 0);
   assert_non_null(strstr(why.text, "no id table 1"));
+  /* a forward naming an id table (no server sends one) is refused, not routed */
+  memcpy(r.p, &(uint32_t){IDS_TID}, 4);
+  au_msg_t *fwd = calloc(1, sizeof(au_msg_t) + r.len);
+  memcpy(fwd->data, r.p, r.len);
+  fwd->len = (uint32_t)r.len;
+  fwd->type = PS_FWD_REQ;
+  routed = 0;
+  remote_split(node, fwd, PS_REQ, count_routed, NULL);
+  assert_int_equal(routed, 0);
+  free(fwd);
   free(ans), free(b.p), free(one.p), free(r.p);
 }
 
