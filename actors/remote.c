@@ -76,16 +76,18 @@ static int cache_grow(wremote_t *r)
   return 0;
 }
 
-/* The slot of (table, key), added (not ready, with room for the row) if absent. */
+static struct rslot *cache_find(wremote_t *r, int table, uint64_t key);
+
+/* The slot of (table, key), added (not ready, with room for the row) if absent. One that
+ * is there is found without allocating anything (NULL only when adding fails). */
 static struct rslot *cache_slot(wremote_t *r, const au_table_t *t, uint64_t key, int *added)
 {
   *added = 0;
+  struct rslot *there = cache_find(r, t->id, key);
+  if (there) return there;
   if ((!r->slots || (r->count + 1) * 2 > r->mask + 1) && cache_grow(r) != 0) return NULL;
   size_t i = slot_hash(t->id, key) & r->mask;
-  while (r->slots[i].table >= 0) {
-    if (r->slots[i].table == t->id && r->slots[i].key == key) return &r->slots[i];
-    i = (i + 1) & r->mask;
-  }
+  while (r->slots[i].table >= 0) i = (i + 1) & r->mask;
   if (r->arena_len + t->row_bytes > r->arena_cap) {
     size_t cap = r->arena_cap ? r->arena_cap : 64 * 1024;
     while (cap < r->arena_len + t->row_bytes) cap *= 2;

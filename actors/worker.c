@@ -687,9 +687,11 @@ int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t 
   for (size_t i = 0; i < n; i++) {
     char *o = (char *)out + i * f->update_bytes;
     int requested;
-    if (nremote && !ids_owns(t, ids[i]))
-      memcpy(o, remote_row(w, f, ids[i], &requested), f->update_bytes);
-    else
+    if (nremote && !ids_owns(t, ids[i])) {
+      const void *row = remote_row(w, f, ids[i], &requested); /* there, and ready */
+      if (!row) return w->remote.failed ? w->remote.failed : AU_ENOMEM;
+      memcpy(o, row, f->update_bytes);
+    } else
       ids_pull_here(t, ids[i], (uint64_t)w->clock, o, scratch);
   }
   counter_add(&w->rows_local, n - nremote);
