@@ -802,7 +802,7 @@ static int ids_new(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
 
 /* The options every node must give alike, as numbers (the ones the layout and rules come
  * from; a node that failed says so in the first). */
-enum { AGREE_FIELDS = 17 };
+enum { AGREE_FIELDS = 19 };
 static const char *const agree_names[AGREE_FIELDS] = {"",          "budget (buckets)",
                                                       "bucket",    "dim",
                                                       "type",      "optimizer",
@@ -811,7 +811,8 @@ static const char *const agree_names[AGREE_FIELDS] = {"",          "budget (buck
                                                       "no_door",   "init",
                                                       "init_a",    "init_b",
                                                       "seed",      "seed",
-                                                      "lr"};
+                                                      "lr",        "optim_init",
+                                                      "kernel"};
 
 static void agree_fields(const au_ids_opts_t *o, const au_ids_t *t, int rc, double *v)
 {
@@ -832,7 +833,9 @@ static void agree_fields(const au_ids_opts_t *o, const au_ids_t *t, int rc, doub
                                   r->init_b,
                                   (double)(r->seed & 0xffffffffu),
                                   (double)(r->seed >> 32),
-                                  r->lr};
+                                  r->lr,
+                                  t ? t->fmt.optim_init : r->optim_init, /* (0 means 1.0) */
+                                  r->kernel};
   memcpy(v, f, sizeof(f));
 }
 

@@ -201,6 +201,11 @@ ids)
   # (every node refuses it, but augur run stops the others once the first has exited)
   check "ids: another budget on node 1 is refused, naming it" \
     test $rc -ne 0 -a "$(grep -c 'node 1 gives other budget' "$tmp/out")" -ge 1
+  IDS_NODE_ODD=optim_init timeout 120 "$augur" run -n 3 "$idn" run >"$tmp/out" 2>&1
+  rc=$?
+  cat "$tmp/out"
+  check "ids: another optim_init on node 1 is refused, naming it" \
+    test $rc -ne 0 -a "$(grep -c 'node 1 gives other optim_init' "$tmp/out")" -ge 1
   IDS_NODE_NOMEM=1 timeout 60 "$augur" run -n 3 "$idn" run >"$tmp/out" 2>&1
   rc=$?
   cat "$tmp/out"
