@@ -1,6 +1,7 @@
 /* cli.c — see cli.h. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,7 +32,8 @@ int cli_parse_u64(const char *flag, const char *s, uint64_t min, uint64_t max, u
 {
   char *end;
   errno = 0;
-  if (!s || !*s || *s == '-' || *s == '+') return cli_fail_flag(flag, s, "a whole number");
+  /* digits only: strtoull would skip leading blanks and take " -1" as 2^64 - 1 */
+  if (!s || !isdigit((unsigned char)*s)) return cli_fail_flag(flag, s, "a whole number");
   unsigned long long v = strtoull(s, &end, 10);
   if (errno || *end || v < min || v > max) {
     char want[96];

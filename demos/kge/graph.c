@@ -39,12 +39,16 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
   va_end(ap);
 }
 
-/* A line as people see it in a message: at most 60 bytes, control bytes as '?'. */
+/* A line as people see it in a message: at most 60 bytes, tabs as \t, other control
+ * bytes as '?'. */
 static const char *shown(char *buf, size_t cap, const char *s, size_t len)
 {
   size_t n = len < 60 ? len : 60, j = 0;
-  for (size_t i = 0; i < n && j + 1 < cap; i++)
-    buf[j++] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+  for (size_t i = 0; i < n && j + 2 < cap; i++)
+    if (s[i] == '\t')
+      buf[j++] = '\\', buf[j++] = 't';
+    else
+      buf[j++] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
   if (len > n && j + 4 < cap) memcpy(&buf[j], "...", 3), j += 3;
   buf[j] = 0;
   return buf;
@@ -268,16 +272,19 @@ int kg_load(const char *path, kg_graph_t *g, kg_triples_t *out, int add_names, s
     lineno++;
     if (len && line[len - 1] == '\n') len--;
     if (len && line[len - 1] == '\r') len--;
+    char *text = line;
+    if (lineno == 1 && len >= 3 && !memcmp(line, "\xef\xbb\xbf", 3)) /* a UTF-8 BOM */
+      text += 3, len -= 3;
     if (len == 0) continue;
-    if (memchr(line, 0, len)) {
+    if (memchr(text, 0, len)) {
       set_err(err, errlen, "%s:%zu: a NUL byte in the line", path, lineno);
       rc = KG_EPARSE;
       break;
     }
-    rc = parse_line(path, lineno, line, len, g, out, add_names, skipped, err, errlen);
+    rc = parse_line(path, lineno, text, len, g, out, add_names, skipped, err, errlen);
   }
   if (rc == 0 && ferror(f)) {
-    set_err(err, errlen, "%s: read error", path);
+    set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
     rc = KG_EIO;
   }
   free(line);

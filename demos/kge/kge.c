@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_AHEAD 64
 
@@ -248,9 +249,12 @@ CLONES static void ranks(kge_model_t m, uint32_t rank, const float *ent, uint32_
       mul_rt(m, rank, r, t, q); /* (e, r, t) = e . p */
     const float target = dot(q, side == 0 ? t : h, d);
     for (uint32_t e = 0; e < nent; e++) scratch[e] = dot(q, &ent[(size_t)e * d], d);
+    /* ties count against the triple, and so does a score that is not a number (the
+       target's too: then every unknown entity is above it), so that a degenerate model
+       (all rows equal, or diverged) ranks last rather than first */
     uint64_t above = 0;
     for (uint32_t e = 0; e < nent; e++) {
-      if (!(scratch[e] > target)) continue;
+      if (scratch[e] < target) continue;
       const int is_known =
           side == 0 ? kg_set_has(known, tr->h, tr->r, e) : kg_set_has(known, e, tr->r, tr->t);
       above += !is_known;
@@ -860,6 +864,7 @@ int kge_evaluate(kge_t *m, const kg_triples_t *triples, size_t n, int threads, k
   return 0;
 }
 
+/* Writes path (a temporary name: the caller renames it), flushed to the disk. */
 static int save_names(const kg_names_t *names, uint32_t dim, const float *x, const char *path,
                       char *err, size_t errlen)
 {
@@ -873,8 +878,11 @@ static int save_names(const kg_names_t *names, uint32_t dim, const float *x, con
     for (uint32_t j = 0; j < dim; j++) fprintf(f, "\t%.9g", x[(size_t)i * dim + j]);
     fputc('\n', f);
   }
-  if (ferror(f) | (fclose(f) != 0)) {
-    snprintf(err, errlen, "%s: write error", path);
+  int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
+  const int e = errno;
+  bad |= fclose(f) != 0;
+  if (bad) {
+    snprintf(err, errlen, "%s: %s", path, strerror(e ? e : errno));
     return -1;
   }
   return 0;
@@ -887,9 +895,22 @@ int kge_save(const kg_graph_t *g, uint32_t dim, const float *ent, const float *r
     snprintf(err, errlen, "%s: %s", dir, strerror(errno));
     return -1;
   }
-  char path[4200];
-  snprintf(path, sizeof(path), "%s/entities.tsv", dir);
-  if (save_names(&g->ent, dim, ent, path, err, errlen) != 0) return -1;
-  snprintf(path, sizeof(path), "%s/relations.tsv", dir);
-  return save_names(&g->rel, dim, rel, path, err, errlen);
+  /* both files whole under temporary names first, then renamed: a save that fails
+     (a full disk) leaves the previous one as it was */
+  char et[4200], rt[4200], ep[4200], rp[4200];
+  snprintf(et, sizeof(et), "%s/entities.tsv.tmp", dir);
+  snprintf(rt, sizeof(rt), "%s/relations.tsv.tmp", dir);
+  snprintf(ep, sizeof(ep), "%s/entities.tsv", dir);
+  snprintf(rp, sizeof(rp), "%s/relations.tsv", dir);
+  if (save_names(&g->ent, dim, ent, et, err, errlen) != 0 ||
+      save_names(&g->rel, dim, rel, rt, err, errlen) != 0) {
+    remove(et), remove(rt);
+    return -1;
+  }
+  if (rename(et, ep) != 0 || rename(rt, rp) != 0) {
+    snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+    remove(et), remove(rt);
+    return -1;
+  }
+  return 0;
 }

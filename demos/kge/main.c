@@ -125,7 +125,8 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (!strcmp(f, "--reg")) {
       if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->k.reg = (float)d;
     } else if (!strcmp(f, "--init-sd")) {
-      if (!(rc = cli_parse_double(f, VALUE(), 0, 100, &d))) a->k.init_sd = (float)d;
+      /* (0 would make every row and gradient zero: nothing learns, every score ties) */
+      if (!(rc = cli_parse_double(f, VALUE(), 1e-9, 100, &d))) a->k.init_sd = (float)d;
     } else if (!strcmp(f, "--batch")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1 << 20, &u))) a->k.batch = (uint32_t)u;
     } else if (!strcmp(f, "--negatives")) {
@@ -135,7 +136,7 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (!strcmp(f, "--threads")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
     } else if (!strcmp(f, "--workers")) {
-      if (!(rc = cli_parse_u64(f, VALUE(), 1, 65536, &u))) a->k.workers = (int)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 4096, &u))) a->k.workers = (int)u; /* a node's */
     } else if (!strcmp(f, "--seed")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, UINT64_MAX, &u))) a->k.seed = a->gen.seed = u;
     } else if (!strcmp(f, "--mode")) {
@@ -245,7 +246,7 @@ fail:
 #define CKPT_FULL_EVERY 10
 #define META_FORMAT                                                                                \
   "augur-kge checkpoint model=%15s rank=%u entities=%u relations=%u names=%llx "                   \
-  "entity_table=%7s"
+  "entity_table=%7s train=%llx"
 
 static uint64_t names_sum(const kg_graph_t *g)
 {
@@ -254,6 +255,19 @@ static uint64_t names_sum(const kg_graph_t *g)
   for (int k = 0; k < 2; k++)
     for (uint32_t i = 0; i < sets[k]->n; i++) h = (h ^ sets[k]->id[i]) * 0x100000001b3ULL;
   return h ^ sets[1]->n;
+}
+
+/* The training triples, in order: a resume on other triples over the same names is
+ * other data too. */
+static uint64_t train_sum(const kg_graph_t *g)
+{
+  uint64_t h = 0xcbf29ce484222325ULL ^ g->train.n;
+  for (size_t i = 0; i < g->train.n; i++) {
+    const kg_triple_t *t = &g->train.v[i];
+    h = (h ^ ((uint64_t)t->h << 32 | t->t)) * 0x100000001b3ULL;
+    h = (h ^ t->r) * 0x100000001b3ULL;
+  }
+  return h;
 }
 
 static const char *entity_table(const args_t *a)
@@ -268,9 +282,10 @@ static int write_meta(const char *path, const args_t *a, const kg_graph_t *g)
   FILE *f = fopen(tmp, "w");
   int ok = f && fprintf(f,
                         "augur-kge checkpoint model=%s rank=%u entities=%u relations=%u "
-                        "names=%llx entity_table=%s\n",
+                        "names=%llx entity_table=%s train=%llx\n",
                         kge_model_name(a->k.model), a->k.rank, g->ent.n, g->rel.n,
-                        (unsigned long long)names_sum(g), entity_table(a)) > 0;
+                        (unsigned long long)names_sum(g), entity_table(a),
+                        (unsigned long long)train_sum(g)) > 0;
   if (f) ok &= fflush(f) == 0 && fsync(fileno(f)) == 0, ok &= fclose(f) == 0;
   ok = ok && rename(tmp, path) == 0;
   if (!ok) remove(tmp);
@@ -304,7 +319,7 @@ static int checkpoint(au_node_t *node, const args_t *a, const kg_graph_t *g, int
   const int full = (*written)++ % CKPT_FULL_EVERY == 0;
   char cerr[512];
   if ((rc = au_checkpoint(node, a->ck.dir, (uint64_t)epochs, full, cerr, sizeof(cerr))) != 0)
-    snprintf(err, errlen, "checkpoint: %s", cerr);
+    snprintf(err, errlen, "%s%s", strncmp(cerr, "checkpoint", 10) ? "checkpoint: " : "", cerr);
   return rc;
 }
 
@@ -322,11 +337,11 @@ static int resume(au_node_t *node, const args_t *a, const kg_graph_t *g, const c
   }
   char model[16] = "", kind[8] = "dense"; /* (a meta without entity_table=: dense) */
   unsigned rank = 0, ne = 0, nr = 0;
-  unsigned long long sum = 0;
+  unsigned long long sum = 0, tsum = train_sum(g); /* (a meta without train=: not checked) */
   if (!rc) {
     snprintf(path, sizeof(path), "%s/kge.meta", sub);
     FILE *f = fopen(path, "r");
-    int got = f ? fscanf(f, META_FORMAT, model, &rank, &ne, &nr, &sum, kind) : -1;
+    int got = f ? fscanf(f, META_FORMAT, model, &rank, &ne, &nr, &sum, kind, &tsum) : -1;
     if (f) fclose(f);
     if (!f) {
       snprintf(err, errlen, "--resume: %s: %s", path, strerror(errno));
@@ -350,6 +365,12 @@ static int resume(au_node_t *node, const args_t *a, const kg_graph_t *g, const c
                "%llx; here %u, %u, %llx)",
                dir, ne, nr, sum, g->ent.n, g->rel.n, (unsigned long long)names_sum(g));
       rc = AU_EINVAL;
+    } else if (tsum != train_sum(g)) {
+      snprintf(err, errlen,
+               "--resume %s: written for other training triples over the same names (%zu "
+               "triples here)",
+               dir, g->train.n);
+      rc = AU_EINVAL;
     }
   }
   /* every node decides alike before the collective restore */
@@ -370,11 +391,47 @@ static int resume(au_node_t *node, const args_t *a, const kg_graph_t *g, const c
   return 0;
 }
 
+/* A directory the run will write into: made if absent, and writable. 0, or 2 with a
+ * message naming the flag. */
+static int output_dir(const char *flag, const char *dir)
+{
+  struct stat st;
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, PROG ": %s %s: %s\n", flag, dir, strerror(errno));
+    return 2;
+  }
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0) {
+    fprintf(stderr, PROG ": %s %s: %s\n", flag, dir,
+            stat(dir, &st) == 0 && !S_ISDIR(st.st_mode) ? "not a directory" : strerror(errno));
+    return 2;
+  }
+  return 0;
+}
+
+/* What the run writes is checked before it trains, not after (--save, --checkpoint and
+ * --trace failed at the end before 2026-12-04): --save on rank 0, which writes it, the
+ * others on every node. */
+static int check_outputs(const args_t *a)
+{
+  au_cluster_opts_t co;
+  char cerr[256];
+  const int rank = au_cluster_opts_from_env(&co, cerr, sizeof(cerr)) == 1 ? co.rank : 0;
+  if (a->save && rank == 0 && output_dir("--save", a->save)) return 2;
+  if (a->ck.dir && output_dir("--checkpoint", a->ck.dir)) return 2;
+  struct stat st;
+  if (a->trace && stat(a->trace, &st) == 0 && S_ISDIR(st.st_mode)) {
+    fprintf(stderr, PROG ": --trace %s: a directory, not a file\n", a->trace);
+    return 2;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   args_t a;
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;
+  if ((rc = check_outputs(&a)) != 0) return rc;
   kg_graph_t g;
   const uint64_t t0 = au_now_ns();
   if ((rc = load_graph(&a, &g)) != 0) return rc;
@@ -519,6 +576,10 @@ int main(int argc, char **argv)
   }
   if (a.trace && (rc = au_trace_stop(au_node_runtime(node))) != 0) {
     fprintf(stderr, PROG ": writing the trace %s: %s\n", a.trace, au_strerror(rc));
+    status = 1;
+  }
+  if ((fflush(stdout) != 0 || ferror(stdout)) && status == 0) { /* (a full disk, /dev/full) */
+    fprintf(stderr, PROG ": writing the output: %s\n", strerror(errno));
     status = 1;
   }
   au_node_destroy(node);

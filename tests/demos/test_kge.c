@@ -40,7 +40,8 @@ static void test_load(void **state)
   kg_graph_t g = {0};
   char err[256];
   const char *p =
-      write_file("train.txt", "cat\tis_a\tanimal\r\n\ndog\tis_a\tanimal\nanimal\thas\tcat\n");
+      write_file("train.txt", "\xef\xbb\xbf" /* a UTF-8 BOM: not part of the name */
+                              "cat\tis_a\tanimal\r\n\ndog\tis_a\tanimal\nanimal\thas\tcat\n");
   assert_int_equal(kg_load(p, &g, &g.train, 1, NULL, err, sizeof(err)), 0);
   assert_int_equal(g.train.n, 3);
   assert_int_equal(g.ent.n, 3);
@@ -63,7 +64,8 @@ static void test_load(void **state)
   static const struct {
     const char *text, *want;
   } bad[] = {
-      {"a\tb\tc\nx\ty\n", "bad.txt:2: expected 'head<TAB>relation<TAB>tail', got 'x?y'"},
+      {"a\tb\tc\nx\ty\n", "bad.txt:2: expected 'head<TAB>relation<TAB>tail', got 'x\\ty'"},
+      {"a\tb\x01\n", "got 'a\\tb?'"},
       {"a\tb\tc\td\n", "bad.txt:1: expected"},
       {"a\t\tc\n", "bad.txt:1: expected"},
       {"\n\na b c\n", "bad.txt:3: expected"},
@@ -216,6 +218,39 @@ static void test_ranks(void **state)
   kg_triples_free(&tr);
 }
 
+/* Ties and scores that are not numbers count against the triple: with every row zero
+ * (all scores tie) or the entities NaN, a triple ranks below every unknown entity. */
+static void test_ranks_degenerate(void **state)
+{
+  (void)state;
+  const uint32_t E = 30, R = 2, k = 4;
+  kg_triples_t tr = {0};
+  for (uint32_t i = 0; i < 10; i++) assert_int_equal(kg_triples_push(&tr, i, i % R, i + 10), 0);
+  const kg_triples_t *lists[1] = {&tr};
+  kg_set_t s;
+  assert_int_equal(kg_set_build(&s, lists, 1), 0);
+  for (int mo = 0; mo < 2; mo++) {
+    const kge_model_t m = (kge_model_t)mo;
+    const uint32_t d = kge_dim(m, k);
+    float *ent = calloc((size_t)E * d, sizeof(float)), *rel = calloc((size_t)R * d, sizeof(float));
+    float scratch[30];
+    for (int nan = 0; nan < 2; nan++) {
+      if (nan)
+        for (size_t j = 0; j < (size_t)E * d; j++) ent[j] = NAN;
+      for (size_t i = 0; i < tr.n; i++) {
+        uint64_t rt, rh;
+        kge_ranks(m, k, ent, E, rel, &s, &tr.v[i], scratch, &rt, &rh);
+        /* each side has one known answer (the triple itself): E - 1 entities above it */
+        assert_int_equal(rt, E);
+        assert_int_equal(rh, E);
+      }
+    }
+    free(ent), free(rel);
+  }
+  kg_set_free(&s);
+  kg_triples_free(&tr);
+}
+
 /* Training on a small generated graph: the filtered MRR on held-out triples rises from
  * the random start's (about 0) to a good model's, for both models. */
 static void test_train(void **state)
@@ -268,8 +303,12 @@ int main(void)
   strcpy(dir, "/tmp/test_kge.XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_load),  cmocka_unit_test(test_names), cmocka_unit_test(test_generate),
-      cmocka_unit_test(test_ranks), cmocka_unit_test(test_train),
+      cmocka_unit_test(test_load),
+      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_generate),
+      cmocka_unit_test(test_ranks),
+      cmocka_unit_test(test_ranks_degenerate),
+      cmocka_unit_test(test_train),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[128];

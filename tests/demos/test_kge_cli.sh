@@ -45,8 +45,19 @@ expect_error "missing file" "$tmp/nope.txt" "$tmp/nope.txt"
 expect_error "valid without a file" "need a TRAIN_FILE" --valid "$tmp/v.txt"
 expect_error "impossible generator" "--edges must be at most --entities" --entities 1000 --edges 2000 --clusters 10
 printf 'a\tr\tb\nb\tr\n' >"$tmp/bad.txt"
-expect_error "malformed triple" "$tmp/bad.txt:2: expected 'head<TAB>relation<TAB>tail', got 'b?r'" \
+expect_error "malformed triple" "$tmp/bad.txt:2: expected 'head<TAB>relation<TAB>tail', got 'b\\\\tr'" \
   "$tmp/bad.txt"
+expect_error "--init-sd 0 (nothing would learn)" "--init-sd: expected a number in" --init-sd 0
+expect_error "--workers past a node's" "--workers: expected a whole number in \\[1, 4096\\]" \
+  --workers 4097
+expect_error "a blank before a number" "--seed: expected a whole number, got ' -1'" --seed ' -1'
+# what the run writes is checked before it trains
+expect_error "--save where no directory can be" "--save /nonexistent/x: No such file" \
+  --save /nonexistent/x
+expect_error "--checkpoint where no directory can be" "--checkpoint /nonexistent/x: No such file" \
+  --checkpoint /nonexistent/x
+mkdir -p "$tmp/tracedir"
+expect_error "--trace naming a directory" "--trace $tmp/tracedir: a directory" --trace "$tmp/tracedir"
 
 # a small file: a ring of 30 entities, "next" and its inverse "prev"
 for i in $(seq 0 29); do
@@ -65,6 +76,15 @@ check "file: saved 30 entities" test "$(wc -l <"$tmp/model/entities.tsv")" -eq 3
 check "file: saved rows have name and 16 values" \
   test "$(head -1 "$tmp/model/entities.tsv" | awk -F'\t' '{print $1, NF}')" = "n0 17"
 check "file: saved relations" test "$(cut -f1 "$tmp/model/relations.tsv" | tr '\n' ' ')" = "next prev "
+# a save that fails leaves the one before it whole (here its temporary file cannot be made)
+cp -r "$tmp/model" "$tmp/model.before"
+mkdir "$tmp/model/entities.tsv.tmp"
+"$kge" "$tmp/train.txt" --rank 4 --epochs 1 --batch 16 --negatives 8 --threads 1 \
+  --save "$tmp/model" >/dev/null 2>"$tmp/err"; rc=$?
+check "failed save: exit 1, naming the file" \
+  test $rc -eq 1 -a "$(grep -c 'entities.tsv.tmp: Is a directory' "$tmp/err")" -eq 1
+check "failed save: the previous save is as it was" diff -r -x entities.tsv.tmp "$tmp/model.before" "$tmp/model"
+check "failed save: no temporary file left" test ! -e "$tmp/model/relations.tsv.tmp"
 
 # a small generated graph learns
 gen=(--entities 2000 --edges 1500 --clusters 40 --valid-size 200 --test-size 200 --rank 32
@@ -101,6 +121,8 @@ expect_error "resume, another rank" "written by --model complex --rank 32, this 
 expect_error "resume, other data" "written for other data (2000 entities" \
   "${gen[@]}" --entities 2500 --resume "$tmp/ck"
 expect_error "resume, no checkpoint" "no checkpoint there" "${gen[@]}" --resume "$tmp"
+expect_error "resume, other triples over the same names" \
+  "written for other training triples over the same names" "${gen[@]}" --edges 1400 --resume "$tmp/ck"
 
 # entities in an id table keyed by the names' ids: learns, holds every entity it trained
 # (never more than there are, none evicted), and resumes exactly from its checkpoint
