@@ -104,6 +104,8 @@ static int parse_args(int argc, char **argv, args_t *a)
   a->eval_every = 1;
   a->eval_triples = 1000;
   cli_ckpt_default(&a->ck);
+  const char *gen_flag = NULL; /* a generator flag given */
+  int hot_flag = 0;
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i];
     uint64_t u;
@@ -197,6 +199,21 @@ static int parse_args(int argc, char **argv, args_t *a)
     }
 #undef VALUE
     if (rc) return rc;
+    static const char *const gen_flags[] = {"--entities", "--pairs",      "--symmetric", "--edges",
+                                            "--clusters", "--valid-size", "--test-size"};
+    for (size_t k = 0; k < sizeof(gen_flags) / sizeof(gen_flags[0]); k++)
+      if (!strcmp(f, gen_flags[k])) gen_flag = gen_flags[k];
+    if (!strcmp(f, "--hot")) hot_flag = 1;
+  }
+  if (gen_flag && a->train) { /* a flag that would do nothing is a mistake to say */
+    fprintf(stderr, PROG ": %s shapes the generated graph; with a TRAIN_FILE it does nothing\n",
+            gen_flag);
+    return 2;
+  }
+  if (hot_flag && a->k.place != AU_PLACE_HOT) {
+    fprintf(stderr, PROG ": --hot is for --mode hot (this run is --mode %s)\n",
+            au_place_name(a->k.place));
+    return 2;
   }
   if ((a->valid || a->test) && !a->train) {
     fprintf(stderr, PROG ": --valid and --test need a TRAIN_FILE (a generated graph holds its "

@@ -50,6 +50,9 @@ expect_error "malformed triple" "$tmp/bad.txt:2: expected 'head<TAB>relation<TAB
 expect_error "--init-sd 0 (nothing would learn)" "--init-sd: expected a number in" --init-sd 0
 expect_error "--workers past a node's" "--workers: expected a whole number in \\[1, 4096\\]" \
   --workers 4097
+expect_error "a generator flag with a file" "--valid-size shapes the generated graph" \
+  "$tmp/bad.txt" --valid-size 10
+expect_error "--hot without --mode hot" "--hot is for --mode hot" --hot 10
 expect_error "a blank before a number" "--seed: expected a whole number, got ' -1'" --seed ' -1'
 # what the run writes is checked before it trains
 expect_error "--save where no directory can be" "--save /nonexistent/x: No such file" \
