@@ -242,6 +242,14 @@ static int load_graph(const args_t *a, kg_graph_t *g)
     goto fail;
   if (a->test && (rc = kg_load(a->test, g, &g->test, 0, &skipped[1], err, sizeof(err))) != 0)
     goto fail;
+  for (int k = 0; k < 2; k++) { /* a file given to evaluate on must leave something to */
+    const char *path = k ? a->test : a->valid;
+    if (path && (k ? g->test.n : g->valid.n) == 0) {
+      snprintf(err, sizeof(err), "%s: none of its %zu triples has only names the training file has",
+               path, skipped[k]);
+      goto fail;
+    }
+  }
   if (skipped[0] + skipped[1])
     fprintf(stderr,
             PROG ": skipped %zu validation and %zu test triples with names the training "

@@ -88,6 +88,10 @@ check "failed save: exit 1, naming the file" \
   test $rc -eq 1 -a "$(grep -c 'entities.tsv.tmp: Is a directory' "$tmp/err")" -eq 1
 check "failed save: the previous save is as it was" diff -r -x entities.tsv.tmp "$tmp/model.before" "$tmp/model"
 check "failed save: no temporary file left" test ! -e "$tmp/model/relations.tsv.tmp"
+printf 'zz\tnext\tn0\n' >"$tmp/strangers.txt"
+expect_error "a test file with no usable triple" \
+  "strangers.txt: none of its 1 triples has only names the training file has" \
+  "$tmp/train.txt" --test "$tmp/strangers.txt"
 
 # a small generated graph learns
 gen=(--entities 2000 --edges 1500 --clusters 40 --valid-size 200 --test-size 200 --rank 32
