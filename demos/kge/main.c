@@ -510,6 +510,11 @@ int main(int argc, char **argv)
     } else if (talk) {
       printf("resumed=%s epochs=%d\n", from, e0);
       fflush(stdout);
+      if (e0 >= a.epochs)
+        fprintf(stderr,
+                PROG ": warning: the checkpoint has %d epochs and --epochs is %d: "
+                     "nothing to train\n",
+                e0, a.epochs);
     }
   }
   for (int e = e0; e < a.epochs && status == 0; e++) {
