@@ -174,6 +174,7 @@ static uint64_t actor_rows(const au_table_t *t, uint64_t a)
  * node: rows, not actors, so that 1% of the keys changed is about 1% of a full one). */
 struct ckpt {
   char dir[4096], base[64]; /* where, and the checkpoint's name ("ckpt-CLOCK") */
+  uint64_t clock;           /* its clock */
   uint32_t **hash;          /* ntables arrays of keys */
   int ntables;
 };
@@ -439,6 +440,16 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
   /* incremental: on top of this node's last checkpoint into the same directory, which
    * every node wrote with it (the same calls on every node) */
   struct ckpt *c = n->ckpt;
+  /* checkpoints into one directory go forward: one at the clock of the last would be
+     written over it, an incremental one its own base (the same calls on every node, so
+     every node refuses alike, before any collective) */
+  if (c && c->ntables && !strcmp(c->dir, dir) && clock <= c->clock) {
+    set_err(err, errlen,
+            "checkpoint: clock %llu is not after this node's last checkpoint in %s (%s): "
+            "checkpoints go forward",
+            (unsigned long long)clock, dir, c->base);
+    return AU_EINVAL;
+  }
   const int incr = !full && c && c->ntables == n->ntables && !strcmp(c->dir, dir);
   uint32_t **next = calloc((size_t)n->ntables + 1, sizeof(uint32_t *));
   uint64_t bytes = 0, fnv = 0;
@@ -510,6 +521,7 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
     c->ntables = n->ntables;
     snprintf(c->dir, sizeof(c->dir), "%s", dir);
     snprintf(c->base, sizeof(c->base), "ckpt-%llu", (unsigned long long)clock);
+    c->clock = clock;
   } else if (rc == 0) {
     checkpoint_free(n); /* the tables changed, or no memory: the next one is full */
   }
@@ -725,7 +737,7 @@ static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err
     set_err(err, errlen, "restore: %s: %s", path, strerror(errno));
     return AU_EIO;
   }
-  int format = -1, rc = 0;
+  int format = -1, rc = 0, tlines = 0, ilines = 0; /* table= and idtable= lines */
   *m = (manifest_t){.nodes = -1, .tables = -1};
   const int nids = (int)ids_count(n);
   while (!rc && fgets(line, sizeof(line), f)) {
@@ -736,6 +748,11 @@ static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err
     if (line[0] == '#') continue;
     if (sscanf(line, "format=%d", &format) == 1) continue;
     if (sscanf(line, "nodes=%d", &m->nodes) == 1) {
+      if (m->bytes) { /* (a second nodes= line) */
+        set_err(err, errlen, "restore: %s: nodes= twice", path);
+        rc = AU_EIO;
+        continue;
+      }
       if (m->nodes < 1 || m->nodes > 65536) rc = AU_EIO;
       m->bytes = rc ? NULL : calloc((size_t)m->nodes, sizeof(uint64_t));
       m->fnv = rc ? NULL : calloc((size_t)m->nodes, sizeof(uint64_t));
@@ -761,6 +778,7 @@ static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err
                 t ? "differs (create the same id tables first)" : "is missing");
         rc = AU_EINVAL;
       }
+      ilines++;
       continue;
     }
     if (sscanf(line, "base=%63s", m->base) == 1) {
@@ -779,6 +797,7 @@ static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err
                 t ? "differs (create the same tables first)" : "is missing");
         rc = AU_EINVAL;
       }
+      tlines++;
       continue;
     }
     if (sscanf(line, "part=%d bytes=%llu fnv=%llx", &i, &a, &b) == 3 && m->bytes && i >= 0 &&
@@ -794,6 +813,11 @@ static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err
     set_err(err, errlen, "restore: %s: expected format=1..%d, nodes and tables=%d (this node's)",
             path, FORMAT, n->ntables);
     rc = AU_EINVAL;
+  }
+  if (!rc && (tlines != n->ntables || ilines != nids)) {
+    set_err(err, errlen, "restore: %s: %d table= and %d idtable= lines, for %d and %d tables", path,
+            tlines, ilines, n->ntables, nids);
+    rc = AU_EIO;
   }
   if (!rc && (m->ids != nids || (format < 2 && nids))) {
     set_err(err, errlen, "restore: %s: %d id tables, this node has %d (create the same first)",
@@ -817,48 +841,60 @@ static int take(rbuf_t *r, void *out, size_t n)
   return 0;
 }
 
-/* A part's id tables (format 2), all checked first; their rows put in when `apply` (the
- * newest checkpoint of a chain: each holds them whole), the tables emptied first by part
- * 0. 0, AU_EIO (malformed) or AU_ENOMEM. */
-static int restore_ids(au_node_t *n, rbuf_t *in, int r, int apply)
+/* A part's id tables (format 2): checked (apply 0), or their rows put in (apply 1; the
+ * newest checkpoint of a chain only: each holds them whole), the tables emptied first by
+ * part 0. *gave counts rows that gave way in a full bucket, or replaced a copy of their
+ * id (a smaller budget, or fewer nodes than wrote it). 0, AU_EIO (malformed: why says
+ * what) or AU_ENOMEM. */
+static int restore_ids(au_node_t *n, rbuf_t *in, int r, int apply, uint64_t *gave, const char **why)
 {
   uint32_t k;
-  if (take(in, &k, 4) || k != ids_count(n)) return AU_EIO;
-  const size_t start = in->at;
-  for (int pass = 0; pass < 1 + apply; pass++) {
-    in->at = start;
-    for (uint32_t i = 0; i < k; i++) {
-      au_ids_t *t = ids_at(n, i);
-      const au_table_t *f = ids_format(t);
-      uint32_t len, dim, width, type;
-      uint64_t rows;
-      char name[64];
-      if (take(in, &len, 4) || len >= sizeof(name) || take(in, name, len) || take(in, &dim, 4) ||
-          take(in, &width, 4) || take(in, &type, 4) || take(in, &rows, 8))
-        return AU_EIO;
-      name[len] = '\0';
-      const size_t rec = 16 + (size_t)f->width * 4;
-      if (strcmp(name, f->name) || dim != f->dim || width != f->width ||
-          type != (uint32_t)f->type || rows > (in->len - in->at) / rec)
-        return AU_EIO;
-      if (pass == 1 && r == 0) ids_clear(t);
-      for (uint64_t j = 0; pass == 1 && j < rows; j++) {
-        const unsigned char *p = in->p + in->at + j * rec;
-        uint64_t id;
-        uint32_t uses, last;
-        memcpy(&id, p, 8), memcpy(&uses, p + 8, 4), memcpy(&last, p + 12, 4);
-        if (ids_put_row(t, id, uses, last, p + 16) != 0) return AU_ENOMEM;
-      }
-      in->at += rows * rec;
+  if (take(in, &k, 4) || k != ids_count(n)) {
+    *why = "its count of id tables is not this node's";
+    return AU_EIO;
+  }
+  for (uint32_t i = 0; i < k; i++) {
+    au_ids_t *t = ids_at(n, i);
+    const au_table_t *f = ids_format(t);
+    uint32_t len, dim, width, type;
+    uint64_t rows;
+    char name[64];
+    if (take(in, &len, 4) || len >= sizeof(name) || take(in, name, len) || take(in, &dim, 4) ||
+        take(in, &width, 4) || take(in, &type, 4) || take(in, &rows, 8)) {
+      *why = "an id table's head is cut short";
+      return AU_EIO;
     }
+    name[len] = '\0';
+    const size_t rec = 16 + (size_t)f->width * 4;
+    if (strcmp(name, f->name) || dim != f->dim || width != f->width || type != (uint32_t)f->type) {
+      *why = "an id table's name, dim, width or type is not this node's";
+      return AU_EIO;
+    }
+    if (rows > (in->len - in->at) / rec) {
+      *why = "an id table holds more rows than the part has bytes";
+      return AU_EIO;
+    }
+    if (apply && r == 0) ids_clear(t);
+    for (uint64_t j = 0; apply && j < rows; j++) {
+      const unsigned char *p = in->p + in->at + j * rec;
+      uint64_t id;
+      uint32_t uses, last;
+      memcpy(&id, p, 8), memcpy(&uses, p + 8, 4), memcpy(&last, p + 12, 4);
+      const int put = ids_put_row(t, id, uses, last, p + 16);
+      if (put < 0) return AU_ENOMEM;
+      *gave += put > 0;
+    }
+    in->at += rows * rec;
   }
   return 0;
 }
 
-/* Part r: checked against the manifest, its owned-here actors copied in (and its id
- * tables' rows, if apply_ids). */
+/* Part r: checked against the manifest (apply 0: nothing changes), or its owned-here
+ * actors copied in (apply 1, after every part of the chain passed the check on every
+ * node), and its id tables' rows if apply_ids. */
 static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *m,
-                        au_restore_map_fn map, void *arg, int apply_ids, char *err, size_t errlen)
+                        au_restore_map_fn map, void *arg, int apply, int apply_ids, uint64_t *gave,
+                        char *err, size_t errlen)
 {
   char path[4200];
   snprintf(path, sizeof(path), "%s/part-%d.bin", sub, r);
@@ -867,10 +903,22 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
     set_err(err, errlen, "restore: %s: %s", path, strerror(errno));
     return AU_EIO;
   }
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || (uint64_t)st.st_size != m->bytes[r]) {
+    set_err(err, errlen, "restore: %s: %lld bytes, the manifest says %llu", path,
+            (long long)st.st_size, (unsigned long long)m->bytes[r]);
+    fclose(f);
+    return AU_EIO;
+  }
   unsigned char *buf = malloc(m->bytes[r] ? m->bytes[r] : 1);
   int rc = buf ? 0 : AU_ENOMEM;
   if (!rc && (fread(buf, 1, m->bytes[r], f) != m->bytes[r] || fgetc(f) != EOF)) rc = AU_EIO;
   fclose(f);
+  if (rc == AU_ENOMEM) {
+    set_err(err, errlen, "restore: %s: no memory to read its %llu bytes", path,
+            (unsigned long long)m->bytes[r]);
+    return rc;
+  }
   uint64_t fnv = FNV_INIT, stored = 0;
   if (!rc) {
     if (m->bytes[r] >= 8) {
@@ -890,10 +938,15 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
   rbuf_t in = {buf, (size_t)m->bytes[r] - 8, 0};
   char magic[8];
   uint32_t rank, nodes, ntables;
-  if (!rc && (take(&in, magic, 8) || memcmp(magic, MAGIC, 8) || take(&in, &rank, 4) ||
-              take(&in, &nodes, 4) || take(&in, &ntables, 4) || ntables != (uint32_t)n->ntables))
-    rc = AU_EIO;
-  for (uint32_t i = 0; !rc && i < ntables; i++) {
+  const char *why = NULL;
+  if (take(&in, magic, 8) || memcmp(magic, MAGIC, 8) || take(&in, &rank, 4) ||
+      take(&in, &nodes, 4) || take(&in, &ntables, 4))
+    why = "not an augur checkpoint part";
+  else if (rank != (uint32_t)r || nodes != (uint32_t)m->nodes)
+    why = "its rank or node count is not the manifest's";
+  else if (ntables != (uint32_t)n->ntables)
+    why = "its count of tables is not this node's";
+  for (uint32_t i = 0; !why && i < ntables; i++) {
     au_table_t *t = n->table_by_id[i];
     uint32_t len, dim, width, group, type;
     uint64_t keys, records;
@@ -901,23 +954,23 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
     if (take(&in, &len, 4) || len >= sizeof(name) || take(&in, name, len) || take(&in, &keys, 8) ||
         take(&in, &dim, 4) || take(&in, &width, 4) || take(&in, &group, 4) || take(&in, &type, 4) ||
         take(&in, &records, 8)) {
-      rc = AU_EIO;
+      why = "a table's head is cut short";
       break;
     }
     name[len] = '\0';
-    if (strcmp(name, t->name) || keys != t->keys || width != t->width || group == 0 ||
-        (group & (group - 1))) {
-      rc = AU_EIO;
+    if (strcmp(name, t->name) || keys != t->keys || dim != t->dim || width != t->width ||
+        type != (uint32_t)t->type || group == 0 || (group & (group - 1))) {
+      why = "a table's name, keys, dim, width, type or group is not this node's";
       break;
     }
-    for (uint64_t k = 0; !rc && k < records; k++) {
+    for (uint64_t k = 0; !why && k < records; k++) {
       uint64_t first, count;
       if (take(&in, &first, 8) || take(&in, &count, 8) || first > keys || count > keys - first ||
-          in.len - in.at < count * width * 4) {
-        rc = AU_EIO;
+          (in.len - in.at) / ((size_t)width * 4) < count) {
+        why = "a run of rows lies outside its table or past the part's end";
         break;
       }
-      for (uint64_t j = 0; j < count; j++) {
+      for (uint64_t j = 0; apply && j < count; j++) {
         const au_key_t key = map ? map(arg, t, first + j) : first + j;
         if (key < t->keys && au_table_owns(t, key) == 1) {
           memcpy(table_row(t, key), in.p + in.at + j * width * 4, (size_t)width * 4);
@@ -927,9 +980,12 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
       in.at += count * width * 4;
     }
   }
-  if (!rc && m->format >= 2) rc = restore_ids(n, &in, r, apply_ids);
-  if (!rc && in.at != in.len) rc = AU_EIO;
-  if (rc == AU_EIO) set_err(err, errlen, "restore: %s: malformed", path);
+  if (!why && m->format >= 2) rc = restore_ids(n, &in, r, apply && apply_ids, gave, &why);
+  if (!rc && !why && in.at != in.len) why = "bytes after its last table";
+  if (why) {
+    set_err(err, errlen, "restore: %s: malformed: %s", path, why);
+    rc = AU_EIO;
+  }
   if (rc == AU_ENOMEM) set_err(err, errlen, "restore: %s: out of memory for id table rows", path);
   free(buf);
   return rc;
@@ -971,6 +1027,12 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
     ms[len] = (manifest_t){0};
     rc = read_manifest(n, sub, &ms[len], err, errlen);
     len++;
+    if (!rc && len > 1 && ms[len - 1].clock >= ms[len - 2].clock) { /* also a chain that loops */
+      set_err(err, errlen, "restore: %s: its base %s is not of an earlier clock (%llu, %llu)",
+              subs[len - 2], ms[len - 2].base, (unsigned long long)ms[len - 1].clock,
+              (unsigned long long)ms[len - 2].clock);
+      rc = AU_EIO;
+    }
     if (rc || !ms[len - 1].base[0]) break;
     if (len == CHAIN_MAX) {
       set_err(err, errlen, "restore: %s: a chain of more than %d checkpoints", dir, CHAIN_MAX);
@@ -984,12 +1046,31 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
     snprintf(next, sizeof(next), "%.*s%s%s", at, sub, slash ? "/" : "", ms[len - 1].base);
     snprintf(sub, sizeof(sub), "%s", next);
   }
+  /* every part of the chain checked, on every node, before any table changes: a refused
+     restore leaves the node's data as it was */
+  uint64_t gave = 0;
   for (int c = len - 1; !rc && c >= 0; c--)
     for (int r = 0; !rc && r < ms[c].nodes; r++)
-      rc = restore_part(n, subs[c], r, &ms[c], map, arg, c == 0, err, errlen);
-  /* every node the same answer */
+      rc = restore_part(n, subs[c], r, &ms[c], map, arg, 0, 0, &gave, err, errlen);
   double v = rc ? 1 : 0;
   int ar = au_allreduce_sum(n->rt, &v, 1);
+  if (!rc && ar) rc = ar;
+  if (!rc && v > 0) {
+    set_err(err, errlen, "restore: another node could not use %s (nothing restored)", dir);
+    rc = AU_EIO;
+  }
+  /* then applied from the full one up, so that each actor ends as the latest that wrote
+     it (only memory can fail now; the files are read again: not kept twice in memory) */
+  for (int c = len - 1; !rc && c >= 0; c--)
+    for (int r = 0; !rc && r < ms[c].nodes; r++)
+      rc = restore_part(n, subs[c], r, &ms[c], map, arg, 1, c == 0, &gave, err, errlen);
+  if (!rc && gave)
+    au__log(AU_LOG_WARN, n->rank,
+            "restore: %s: %llu id-table rows did not fit this node's buckets and gave way by "
+            "the eviction rule (a smaller budget, or fewer nodes, than wrote it)",
+            dir, (unsigned long long)gave);
+  v = rc ? 1 : 0;
+  ar = au_allreduce_sum(n->rt, &v, 1);
   if (!rc && ar) rc = ar;
   if (!rc && v > 0) {
     set_err(err, errlen, "restore: another node could not restore %s", dir);

@@ -629,7 +629,7 @@ int ids_put_row(au_ids_t *t, uint64_t id, uint32_t uses, uint32_t last, const vo
   bucket_t *b = w.b;
   pthread_spin_lock(&b->lock);
   ensure_block(t, b);
-  int s = find_slot(t, digests(b->block), ids_of(t, b->block), id, w.dg);
+  int s = find_slot(t, digests(b->block), ids_of(t, b->block), id, w.dg), gave = s >= 0;
   if (s < 0) {
     if (b->rows < t->B) {
       for (s = 0; digests(b->block)[s]; s++) {
@@ -643,6 +643,7 @@ int ids_put_row(au_ids_t *t, uint64_t id, uint32_t uses, uint32_t last, const vo
       s = (int)victim(t, b, now, &was);
       __atomic_store_n(&b->evicted, b->evicted + 1, __ATOMIC_RELAXED);
       b->rows--;
+      gave = 1;
     }
     b->rows++;
   }
@@ -652,7 +653,7 @@ int ids_put_row(au_ids_t *t, uint64_t id, uint32_t uses, uint32_t last, const vo
   last_of(t, b->block)[s] = last;
   memcpy(row_of(t, b->block, (uint32_t)s), row, (size_t)t->fmt.width * 4);
   pthread_spin_unlock(&b->lock);
-  return 0;
+  return gave;
 }
 
 /* ---- creation ------------------------------------------------------------------------- */

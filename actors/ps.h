@@ -263,7 +263,8 @@ au_table_t *ids_table(au_ids_t *t);
  * order (ids_at NULL past the last), a table's row layout and resident rows, each row
  * with its uses and last clock (fn's nonzero stops it and is returned), emptying a
  * table (rows and candidates; counters kept) and putting a row back (a full bucket drops
- * its eviction rule's victim, counted as evicted). */
+ * its eviction rule's victim, counted as evicted; ids_put_row returns 1 when a row gave
+ * way so, or the id's row was there already and is replaced, else 0). */
 au_ids_t *ids_at(au_node_t *n, uint32_t i);
 const au_table_t *ids_format(const au_ids_t *t);
 uint64_t ids_rows(au_ids_t *t);

@@ -444,16 +444,20 @@ int au_table_read_slots(au_table_t *t, const au_key_t *keys, size_t n, float *ou
  * the same DIR is incremental: it holds only the actors whose values changed since (by a
  * checksum per actor) or that moved, and names the last one as its base; a restore
  * replays the chain. Id tables' resident rows are written whole every time and restored
- * from the newest checkpoint (docs/tables.md). 0, or AU_EIO / AU_ENOMEM with a message in
- * err (on every node: "another node failed" where the cause was elsewhere). */
+ * from the newest checkpoint (docs/tables.md). Checkpoints into one DIR go forward: a
+ * clock not after this node's last one there is AU_EINVAL (nothing written). 0, or AU_EIO /
+ * AU_ENOMEM with a message in err (on every node: "another node failed" where the cause
+ * was elsewhere). */
 int au_checkpoint(au_node_t *node, const char *dir, uint64_t clock, int full, char *err,
                   size_t errlen);
 /* Collective, after creating the same tables (names, keys, dim, optimizer) and before the
  * first run: every node reads the checkpoint DIR/LATEST names (or DIR itself, if it is
  * one) and takes the rows whose actors it owns, bit for bit, whatever node count and
  * placement wrote it. DIR must be readable by every node (one host, or a shared file
- * system). *clock (may be NULL) gets the checkpoint's clock. 0, or AU_EIO / AU_EINVAL (the
- * tables differ) / AU_ENOMEM with a message in err. */
+ * system). *clock (may be NULL) gets the checkpoint's clock. Every part of the chain is
+ * checked on every node before any table changes, so a refused restore leaves the tables
+ * as they were. 0, or AU_EIO / AU_EINVAL (the tables differ) / AU_ENOMEM with a message in
+ * err. */
 int au_restore(au_node_t *node, const char *dir, uint64_t *clock, char *err, size_t errlen);
 /* The same with each written key put where map(arg, table, key) says (a key of the table,
  * or any larger value to leave the row out): for programs whose keys depend on the node
