@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the .npy files are written as little-endian arrays"
@@ -75,12 +76,18 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
   va_end(ap);
 }
 
+/* The files of a save are written under temporary names, each flushed to the disk, and
+ * renamed only once every one of them is whole (out_finish): a save that fails (a full
+ * disk) leaves the previous model as it was. */
+enum { OUT_MAX = 16 };
 typedef struct out {
   const char *dir;
   char tmp[4096], path[4096];
   FILE *f;
   char *err;
   size_t errlen;
+  int n; /* files written, waiting for their rename */
+  char tmps[OUT_MAX][4096], paths[OUT_MAX][4096];
 } out_t;
 
 static int out_open(out_t *o, const char *name)
@@ -96,15 +103,42 @@ static int out_open(out_t *o, const char *name)
 
 static int out_close(out_t *o)
 {
-  int bad = ferror(o->f);
+  errno = 0;
+  int bad = fflush(o->f) != 0 || ferror(o->f) || fsync(fileno(o->f)) != 0;
+  const int e = errno;
   bad |= fclose(o->f) != 0;
   o->f = NULL;
-  if (bad || rename(o->tmp, o->path) != 0) {
-    set_err(o->err, o->errlen, "%s: %s", bad ? o->tmp : o->path, strerror(errno));
+  if (bad || o->n == OUT_MAX) {
+    set_err(o->err, o->errlen, "%s: %s", o->tmp, strerror(e ? e : errno ? errno : EIO));
     remove(o->tmp);
     return MF_EIO;
   }
+  snprintf(o->tmps[o->n], sizeof(o->tmps[0]), "%s", o->tmp);
+  snprintf(o->paths[o->n], sizeof(o->paths[0]), "%s", o->path);
+  o->n++;
   return 0;
+}
+
+/* After the last file: rc 0 renames them into place, the old model.txt taken away first
+ * and the new one (the last written) put last, so that a directory with a model.txt holds
+ * one whole model even if this stops half-way; else every temporary file goes. */
+static int out_finish(out_t *o, int rc)
+{
+  if (!rc) {
+    char old[4200];
+    snprintf(old, sizeof(old), "%s/model.txt", o->dir);
+    if (remove(old) != 0 && errno != ENOENT) {
+      set_err(o->err, o->errlen, "%s: %s", old, strerror(errno));
+      rc = MF_EIO;
+    }
+  }
+  for (int i = 0; !rc && i < o->n; i++)
+    if (rename(o->tmps[i], o->paths[i]) != 0) {
+      set_err(o->err, o->errlen, "%s: %s", o->paths[i], strerror(errno));
+      rc = MF_EIO;
+    }
+  for (int i = 0; rc && i < o->n; i++) remove(o->tmps[i]);
+  return rc;
 }
 
 /* A NumPy .npy (format 1.0) of n x cols values of descr ("<f4", "<u8"); cols 0: 1-D. */
@@ -159,31 +193,38 @@ int mf_model_save(const mf_model_t *m, const char *dir, char *err, size_t errlen
             errno == EEXIST ? "exists and is not a directory" : strerror(errno));
     return MF_EIO;
   }
-  out_t o = {.dir = dir, .err = err, .errlen = errlen};
-  int rc = write_ids(&o, "row_ids.txt", m->row_ids, m->nrows);
-  if (!rc) rc = write_ids(&o, "col_ids.txt", m->col_ids, m->ncols);
-  if (!rc) rc = write_floats(&o, "P.txt", m->P, m->nrows, m->rank);
-  if (!rc) rc = write_floats(&o, "Q.txt", m->Q, m->ncols, m->rank);
-  if (!rc) rc = write_npy(&o, "row_ids.npy", "<u8", m->row_ids, m->nrows, 0, 8);
-  if (!rc) rc = write_npy(&o, "col_ids.npy", "<u8", m->col_ids, m->ncols, 0, 8);
-  if (!rc) rc = write_npy(&o, "P.npy", "<f4", m->P, m->nrows, m->rank, 4);
-  if (!rc) rc = write_npy(&o, "Q.npy", "<f4", m->Q, m->ncols, m->rank, 4);
+  out_t *o = calloc(1, sizeof(out_t)); /* (128 KB of names: not on the stack) */
+  if (!o) {
+    set_err(err, errlen, "%s: out of memory", dir);
+    return MF_ENOMEM;
+  }
+  *o = (out_t){.dir = dir, .err = err, .errlen = errlen};
+  int rc = write_ids(o, "row_ids.txt", m->row_ids, m->nrows);
+  if (!rc) rc = write_ids(o, "col_ids.txt", m->col_ids, m->ncols);
+  if (!rc) rc = write_floats(o, "P.txt", m->P, m->nrows, m->rank);
+  if (!rc) rc = write_floats(o, "Q.txt", m->Q, m->ncols, m->rank);
+  if (!rc) rc = write_npy(o, "row_ids.npy", "<u8", m->row_ids, m->nrows, 0, 8);
+  if (!rc) rc = write_npy(o, "col_ids.npy", "<u8", m->col_ids, m->ncols, 0, 8);
+  if (!rc) rc = write_npy(o, "P.npy", "<f4", m->P, m->nrows, m->rank, 4);
+  if (!rc) rc = write_npy(o, "Q.npy", "<f4", m->Q, m->ncols, m->rank, 4);
   if (!rc && m->biases) {
-    rc = write_floats(&o, "row_bias.txt", m->row_bias, m->nrows, 0);
-    if (!rc) rc = write_floats(&o, "col_bias.txt", m->col_bias, m->ncols, 0);
-    if (!rc) rc = write_npy(&o, "row_bias.npy", "<f4", m->row_bias, m->nrows, 0, 4);
-    if (!rc) rc = write_npy(&o, "col_bias.npy", "<f4", m->col_bias, m->ncols, 0, 4);
+    rc = write_floats(o, "row_bias.txt", m->row_bias, m->nrows, 0);
+    if (!rc) rc = write_floats(o, "col_bias.txt", m->col_bias, m->ncols, 0);
+    if (!rc) rc = write_npy(o, "row_bias.npy", "<f4", m->row_bias, m->nrows, 0, 4);
+    if (!rc) rc = write_npy(o, "col_bias.npy", "<f4", m->col_bias, m->ncols, 0, 4);
   }
   /* model.txt last: a directory with it is whole */
-  if (!rc && !(rc = out_open(&o, "model.txt"))) {
-    fprintf(o.f,
+  if (!rc && !(rc = out_open(o, "model.txt"))) {
+    fprintf(o->f,
             "# augur-mf model: prediction(row, col) = mean + P[row] . Q[col]%s\n"
             "# rows and columns in the order of row_ids.txt and col_ids.txt (docs/mf.md)\n"
             "format=%d\nrank=%u\nbiases=%d\nmean=%.9g\nrows=%u\ncols=%u\n",
             m->biases ? " + row_bias[row] + col_bias[col]" : "", FORMAT, m->rank, m->biases,
             m->mean, m->nrows, m->ncols);
-    rc = out_close(&o);
+    rc = out_close(o);
   }
+  rc = out_finish(o, rc);
+  free(o);
   return rc;
 }
 

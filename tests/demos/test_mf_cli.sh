@@ -77,6 +77,16 @@ qsize=$(stat -c %s "$tmp/model/Q.npy")
 check "csv run: Q.npy: a header padded to 64 bytes, then 40 x 4 floats" \
   test $(((qsize - 40 * 4 * 4) % 64)) -eq 0 -a $qsize -gt $((40 * 4 * 4))
 check "csv run: model.txt" grep -qx 'rank=4' "$tmp/model/model.txt"
+# a save that fails (here a temporary name that cannot be made: the last data file's)
+# leaves the one before it whole, no temporary file behind
+cp -r "$tmp/model" "$tmp/model.before"
+mkdir "$tmp/model/.Q.npy.tmp"
+"$mf" "$tmp/ratings.csv" --epochs 1 --rank 6 --save "$tmp/model" >/dev/null 2>"$tmp/err"; rc=$?
+check "failed save: exit 1, naming the file" test $rc -eq 1 -a "$(grep -c '\.Q\.npy\.tmp' "$tmp/err")" -eq 1
+check "failed save: the previous model is as it was" \
+  diff -r -x .Q.npy.tmp "$tmp/model.before" "$tmp/model"
+rmdir "$tmp/model/.Q.npy.tmp"
+check "failed save: no temporary file left" test -z "$(ls -A "$tmp/model" | grep '\.tmp$')"
 # where NumPy is there: np.load and np.loadtxt read the files as they are, and agree
 py=""
 for p in python3 /usr/bin/python3; do
