@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define REDUCE_MAX (1u << 20) /* doubles per allreduce: 8 MiB, well under a frame */
 
@@ -309,37 +311,53 @@ static int save_row(void *arg, au_key_t key, const int32_t *row)
   return 0;
 }
 
-static int close_file(FILE *f, const char *path, char *err, size_t errlen)
+/* The files of a save, written under temporary names (NAME.tmp) and renamed once every
+ * node has written all of its own: a save that fails anywhere leaves the previous one. */
+enum { SAVE_FILES = 5 };
+typedef struct save_set {
+  int n;
+  char tmp[SAVE_FILES][4200], path[SAVE_FILES][4200];
+} save_set_t;
+
+static FILE *open_tmp(save_set_t *s, const char *dir, const char *name, const char *suffix,
+                      char *err, size_t errlen)
 {
-  if (ferror(f) | fclose(f)) {
-    snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
+  snprintf(s->path[s->n], sizeof(s->path[0]), "%s/%s%s", dir, name, suffix);
+  snprintf(s->tmp[s->n], sizeof(s->tmp[0]), "%s/%s%s.tmp", dir, name, suffix);
+  FILE *f = fopen(s->tmp[s->n], "w");
+  if (!f) snprintf(err, errlen, "%s: %s", s->tmp[s->n], strerror(errno));
+  return f;
+}
+
+static int close_tmp(save_set_t *s, FILE *f, char *err, size_t errlen)
+{
+  errno = 0;
+  int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
+  const int e = errno;
+  bad |= fclose(f) != 0;
+  if (bad) {
+    snprintf(err, errlen, "%s: write failed: %s", s->tmp[s->n], strerror(e ? e : errno));
+    remove(s->tmp[s->n]);
     return -1;
   }
+  s->n++;
   return 0;
 }
 
-int lda_save(lda_t *m, const char *dir, const lda_corpus_t *c, char *err, size_t errlen)
+/* This node's word rows, totals and documents (and on rank 0 the vocabulary), into s. */
+static int save_files(lda_t *m, const char *dir, const lda_corpus_t *c, const char *suffix,
+                      save_set_t *s, char *err, size_t errlen)
 {
-  char path[4096], suffix[32] = "";
-  if (m->nodes > 1) snprintf(suffix, sizeof(suffix), ".%d", m->rank);
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-    snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-    return -1;
-  }
-  snprintf(path, sizeof(path), "%s/word_topic.txt%s", dir, suffix);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    return -1;
-  }
+  FILE *f = open_tmp(s, dir, "word_topic.txt", suffix, err, errlen);
+  if (!f) return -1;
   fprintf(f, "# augur-lda word-topic counts topics=%u alpha=%g beta=%g words=%u node=%d/%d\n",
           m->p.K, m->p.alpha, m->p.beta, m->V, m->rank, m->nodes);
   fprintf(f, "# one line per word row held by this node: id word topic:count ... (nonzero)\n");
   save_acc_t acc = {f, c, m->p.K};
   int rc = lda__each_row(m, 0, m->V, save_row, &acc);
-  if (close_file(f, path, err, errlen) != 0) return -1;
+  if (close_tmp(s, f, err, errlen) != 0) return -1;
   if (rc != 0) {
-    snprintf(err, errlen, "%s: reading the rows: %s", path, au_strerror(rc));
+    snprintf(err, errlen, "%s: reading the rows: %s", s->path[s->n - 1], au_strerror(rc));
     return -1;
   }
   int32_t *row = malloc(m->p.K * sizeof(int32_t));
@@ -349,59 +367,129 @@ int lda_save(lda_t *m, const char *dir, const lda_corpus_t *c, char *err, size_t
     return -1;
   }
   if (rc == 1) {
-    snprintf(path, sizeof(path), "%s/totals.txt%s", dir, suffix);
-    if (!(f = fopen(path, "w"))) {
-      snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    if (!(f = open_tmp(s, dir, "totals.txt", suffix, err, errlen))) {
       free(row);
       return -1;
     }
     fprintf(f, "# augur-lda topic totals: topic tokens\n");
     for (uint32_t k = 0; k < m->p.K; k++) fprintf(f, "%u %d\n", k, row[k]);
-    if (close_file(f, path, err, errlen) != 0) {
+    if (close_tmp(s, f, err, errlen) != 0) {
       free(row);
       return -1;
     }
   }
   free(row);
   /* this node's documents: their topic counts */
-  snprintf(path, sizeof(path), "%s/doc_topic.txt%s", dir, suffix);
-  if (!(f = fopen(path, "w"))) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    return -1;
-  }
+  if (!(f = open_tmp(s, dir, "doc_topic.txt", suffix, err, errlen))) return -1;
   fprintf(f, "# augur-lda document-topic counts topics=%u alpha=%g node=%d/%d\n", m->p.K,
           m->p.alpha, m->rank, m->nodes);
   fprintf(f, "# one line per document of this node: doc tokens topic:count ... (nonzero); "
              "theta_k = (count_k + alpha) / (tokens + topics alpha)\n");
   for (int i = 0; i < m->nshards; i++) {
-    const shard_t *s = &m->shards[i];
-    for (uint32_t d = 0; d < s->ndocs; d++) {
-      const lda_doc_t *doc = (const lda_doc_t *)(s->dmem + (size_t)s->doc_block[d] * 64);
-      fprintf(f, "%llu %u", (unsigned long long)s->doc_id[d], doc->len);
+    const shard_t *sh = &m->shards[i];
+    for (uint32_t d = 0; d < sh->ndocs; d++) {
+      const lda_doc_t *doc = (const lda_doc_t *)(sh->dmem + (size_t)sh->doc_block[d] * 64);
+      fprintf(f, "%llu %u", (unsigned long long)sh->doc_id[d], doc->len);
       for (uint32_t e = 0; e < doc->n; e++)
         fprintf(f, " %u:%.0f", lda_doc_topic(doc, e), (double)lda_doc_count(doc, e));
       fputc('\n', f);
     }
   }
-  if (close_file(f, path, err, errlen) != 0) return -1;
+  if (close_tmp(s, f, err, errlen) != 0) return -1;
   if (m->rank != 0) return 0;
-  /* the hyperparameters and sizes (augur-lda infer reads them) */
+  if (!(f = open_tmp(s, dir, "vocab.txt", "", err, errlen))) return -1;
+  char buf[32];
+  for (uint32_t w = 0; w < m->V; w++) fprintf(f, "%s\n", lda_corpus_word(c, w, buf, sizeof(buf)));
+  return close_tmp(s, f, err, errlen);
+}
+
+/* Rank 0, before the renames: what an earlier save by another node count left that this
+ * one does not write (word_topic.txt.3 of a 4-node save under a 2-node one, or the
+ * unsuffixed files under a cluster's), so that the directory holds one model. */
+static void remove_stale(const char *dir, int nodes)
+{
+  static const char *const names[] = {"word_topic.txt", "totals.txt", "doc_topic.txt"};
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));)
+    for (int k = 0; k < 3; k++) {
+      const size_t len = strlen(names[k]);
+      if (strncmp(e->d_name, names[k], len)) continue;
+      const char *rest = e->d_name + len;
+      char *end;
+      long r = *rest == '.' && rest[1] >= '0' && rest[1] <= '9' ? strtol(rest + 1, &end, 10) : -1;
+      const int stale = *rest == '\0' ? nodes > 1 : r >= 0 && !*end && (nodes == 1 || r >= nodes);
+      char path[4400];
+      snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+      if (stale) remove(path);
+    }
+  if (d) closedir(d);
+}
+
+/* Collective: 0 if every node says ok, else -1 (err says why where it was not this one). */
+static int all_ok(lda_t *m, int ok, const char *what, char *err, size_t errlen)
+{
+  double v = ok ? 0 : 1;
+  if (au_allreduce_sum(rt_of(m), &v, 1) != 0) {
+    if (ok) snprintf(err, errlen, "%s: the nodes could not agree", what);
+    return -1;
+  }
+  if (v > 0 && ok) snprintf(err, errlen, "%s: another node failed", what);
+  return v > 0 ? -1 : 0;
+}
+
+int lda_save(lda_t *m, const char *dir, const lda_corpus_t *c, char *err, size_t errlen)
+{
+  char suffix[32] = "";
+  if (m->nodes > 1) snprintf(suffix, sizeof(suffix), ".%d", m->rank);
+  save_set_t *s = calloc(1, sizeof(*s));
+  int ok = s != NULL;
+  if (!ok) snprintf(err, errlen, "%s: out of memory", dir);
+  if (ok && mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+    ok = 0;
+  }
+  ok = ok && save_files(m, dir, c, suffix, s, err, errlen) == 0;
+  int rc = all_ok(m, ok, dir, err, errlen);
+  if (!rc && m->rank == 0) { /* the old model.txt first: a directory with one is whole */
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/model.txt", dir);
+    if (remove(path) != 0 && errno != ENOENT) {
+      snprintf(err, errlen, "%s: %s", path, strerror(errno));
+      rc = -1;
+    }
+    remove_stale(dir, m->nodes);
+  }
+  rc = all_ok(m, rc == 0, dir, err, errlen);
+  for (int i = 0; !rc && i < s->n; i++)
+    if (rename(s->tmp[i], s->path[i]) != 0) {
+      snprintf(err, errlen, "%s: %s", s->path[i], strerror(errno));
+      rc = -1;
+    }
+  for (int i = 0; s && rc && i < s->n; i++) remove(s->tmp[i]);
+  free(s);
+  rc = all_ok(m, rc == 0, dir, err, errlen);
+  if (rc || m->rank != 0) return rc;
+  /* last, once every node's files are in place: the hyperparameters and sizes (augur-lda
+     infer reads them, and the files they name) */
+  char path[4200], tmp[4300];
   snprintf(path, sizeof(path), "%s/model.txt", dir);
-  if (!(f = fopen(path, "w"))) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
     return -1;
   }
   fprintf(f,
           "# augur-lda model: word_topic.txt* (counts), totals.txt*, vocab.txt, doc_topic.txt*\n"
           "format=1\ntopics=%u\nalpha=%.9g\nbeta=%.9g\nwords=%u\ntokens=%llu\nnodes=%d\n",
           m->p.K, m->p.alpha, m->p.beta, m->V, (unsigned long long)m->tokens, m->nodes);
-  if (close_file(f, path, err, errlen) != 0) return -1;
-  snprintf(path, sizeof(path), "%s/vocab.txt", dir);
-  if (!(f = fopen(path, "w"))) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+  errno = 0;
+  int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, path) != 0) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno ? errno : EIO));
+    remove(tmp);
     return -1;
   }
-  char buf[32];
-  for (uint32_t w = 0; w < m->V; w++) fprintf(f, "%s\n", lda_corpus_word(c, w, buf, sizeof(buf)));
-  return close_file(f, path, err, errlen);
+  return 0;
 }

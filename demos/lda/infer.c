@@ -3,7 +3,6 @@
  * (docs/lda.md, "Inference"). One process, no cluster. */
 #include "infer.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -95,7 +94,7 @@ static int load_model(const char *dir, model_t *md)
   snprintf(path, sizeof(path), "%s/model.txt", dir);
   FILE *f = fopen(path, "r");
   if (!f) return bad("%s: %s (a directory that augur-lda --save wrote?)", path, strerror(errno));
-  double topics = -1, words = -1, format = -1;
+  double topics = -1, words = -1, format = -1, nodes = 1; /* (nodes=: since 2026-12-01) */
   md->alpha = md->beta = -1;
   while (fgets(line, sizeof(line), f)) {
     char key[32];
@@ -106,6 +105,7 @@ static int load_model(const char *dir, model_t *md)
     if (!strcmp(key, "words")) words = v;
     if (!strcmp(key, "alpha")) md->alpha = v;
     if (!strcmp(key, "beta")) md->beta = v;
+    if (!strcmp(key, "nodes")) nodes = v;
   }
   fclose(f);
   if (format != 1 || topics < 1 || topics > 65535 || words < 1 || words > LDA_MAX_WORDS ||
@@ -122,16 +122,18 @@ static int load_model(const char *dir, model_t *md)
     free(n);
     return bad("%s: out of memory for the model%s", dir, "");
   }
-  DIR *d = opendir(dir);
-  int rc = d ? 0 : bad("%s: %s", dir, strerror(errno)), files = 0;
-  for (struct dirent *e; !rc && d && (e = readdir(d));) {
-    if (strncmp(e->d_name, "word_topic.txt", 14) != 0) continue;
-    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+  /* exactly the files the save wrote: word_topic.txt, or one per node (not whatever else
+     a directory holds: another save's, by another node count) */
+  int rc = nodes >= 1 && nodes <= 65536 && nodes == (int)nodes
+               ? 0
+               : bad("%s: nodes= is not a node count%s", dir, "");
+  for (int r = 0; !rc && r < (int)nodes; r++) {
+    if (nodes == 1)
+      snprintf(path, sizeof(path), "%s/word_topic.txt", dir);
+    else
+      snprintf(path, sizeof(path), "%s/word_topic.txt.%d", dir, r);
     rc = read_counts(path, md, n);
-    files++;
   }
-  if (d) closedir(d);
-  if (!rc && !files) rc = bad("%s: no word_topic.txt files%s", dir, "");
   double *nk = calloc(md->K, sizeof(double));
   if (!rc && !nk) rc = bad("%s: out of memory%s", dir, "");
   for (size_t i = 0; !rc && i < (size_t)md->V * md->K; i++) nk[i % md->K] += n[i];

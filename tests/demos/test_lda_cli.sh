@@ -225,6 +225,29 @@ if [ -n "$augur" ]; then
   llh=$(grep -o 'llh_per_token=[-0-9.]*' <<<"$inf" | cut -d= -f2)
   check "infer: held-out llh/token $llh beats the uniform word (-log 363)" \
     awk -v l="$llh" 'BEGIN { exit !(l != "" && l > -log(363)) }'
+  # a one-node save over a 3-node one: the directory holds one model (the per-node files
+  # go), and infer reads it as it reads the same save in a clean directory
+  timeout 120 "$augur" run -n 3 "$lda" "$tmp/corpus.txt" --topics 6 --iterations 2 --top-words 0 \
+    --save "$tmp/mix" >/dev/null 2>&1
+  check "save over another node count: 3 nodes' files first" test -s "$tmp/mix/word_topic.txt.2"
+  "$lda" "$tmp/corpus.txt" --topics 6 --iterations 30 --top-words 0 --save "$tmp/mix" >/dev/null
+  check "save over another node count: no per-node file left" \
+    test -z "$(ls "$tmp/mix" | grep -E '\.[0-9]+$')"
+  mkdir "$tmp/clean"
+  cp "$tmp/mix"/{model,vocab,word_topic,doc_topic}.txt "$tmp/clean"
+  check "save over another node count: infer reads the one model" \
+    test "$("$lda" infer "$tmp/mix" "$tmp/corpus.txt" --iterations 5 | md5sum)" = \
+    "$("$lda" infer "$tmp/clean" "$tmp/corpus.txt" --iterations 5 | md5sum)"
+  # a save that fails (here a temporary name that cannot be made) leaves the one before
+  cp -r "$tmp/m30" "$tmp/m30.before"
+  mkdir "$tmp/m30/doc_topic.txt.tmp"
+  "$lda" "$tmp/corpus.txt" --topics 6 --iterations 1 --top-words 0 --save "$tmp/m30" \
+    >/dev/null 2>"$tmp/err"; rc=$?
+  check "failed save: exit 1, naming the file" \
+    test $rc -eq 1 -a "$(grep -c 'doc_topic.txt.tmp' "$tmp/err")" -eq 1
+  check "failed save: the previous save is as it was" \
+    diff -r -x doc_topic.txt.tmp "$tmp/m30.before" "$tmp/m30"
+  rmdir "$tmp/m30/doc_topic.txt.tmp"
   printf 'wab wab zzzz qqqq\n' >"$tmp/new.txt"
   inf=$("$lda" infer "$tmp/m30" "$tmp/new.txt" 2>&1)
   check "infer: words the model lacks counted ($(tail -1 <<<"$inf"))" \
