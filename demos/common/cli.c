@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *prog = "demo";
@@ -106,4 +107,41 @@ const char *cli_ckpt_from(const cli_ckpt_t *c)
   char latest[4200];
   snprintf(latest, sizeof(latest), "%s/LATEST", c->dir);
   return access(latest, R_OK) == 0 ? c->dir : NULL;
+}
+
+/* A directory the run will write into: made if absent, and writable. */
+static int output_dir(const char *flag, const char *dir)
+{
+  struct stat st;
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "%s: %s %s: %s\n", prog, flag, dir, strerror(errno));
+    return 2;
+  }
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0) {
+    fprintf(stderr, "%s: %s %s: %s\n", prog, flag, dir,
+            stat(dir, &st) == 0 && !S_ISDIR(st.st_mode) ? "not a directory" : strerror(errno));
+    return 2;
+  }
+  return 0;
+}
+
+int cli_check_outputs(const char *save, const char *ckdir, const char *trace)
+{
+  if (save && output_dir("--save", save)) return 2;
+  if (ckdir && output_dir("--checkpoint", ckdir)) return 2;
+  struct stat st;
+  if (trace && stat(trace, &st) == 0 && S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "%s: --trace %s: a directory, not a file\n", prog, trace);
+    return 2;
+  }
+  return 0;
+}
+
+int cli_stdout_status(int status)
+{
+  if ((fflush(stdout) != 0 || ferror(stdout)) && status == 0) { /* (a full disk, /dev/full) */
+    fprintf(stderr, "%s: writing the output: %s\n", prog, strerror(errno));
+    return 1;
+  }
+  return status;
 }

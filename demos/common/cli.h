@@ -43,4 +43,12 @@ int cli_ckpt_set(cli_ckpt_t *c, const char *flag, const char *v);
  * started the job again (AU_RESTART set), --checkpoint's if it holds a LATEST; or NULL. */
 const char *cli_ckpt_from(const cli_ckpt_t *c);
 
+/* What a run writes, checked before it trains (exit 2 and one line naming the flag, not a
+ * failure after the work): save and ckdir (each NULL: not written here) must be
+ * directories it can write, made if absent; trace must not name a directory. 0 or 2. */
+int cli_check_outputs(const char *save, const char *ckdir, const char *trace);
+/* For the end of main: status, or 1 after a message when standard output could not be
+ * written (a full disk, a closed pipe's reader aside). */
+int cli_stdout_status(int status);
+
 #endif

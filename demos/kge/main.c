@@ -416,23 +416,6 @@ static int resume(au_node_t *node, const args_t *a, const kg_graph_t *g, const c
   return 0;
 }
 
-/* A directory the run will write into: made if absent, and writable. 0, or 2 with a
- * message naming the flag. */
-static int output_dir(const char *flag, const char *dir)
-{
-  struct stat st;
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-    fprintf(stderr, PROG ": %s %s: %s\n", flag, dir, strerror(errno));
-    return 2;
-  }
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0) {
-    fprintf(stderr, PROG ": %s %s: %s\n", flag, dir,
-            stat(dir, &st) == 0 && !S_ISDIR(st.st_mode) ? "not a directory" : strerror(errno));
-    return 2;
-  }
-  return 0;
-}
-
 /* What the run writes is checked before it trains, not after (--save, --checkpoint and
  * --trace failed at the end before 2026-12-04): --save on rank 0, which writes it, the
  * others on every node. */
@@ -441,14 +424,7 @@ static int check_outputs(const args_t *a)
   au_cluster_opts_t co;
   char cerr[256];
   const int rank = au_cluster_opts_from_env(&co, cerr, sizeof(cerr)) == 1 ? co.rank : 0;
-  if (a->save && rank == 0 && output_dir("--save", a->save)) return 2;
-  if (a->ck.dir && output_dir("--checkpoint", a->ck.dir)) return 2;
-  struct stat st;
-  if (a->trace && stat(a->trace, &st) == 0 && S_ISDIR(st.st_mode)) {
-    fprintf(stderr, PROG ": --trace %s: a directory, not a file\n", a->trace);
-    return 2;
-  }
-  return 0;
+  return cli_check_outputs(rank == 0 ? a->save : NULL, a->ck.dir, a->trace);
 }
 
 int main(int argc, char **argv)
@@ -608,10 +584,7 @@ int main(int argc, char **argv)
     fprintf(stderr, PROG ": writing the trace %s: %s\n", a.trace, au_strerror(rc));
     status = 1;
   }
-  if ((fflush(stdout) != 0 || ferror(stdout)) && status == 0) { /* (a full disk, /dev/full) */
-    fprintf(stderr, PROG ": writing the output: %s\n", strerror(errno));
-    status = 1;
-  }
+  status = cli_stdout_status(status);
   au_node_destroy(node);
   kge_free(m);
   kg_graph_free(&g);

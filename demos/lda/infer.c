@@ -332,5 +332,5 @@ int lda_infer_main(int argc, char **argv)
   free(md.phi);
   lda_corpus_free(&md.vocab);
   lda_corpus_free(&c);
-  return status;
+  return cli_stdout_status(status);
 }

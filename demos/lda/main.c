@@ -343,6 +343,8 @@ int main(int argc, char **argv)
   args_t a;
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;
+  /* what the run writes, before it trains (every node writes its part of --save) */
+  if ((rc = cli_check_outputs(a.save, a.ck.dir, a.trace)) != 0) return rc;
 
   /* A FILE on a cluster: each node reads its part (shard.h), so the node comes first.
    * Otherwise every node loads or generates the whole corpus and keeps its documents. */
@@ -508,5 +510,5 @@ int main(int argc, char **argv)
   au_node_destroy(node);
   lda_free(m);
   lda_corpus_free(&c);
-  return status;
+  return cli_stdout_status(status);
 }

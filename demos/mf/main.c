@@ -311,6 +311,12 @@ int main(int argc, char **argv)
   args_t a;
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;
+  { /* what the run writes, before it trains: --save on rank 0 (which writes it) */
+    au_cluster_opts_t co;
+    char cerr[256];
+    const int rank = au_cluster_opts_from_env(&co, cerr, sizeof(cerr)) == 1 ? co.rank : 0;
+    if ((rc = cli_check_outputs(rank == 0 ? a.save : NULL, a.ck.dir, a.trace)) != 0) return rc;
+  }
 
   char err[512];
   mf_isa_t isa; /* a bad AUGUR_MF_ISA is bad input: say so before loading anything */
@@ -492,5 +498,5 @@ int main(int argc, char **argv)
   au_node_destroy(node);
   mf_free(m);
   dataset_free(&d);
-  return status;
+  return cli_stdout_status(status);
 }

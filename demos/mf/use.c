@@ -119,7 +119,7 @@ int mf_predict_main(int argc, char **argv)
   mf_ratings_free(&r);
   mf_idmap_free(&rows), mf_idmap_free(&cols);
   mf_model_free(&m);
-  return status;
+  return cli_stdout_status(status);
 }
 
 typedef struct scored {
@@ -208,5 +208,5 @@ int mf_recommend_main(int argc, char **argv)
   mf_ratings_free(&r);
   mf_idmap_free(&rows), mf_idmap_free(&cols);
   mf_model_free(&m);
-  return status;
+  return cli_stdout_status(status);
 }

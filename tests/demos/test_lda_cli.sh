@@ -36,6 +36,14 @@ expect_error() { # expect_error NAME PATTERN ARGS...
   check "$name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
 }
 expect_error "unknown flag" "unknown flag '--bogus'" --bogus
+# what the run writes is checked before it trains; a write error on stdout is status 1
+expect_error "--save where no directory can be" "--save /nonexistent/x: No such file" \
+  --docs 100 --iterations 1 --top-words 0 --save /nonexistent/x
+expect_error "--checkpoint where no directory can be" "--checkpoint /nonexistent/x: No such file" \
+  --docs 100 --iterations 1 --top-words 0 --checkpoint /nonexistent/x
+expect_error "--trace naming a directory" "--trace $tmp: a directory" --docs 100 --iterations 1 --top-words 0 --trace "$tmp"
+"$lda" --docs 100 --iterations 1 --top-words 0 >/dev/full 2>"$tmp/err"
+check "stdout on a full disk: exit 1, said" test $? -eq 1 -a "$(grep -c 'writing the output' "$tmp/err")" -eq 1
 expect_error "trace without a file" "--trace: expected a file name" --trace
 expect_error "bad number" "--topics: expected" --topics abc
 expect_error "too many topics" "--topics: expected a whole number in \[1, 65535\]" --topics 70000

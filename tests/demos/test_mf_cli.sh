@@ -33,6 +33,14 @@ expect_error() { # expect_error NAME PATTERN ARGS...
   check "$name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
 }
 expect_error "unknown flag" "unknown flag '--bogus'" --bogus
+# what the run writes is checked before it trains; a write error on stdout is status 1
+expect_error "--save where no directory can be" "--save /nonexistent/x: No such file" \
+  --rows 200 --cols 100 --ratings 3000 --epochs 1 --save /nonexistent/x
+expect_error "--checkpoint where no directory can be" "--checkpoint /nonexistent/x: No such file" \
+  --rows 200 --cols 100 --ratings 3000 --epochs 1 --checkpoint /nonexistent/x
+expect_error "--trace naming a directory" "--trace $tmp: a directory" --rows 200 --cols 100 --ratings 3000 --epochs 1 --trace "$tmp"
+"$mf" --rows 200 --cols 100 --ratings 3000 --epochs 1 >/dev/full 2>"$tmp/err"
+check "stdout on a full disk: exit 1, said" test $? -eq 1 -a "$(grep -c 'writing the output' "$tmp/err")" -eq 1
 expect_error "bad number" "--rank: expected" --rank abc
 expect_error "negative number" "--epochs: expected" --epochs -3
 expect_error "missing value" "--lr: expected" --lr
