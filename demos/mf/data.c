@@ -3,6 +3,7 @@
  * path). The generator, split and shuffle are in generate.c. */
 #include "data.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -411,14 +412,19 @@ static int rating_line(loader_t *L, const char *line, size_t len)
   }
   uint64_t rid = 0, cid = 0, ts;
   int ids_ok = parse_u64(f[0].b, f[0].e, &rid);
-  if (L->fmt == MF_FMT_CSV && !L->seen_data && !ids_ok && n >= minf && n <= maxf) {
-    L->seen_data = 1; /* header: userId,movieId,rating,timestamp */
+  /* a header (userId,movieId,rating,timestamp): a first line whose first field is a name,
+     not a number that failed (-1, 1.5: a bad line, said, not a rating dropped) */
+  const int named = f[0].b < f[0].e && (isalpha((unsigned char)*f[0].b) || *f[0].b == '"');
+  if (L->fmt == MF_FMT_CSV && !L->seen_data && !ids_ok && named && n >= minf && n <= maxf) {
+    L->seen_data = 1;
     return 0;
   }
   L->seen_data = 1;
   if (n < minf || n > maxf || !ids_ok || !parse_u64(f[1].b, f[1].e, &cid) ||
       (n == 4 && !parse_u64(f[3].b, f[3].e, &ts)))
     return bad_line(L, expected_line[L->fmt], line, len);
+  if (rid == MF_NO_ID || cid == MF_NO_ID) /* (the value that marks "no id" in a model) */
+    return bad_line(L, "ids below 18446744073709551615", line, len);
   float v;
   int vr = parse_value(f[2].b, f[2].e, &v);
   if (vr != VAL_OK) {
@@ -504,6 +510,8 @@ static int mm_line(loader_t *L, const char *line, size_t len)
 
 static int load_line(loader_t *L, const char *line, size_t len)
 {
+  if (L->lineno == 1 && L->line_at == 0 && len >= 3 && !memcmp(line, "\xef\xbb\xbf", 3))
+    line += 3, len -= 3; /* a UTF-8 byte-order mark at the file's start */
   if (L->fmt == MF_FMT_MM && L->mm_state == 0) return mm_banner(L, line, len);
   const char *p = line;
   while (p < line + len && is_ws(*p)) p++;

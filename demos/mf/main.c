@@ -151,7 +151,8 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (!strcmp(f, "--reg")) {
       if (!(rc = cli_parse_double(f, VALUE(), 0, 1e6, &d))) a->reg = (float)d;
     } else if (!strcmp(f, "--init-sd")) {
-      if (!(rc = cli_parse_double(f, VALUE(), 0, 100, &d))) a->init_sd = (float)d;
+      /* (0: every factor and gradient zero, nothing learns) */
+      if (!(rc = cli_parse_double(f, VALUE(), 1e-9, 100, &d))) a->init_sd = (float)d;
     } else if (!strcmp(f, "--threads")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1024, &u))) a->threads = (int)u;
     } else if (!strcmp(f, "--sync-ms")) {
@@ -162,7 +163,7 @@ static int parse_args(int argc, char **argv, args_t *a)
         rc = cli_fail_flag(f, v, "async, ssp:S (S = 0..1000000) or bsp");
       a->mf.bounded = a->consistency != AU_ASYNC;
     } else if (!strcmp(f, "--workers")) {
-      if (!(rc = cli_parse_u64(f, VALUE(), 1, 65536, &u))) a->mf.workers = (int)u;
+      if (!(rc = cli_parse_u64(f, VALUE(), 1, 4096, &u))) a->mf.workers = (int)u; /* a node's */
     } else if (!strcmp(f, "--batch")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1 << 24, &u))) a->mf.batch = (uint32_t)u;
     } else if (!strcmp(f, "--stagger")) {
@@ -437,6 +438,15 @@ int main(int argc, char **argv)
     au_trace_span(au_node_runtime(node), "epoch", (uint64_t)e + 1, t0); /* (when tracing) */
     if (rc != 0) {
       fprintf(stderr, PROG ": epoch %d: %s\n", e + 1, au_strerror(rc));
+      status = 1;
+      break;
+    }
+    if (!isfinite(st.train_rmse)) { /* (the cluster's sum: every node stops here alike) */
+      if (talk)
+        fprintf(stderr,
+                PROG ": epoch %d: training diverged (train_rmse=%g): nothing checkpointed or "
+                     "saved; try a smaller --lr, --reg or --init-sd\n",
+                e + 1, st.train_rmse);
       status = 1;
       break;
     }

@@ -33,6 +33,13 @@ expect_error() { # expect_error NAME PATTERN ARGS...
   check "$name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
 }
 expect_error "unknown flag" "unknown flag '--bogus'" --bogus
+expect_error "--init-sd 0 (nothing would learn)" "--init-sd: expected a number in" --init-sd 0
+expect_error "--workers past a node's" "--workers: expected a whole number in \\[1, 4096\\]" \
+  --workers 4097
+"$mf" --rows 200 --cols 100 --ratings 3000 --epochs 2 --reg 1e6 --save "$tmp/diverged" \
+  >/dev/null 2>"$tmp/err"
+check "diverged training: exit 1, said, nothing saved" \
+  test $? -eq 1 -a "$(grep -c 'training diverged' "$tmp/err")" -eq 1 -a ! -e "$tmp/diverged/model.txt"
 # what the run writes is checked before it trains; a write error on stdout is status 1
 expect_error "--save where no directory can be" "--save /nonexistent/x: No such file" \
   --rows 200 --cols 100 --ratings 3000 --epochs 1 --save /nonexistent/x

@@ -114,6 +114,23 @@ static void test_csv(void **state)
   assert_rating(&l, 2, 10, 300, 2.5f);
   assert_int_equal(l.skipped, 0);
   loaded_free(&l);
+  /* a UTF-8 byte-order mark: not part of the first id (its rating was taken for a header),
+     nor of a header */
+  assert_int_equal(load(&l, "bom.csv",
+                        "\xef\xbb\xbf"
+                        "10,200,4.5\n7,200,3\n",
+                        MF_FMT_CSV),
+                   0);
+  assert_int_equal(l.r.n, 2);
+  assert_rating(&l, 0, 10, 200, 4.5f);
+  loaded_free(&l);
+  assert_int_equal(load(&l, "bomh.csv",
+                        "\xef\xbb\xbf"
+                        "userId,movieId,rating\n7,200,3\n",
+                        MF_FMT_CSV),
+                   0);
+  assert_int_equal(l.r.n, 1);
+  loaded_free(&l);
 }
 
 static void test_udata(void **state)
@@ -157,16 +174,16 @@ static void test_triples(void **state)
   loaded_t l;
   assert_int_equal(load(&l, "t.txt",
                         "# row col value\n5 0 1.5\n   \n3\t1   -2e-1\n5 1 7\n"
-                        "18446744073709551615 0 0.125\n",
+                        "18446744073709551614 0 0.125\n", /* the largest id (the next: none) */
                         MF_FMT_TRIPLES),
                    0);
   assert_int_equal(l.r.n, 4);
-  assert_ids(&l.rows, (uint64_t[]){5, 3, UINT64_MAX}, 3);
+  assert_ids(&l.rows, (uint64_t[]){5, 3, UINT64_MAX - 1}, 3);
   assert_ids(&l.cols, (uint64_t[]){0, 1}, 2);
   assert_rating(&l, 0, 5, 0, 1.5f);
   assert_rating(&l, 1, 3, 1, -0.2f);
   assert_rating(&l, 2, 5, 1, 7);
-  assert_rating(&l, 3, UINT64_MAX, 0, 0.125f);
+  assert_rating(&l, 3, UINT64_MAX - 1, 0, 0.125f);
   loaded_free(&l);
 }
 
@@ -262,6 +279,10 @@ static void test_malformed(void **state)
       {MF_FMT_TRIPLES, "0 0 1 5\n", ":1:", "got '0 0 1 5'"},
       {MF_FMT_TRIPLES, "-1 0 1\n", ":1:", "-1"},
       {MF_FMT_TRIPLES, "18446744073709551616 0 1\n", ":1:", "expected"},
+      {MF_FMT_TRIPLES, "0 0 1\n18446744073709551615 0 1\n",
+       ":2:", "expected ids below 18446744073709551615"},
+      {MF_FMT_CSV, "-1,10,4\n", ":1:", "got '-1,10,4'"}, /* not a header: a bad first line */
+      {MF_FMT_CSV, "1.5,10,4\n", ":1:", "got '1.5,10,4'"},
       {MF_FMT_TRIPLES, "0 0 1\n0 1 1e999\n", ":2:", "finite"},
       {MF_FMT_MM, "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n2 2 2\n",
        ":4:", "expected 3 entries"},
