@@ -102,6 +102,14 @@ static int parse_u64(const field_t *f, uint64_t *out)
   return 1;
 }
 
+/* A UTF-8 byte-order mark at the file's start (its first line) is not text: dropped. */
+static size_t drop_bom(char *line, size_t len, int first)
+{
+  if (!first || len < 3 || memcmp(line, "\xef\xbb\xbf", 3)) return len;
+  memmove(line, line + 3, len - 2); /* (the terminating NUL too) */
+  return len - 3;
+}
+
 int lda__each_line(const char *path, lda__line_fn fn, void *state, size_t *lines, char *err,
                    size_t errlen)
 {
@@ -119,6 +127,7 @@ int lda__each_line(const char *path, lda__line_fn fn, void *state, size_t *lines
     lineno++;
     if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
     if (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
+    len = (ssize_t)drop_bom(line, (size_t)len, lineno == 1);
     rc = fn(state, line, (size_t)len, lineno);
   }
   if (!rc && !feof(f)) { /* getline failed: a read error or no memory */
@@ -224,6 +233,7 @@ int lda__each_line_part(const char *path, long long body, size_t body_lines, int
     lineno++;
     if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
     if (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
+    len = (ssize_t)drop_bom(line, (size_t)len, here == 0);
     rc = fn(state, line, (size_t)len, lineno, part ? here : -1, here >= to);
   }
   if (rc == LDA__STOP) {
@@ -438,6 +448,7 @@ int lda_load_uci_part(const char *path, int part, int nparts, lda_uci_part_t *ou
     lineno++;
     if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
     if (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
+    len = (ssize_t)drop_bom(line, (size_t)len, lineno == 1);
     rc = uci_line(&u, line, (size_t)len, lineno);
   }
   free(line);
@@ -494,6 +505,12 @@ static int vocab_line(void *state, char *line, size_t len, size_t lineno)
                  lineno, lda__shown(buf, sizeof(buf), line, len));
     return LDA_EPARSE;
   }
+  for (const char *q = b; q < e; q++)
+    if (is_ws(*q)) { /* the model's files separate fields by spaces */
+      lda__set_err(v->err, v->errlen, "%s:%zu: expected a word without spaces, got '%s'", v->path,
+                   lineno, lda__shown(buf, sizeof(buf), line, len));
+      return LDA_EPARSE;
+    }
   if (v->n == v->want) {
     lda__set_err(v->err, v->errlen,
                  "%s:%zu: expected at most %u words (the vocabulary size W of the corpus), got "

@@ -110,6 +110,7 @@ static int parse_args(int argc, char **argv, args_t *a)
   a->format = FMT_AUTO;
   a->top_words = 10;
   a->min_count = 2;
+  const char *gen_flag = NULL; /* a generator flag given */
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i];
     uint64_t u;
@@ -197,7 +198,16 @@ static int parse_args(int argc, char **argv, args_t *a)
     }
 #undef VALUE
     if (rc) return rc;
+    static const char *const gen_flags[] = {"--docs",           "--vocab-size", "--doc-length",
+                                            "--planted-topics", "--zipf",       "--length-sigma"};
+    for (size_t k = 0; k < sizeof(gen_flags) / sizeof(gen_flags[0]); k++)
+      if (!strcmp(f, gen_flags[k])) gen_flag = gen_flags[k];
   }
+  if (gen_flag && a->file) { /* a flag that would do nothing is a mistake to say */
+    fprintf(stderr, PROG ": %s shapes the generated data; with a file it does nothing\n", gen_flag);
+    return 2;
+  }
+
   if (a->lda.place == AU_PLACE_RELOCATE && a->consistency != AU_ASYNC) {
     fprintf(stderr, PROG ": --mode relocate needs --consistency async: under a bound parameter "
                          "actors do not move (replicate, hot and adaptive work)\n");
@@ -218,8 +228,9 @@ static int detect_format(const char *path)
   if (!f) return FMT_UCI; /* the loader reports the error */
   char buf[256];
   int fmt = FMT_TEXT;
-  while (fgets(buf, sizeof(buf), f)) {
+  for (int first = 1; fgets(buf, sizeof(buf), f); first = 0) {
     char *p = buf;
+    if (first && !memcmp(p, "\xef\xbb\xbf", 3)) p += 3; /* a UTF-8 byte-order mark */
     while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
     if (!*p) continue;
     char *q = p;

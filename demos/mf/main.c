@@ -119,6 +119,8 @@ static int parse_args(int argc, char **argv, args_t *a)
   a->lr = a->decay = a->reg = a->init_sd = NAN;
   a->test_ratio = 0.1;
   a->format = MF_FMT_AUTO;
+  const char *gen_flag = NULL; /* a generator flag given */
+  int hot_flag = 0;
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i];
     uint64_t u;
@@ -217,7 +219,22 @@ static int parse_args(int argc, char **argv, args_t *a)
     }
 #undef VALUE
     if (rc) return rc;
+    static const char *const gen_flags[] = {"--rows",      "--cols",  "--ratings",
+                                            "--true-rank", "--noise", "--skew"};
+    for (size_t k = 0; k < sizeof(gen_flags) / sizeof(gen_flags[0]); k++)
+      if (!strcmp(f, gen_flags[k])) gen_flag = gen_flags[k];
+    if (!strcmp(f, "--hot")) hot_flag = 1;
   }
+  if (gen_flag && a->train) { /* a flag that would do nothing is a mistake to say */
+    fprintf(stderr, PROG ": %s shapes the generated data; with a file it does nothing\n", gen_flag);
+    return 2;
+  }
+  if (hot_flag && a->mf.place != AU_PLACE_HOT) {
+    fprintf(stderr, PROG ": --hot is for --mode hot (this run is --mode %s)\n",
+            au_place_name(a->mf.place));
+    return 2;
+  }
+
   /* the optimizer's defaults, then what the flags set */
   if (a->optim >= 0) mf_opts_optimizer(&a->mf, (mf_optim_t)a->optim);
   if (!isnan(a->lr)) a->mf.lr = a->lr;

@@ -36,6 +36,15 @@ expect_error() { # expect_error NAME PATTERN ARGS...
   check "$name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
 }
 expect_error "unknown flag" "unknown flag '--bogus'" --bogus
+printf 'apple pear\npear plum\n' >"$tmp/tiny.txt"
+expect_error "a generator flag with a file" "--docs shapes the generated data" "$tmp/tiny.txt" --docs 10
+printf '\xef\xbb\xbfapple pear apple\npear plum\n' >"$tmp/bom.txt"
+out=$("$lda" "$tmp/bom.txt" --topics 2 --iterations 1 --top-words 0 --save "$tmp/bom" 2>&1)
+check "a UTF-8 BOM is not part of the first word" test "$(head -1 "$tmp/bom/vocab.txt")" = apple
+printf '3\n2\n3\n1 1 2\n2 2 1\n3 1 1\n' >"$tmp/w.uci"
+printf 'new york\nparis\n' >"$tmp/w.vocab"
+expect_error "a vocabulary word with a space" "w.vocab:1: expected a word without spaces" \
+  "$tmp/w.uci" --vocab "$tmp/w.vocab"
 # what the run writes is checked before it trains; a write error on stdout is status 1
 expect_error "--save where no directory can be" "--save /nonexistent/x: No such file" \
   --docs 100 --iterations 1 --top-words 0 --save /nonexistent/x
