@@ -435,7 +435,7 @@ int main(int argc, char **argv)
   const char *resume = cli_ckpt_from(&a.ck);
   if (resume) {
     double rmse = NAN;
-    if ((rc = mf_resume(m, resume, &d.rows, &e0, err, sizeof(err))) != 0) {
+    if ((rc = mf_resume(m, resume, &d.rows, &d.cols, &e0, err, sizeof(err))) != 0) {
       fprintf(stderr, PROG ": %s\n", err);
       status = rc == AU_EINVAL ? 2 : 1;
     } else if (ntest && (rc = mf_evaluate(m, &rmse)) != 0) { /* collective */
@@ -471,7 +471,7 @@ int main(int argc, char **argv)
     int ck_removed = 0;
     if (a.ck.dir && ((e + 1) % a.ck.every == 0 || e + 1 == a.epochs)) {
       uint64_t c0 = au_now_ns();
-      if ((rc = mf_checkpoint(m, a.ck.dir, e + 1, &d.rows, err, sizeof(err))) != 0) {
+      if ((rc = mf_checkpoint(m, a.ck.dir, e + 1, &d.rows, &d.cols, err, sizeof(err))) != 0) {
         fprintf(stderr, PROG ": %s\n", err);
         status = 1;
         break;

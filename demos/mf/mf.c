@@ -876,8 +876,26 @@ static uint64_t row_id(const mf_idmap_t *rows, uint64_t g)
   return rows && g < rows->n ? rows->ids[g] : g;
 }
 
-int mf_checkpoint(mf_t *m, const char *dir, int epochs, const mf_idmap_t *rows, char *err,
-                  size_t errlen)
+/* What the rows of a checkpoint mean beyond their width, after colmap.bin's keys: the
+ * factor length, biases, optimizer and the columns' file ids in column order (a hash), so
+ * that a resume with --rank 17 over --rank 16 --biases (the same width), or on a file whose
+ * columns are others, is refused rather than trained on rows that mean something else. */
+typedef struct shape {
+  uint32_t magic, rank, biases, optim;
+  uint64_t cols;
+} shape_t;
+#define SHAPE_MAGIC 0x5348504du /* "MPHS" */
+
+static shape_t shape_of(const mf_t *m, const mf_idmap_t *cols)
+{
+  uint64_t h = 0xcbf29ce484222325ULL ^ m->ncols;
+  for (uint32_t c = 0; c < m->ncols; c++)
+    h = (h ^ (cols && c < cols->n ? cols->ids[c] : c)) * 0x100000001b3ULL;
+  return (shape_t){SHAPE_MAGIC, m->o.rank, (uint32_t)m->o.biases, (uint32_t)m->o.optim, h};
+}
+
+int mf_checkpoint(mf_t *m, const char *dir, int epochs, const mf_idmap_t *rows,
+                  const mf_idmap_t *cols, char *err, size_t errlen)
 {
   /* this node's rows (by file id) into the checkpoint's directory, then the column table
    * with au_checkpoint, whose manifest and LATEST come last */
@@ -892,8 +910,9 @@ int mf_checkpoint(mf_t *m, const char *dir, int epochs, const mf_idmap_t *rows, 
     snprintf(cpath, sizeof(cpath), "%s/colmap.bin", sub);
     snprintf(ctmp, sizeof(ctmp), "%s.tmp", cpath);
     FILE *c = fopen(ctmp, "wb");
+    const shape_t sh = shape_of(m, cols);
     ok = c && fwrite(&m->ncols, 4, 1, c) == 1 && fwrite(m->col_key, 4, m->ncols, c) == m->ncols &&
-         fflush(c) == 0 && fsync(fileno(c)) == 0;
+         fwrite(&sh, sizeof(sh), 1, c) == 1 && fflush(c) == 0 && fsync(fileno(c)) == 0;
     if (c) ok &= fclose(c) == 0;
     ok = ok && rename(ctmp, cpath) == 0;
     if (!ok) {
@@ -955,8 +974,8 @@ static au_key_t to_our_key(void *arg, const au_table_t *t, au_key_t written)
              : UINT64_MAX;
 }
 
-int mf_resume(mf_t *m, const char *dir, const mf_idmap_t *rows, int *epochs, char *err,
-              size_t errlen)
+int mf_resume(mf_t *m, const char *dir, const mf_idmap_t *rows, const mf_idmap_t *cols, int *epochs,
+              char *err, size_t errlen)
 {
   uint64_t clock = 0;
   char sub[4096], cpath[4200];
@@ -975,6 +994,23 @@ int mf_resume(mf_t *m, const char *dir, const mf_idmap_t *rows, int *epochs, cha
     snprintf(err, errlen, "resume: %s: %s", cpath,
              !cf ? strerror(errno) : "not the columns of this model (another data set?)");
     rc = cf ? AU_EINVAL : AU_EIO;
+  }
+  shape_t sh, want = shape_of(m, cols);
+  const size_t got = !rc && cf ? fread(&sh, 1, sizeof(sh), cf) : 0; /* (none before 2026-12-04) */
+  if (!rc && got && (got != sizeof(sh) || sh.magic != SHAPE_MAGIC)) {
+    snprintf(err, errlen, "resume: %s: malformed after the column keys", cpath);
+    rc = AU_EIO;
+  } else if (!rc && got &&
+             (sh.rank != want.rank || sh.biases != want.biases || sh.optim != want.optim)) {
+    snprintf(err, errlen,
+             "resume: %s: written by --rank %u%s --optimizer %s, this run is --rank %u%s "
+             "--optimizer %s",
+             dir, sh.rank, sh.biases ? " --biases" : "", sh.optim == MF_SGD ? "sgd" : "adagrad",
+             want.rank, want.biases ? " --biases" : "", want.optim == MF_SGD ? "sgd" : "adagrad");
+    rc = AU_EINVAL;
+  } else if (!rc && got && sh.cols != want.cols) {
+    snprintf(err, errlen, "resume: %s: written for other columns (the same count, other ids)", dir);
+    rc = AU_EINVAL;
   }
   if (cf) fclose(cf);
   for (uint32_t k = 0; !rc && k < cm.nkeys; k++) cm.written_col[k] = UINT32_MAX;

@@ -90,13 +90,14 @@ int mf_evaluate(mf_t *m, double *rmse);
  * `epochs` epochs (docs/checkpoints.md): the column table by au_checkpoint, and each
  * node's row factors (values and AdaGrad state, by file id) as DIR/ckpt-E/rows-RANK.bin,
  * written before the manifest and LATEST. 0 or an AU_* error with a message in err. */
-int mf_checkpoint(mf_t *m, const char *dir, int epochs, const mf_idmap_t *rows, char *err,
-                  size_t errlen);
+int mf_checkpoint(mf_t *m, const char *dir, int epochs, const mf_idmap_t *rows,
+                  const mf_idmap_t *cols, char *err, size_t errlen);
 /* Collective, after mf_create: the state of DIR's latest checkpoint, on any node count
- * (rows found by file id, so the same data set and flags); *epochs gets the epochs done.
+ * (rows found by file id, so the same data set and flags: rank, biases, optimizer and the
+ * columns' ids are checked); *epochs gets the epochs done.
  * 0 or an AU_* error with a message in err. */
-int mf_resume(mf_t *m, const char *dir, const mf_idmap_t *rows, int *epochs, char *err,
-              size_t errlen);
+int mf_resume(mf_t *m, const char *dir, const mf_idmap_t *rows, const mf_idmap_t *cols, int *epochs,
+              char *err, size_t errlen);
 
 /* Collective: the whole model on every node (model.h), a gather through the allreduce
  * (each row from its node, each column from the owner of its parameter actor), under the

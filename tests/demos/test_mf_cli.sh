@@ -192,6 +192,17 @@ out=$("$mf" "${small[@]}" --epochs 24 --resume "$ck/k1" 2>&1)
 check "--checkpoint-keep 1: the latest resumes" grep -q '^resumed=.* epochs=23 ' <<<"$out"
 out=$("$mf" "${small[@]}" --epochs 3 --checkpoint "$ck/k0" --checkpoint-keep 0 2>&1)
 check "--checkpoint-keep 0 keeps all" test "$(ls "$ck/k0" | grep -c '^ckpt-')" -eq 3
+# a resume must be of the same model: --rank 17 has the width of --rank 16 --biases, and a
+# file with the same number of columns under other ids is other data
+"$mf" "$tmp/ratings.csv" --epochs 1 --rank 16 --biases --checkpoint "$ck/shape" >/dev/null 2>&1
+expect_error "resume, another rank of the same width" \
+  "written by --rank 16 --biases --optimizer adagrad, this run is --rank 17 --optimizer adagrad" \
+  "$tmp/ratings.csv" --epochs 2 --rank 17 --resume "$ck/shape"
+awk -F, '{ printf "%s,%d,%s\n", $1, $2 + 5000, $3 }' "$tmp/ratings.csv" >"$tmp/othercols.csv"
+expect_error "resume, other columns" "written for other columns" \
+  "$tmp/othercols.csv" --epochs 2 --rank 16 --biases --resume "$ck/shape"
+out=$("$mf" "$tmp/ratings.csv" --epochs 2 --rank 16 --biases --resume "$ck/shape" 2>&1)
+check "resume, the same model: goes on" grep -q '^resumed=.* epochs=1' <<<"$out"
 rm -rf "$ck"
 expect_error "--checkpoint-keep x" "--checkpoint-keep" --checkpoint-keep x
 
