@@ -176,6 +176,7 @@ int lda_resume(lda_t *m, const char *dir, int *sweeps, char *err, size_t errlen)
   }
   if (!rc) qsort(mine, nmine, sizeof(mine_t), by_id);
   size_t given = 0;
+  uint64_t records = 0; /* in all the writers' files (every node reads them all) */
   uint64_t *streams = calloc(4 * (size_t)m->nshards + 1, sizeof(uint64_t));
   int have_streams = 0;
   if (!rc && !streams) rc = AU_ENOMEM;
@@ -206,6 +207,7 @@ int lda_resume(lda_t *m, const char *dir, int *sweeps, char *err, size_t errlen)
         break;
       }
       h = fnv(h, &rec, sizeof(rec));
+      records++;
       const mine_t *d = find_doc(mine, nmine, rec.doc);
       if (!d) continue; /* another node's document */
       shard_t *s = &m->shards[d->shard];
@@ -262,12 +264,20 @@ int lda_resume(lda_t *m, const char *dir, int *sweeps, char *err, size_t errlen)
   for (int i = 0; taken && i < m->nshards; i++) free(taken[i]);
   free(taken);
   free(mine);
-  double v = rc ? 1 : 0; /* every node the same answer */
-  int ar = au_allreduce_sum(au_node_runtime(m->node), &v, 1);
+  /* every node the same answer; and every token of the checkpoint taken by some node: one
+     of a document no node has (a corpus with fewer documents) is another corpus too */
+  double v[2] = {rc ? 1 : 0, (double)given};
+  int ar = au_allreduce_sum(au_node_runtime(m->node), v, 2);
   if (!rc && ar) rc = ar;
-  if (!rc && v > 0) {
+  if (!rc && v[0] > 0) {
     snprintf(err, errlen, "resume: another node could not take its topics from %s", dir);
     rc = AU_EIO;
+  }
+  if (!rc && v[1] != (double)records) {
+    snprintf(err, errlen,
+             "resume: %s: %.0f of its %llu tokens belong to no document here (another corpus?)",
+             dir, (double)records - v[1], (unsigned long long)records);
+    rc = AU_EINVAL;
   }
   if (!rc) *sweeps = (int)clock;
   /* the samplers go on with their streams where the checkpoint left them; on another

@@ -300,6 +300,12 @@ printf 'AUGURLD1' | dd of="$ck/ckpt-2/docs-0.bin" bs=1 count=8 conv=notrunc 2>/d
 err=$("$lda" --threads 1 --top-words 0 --docs 500 --iterations 3 --resume "$ck" 2>&1 >/dev/null)
 rc=$?
 check "a format-1 checkpoint: exit 2, says so" test $rc -eq 2 -a "$(grep -c 'docs-0.bin: format 1, from an earlier augur-lda' <<<"$err")" -eq 1
+# a checkpoint of a corpus with more documents: its last document's tokens have no home
+"$lda" --threads 1 --top-words 0 --docs 100 --iterations 2 --checkpoint "$tmp/ck100" >/dev/null 2>&1
+err=$("$lda" --threads 1 --top-words 0 --docs 99 --iterations 3 --resume "$tmp/ck100" 2>&1 >/dev/null)
+rc=$?
+check "a checkpoint of more documents: exit 2, says so" \
+  test $rc -eq 2 -a "$(grep -c 'tokens belong to no document here (another corpus?)' <<<"$err")" -eq 1
 
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all checks passed"
