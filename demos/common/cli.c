@@ -93,6 +93,7 @@ int cli_ckpt_set(cli_ckpt_t *c, const char *flag, const char *v)
     const int every = !strcmp(flag, "--checkpoint-every");
     if ((rc = cli_parse_u64(flag, v, every ? 1 : 0, 1000000, &u)) != 0) return rc;
     *(every ? &c->every : &c->keep) = (int)u;
+    c->tuned = every ? "--checkpoint-every" : "--checkpoint-keep";
     return 0;
   }
   if (!v) return cli_fail_flag(flag, "", "a directory");
@@ -144,4 +145,19 @@ int cli_stdout_status(int status)
     return 1;
   }
   return status;
+}
+
+int cli_ckpt_check(const cli_ckpt_t *c)
+{
+  if (c->tuned && !c->dir) {
+    fprintf(stderr, "%s: %s needs --checkpoint DIR (alone it does nothing)\n", prog, c->tuned);
+    return 2;
+  }
+  struct stat st;
+  if (c->resume && (stat(c->resume, &st) != 0 || !S_ISDIR(st.st_mode))) {
+    fprintf(stderr, "%s: --resume %s: %s\n", prog, c->resume,
+            stat(c->resume, &st) != 0 ? strerror(errno) : "not a directory");
+    return 2;
+  }
+  return 0;
 }

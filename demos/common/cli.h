@@ -30,6 +30,7 @@ int cli_parse_double(const char *flag, const char *s, double min, double max, do
 typedef struct cli_ckpt {
   const char *dir, *resume;
   int every, keep;
+  const char *tuned; /* --checkpoint-every or --checkpoint-keep, given (else NULL) */
 } cli_ckpt_t;
 void cli_ckpt_default(cli_ckpt_t *c);
 /* Their --help lines but --resume's (which says what must match); unit: what --checkpoint-every
@@ -42,6 +43,9 @@ int cli_ckpt_set(cli_ckpt_t *c, const char *flag, const char *v);
 /* Where the run goes on from: --resume's directory, else, when augur run --restarts
  * started the job again (AU_RESTART set), --checkpoint's if it holds a LATEST; or NULL. */
 const char *cli_ckpt_from(const cli_ckpt_t *c);
+/* After parsing: --checkpoint-every or --checkpoint-keep without --checkpoint (they would
+ * do nothing), or a --resume DIR that is not a directory, is 2 after one line; else 0. */
+int cli_ckpt_check(const cli_ckpt_t *c);
 
 /* What a run writes, checked before it trains (exit 2 and one line naming the flag, not a
  * failure after the work): save and ckdir (each NULL: not written here) must be

@@ -433,6 +433,7 @@ int main(int argc, char **argv)
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;
   if ((rc = check_outputs(&a)) != 0) return rc;
+  if ((rc = cli_ckpt_check(&a.ck)) != 0) return rc;
   kg_graph_t g;
   const uint64_t t0 = au_now_ns();
   if ((rc = load_graph(&a, &g)) != 0) return rc;

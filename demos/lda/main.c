@@ -356,6 +356,7 @@ int main(int argc, char **argv)
   if (rc >= 0) return rc;
   /* what the run writes, before it trains (every node writes its part of --save) */
   if ((rc = cli_check_outputs(a.save, a.ck.dir, a.trace)) != 0) return rc;
+  if ((rc = cli_ckpt_check(&a.ck)) != 0) return rc;
 
   /* A FILE on a cluster: each node reads its part (shard.h), so the node comes first.
    * Otherwise every node loads or generates the whole corpus and keeps its documents. */

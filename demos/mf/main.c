@@ -334,6 +334,7 @@ int main(int argc, char **argv)
     char cerr[256];
     const int rank = au_cluster_opts_from_env(&co, cerr, sizeof(cerr)) == 1 ? co.rank : 0;
     if ((rc = cli_check_outputs(rank == 0 ? a.save : NULL, a.ck.dir, a.trace)) != 0) return rc;
+    if ((rc = cli_ckpt_check(&a.ck)) != 0) return rc;
   }
 
   char err[512];

@@ -35,6 +35,9 @@ expect_error() { # expect_error NAME PATTERN ARGS...
   check "$name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
 }
 expect_error "unknown flag" "unknown flag '--bogus'" --bogus
+expect_error "--checkpoint-every without --checkpoint" "--checkpoint-every needs --checkpoint DIR" \
+  --checkpoint-every 2
+expect_error "--resume of nothing" "--resume $tmp/nowhere: No such file" --resume "$tmp/nowhere"
 expect_error "bad model" "--model: expected complex or distmult" --model transe
 expect_error "bad number" "--rank: expected" --rank abc
 expect_error "missing value" "--lr: expected" --lr

@@ -36,6 +36,9 @@ expect_error() { # expect_error NAME PATTERN ARGS...
   check "$name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
 }
 expect_error "unknown flag" "unknown flag '--bogus'" --bogus
+expect_error "--checkpoint-every without --checkpoint" "--checkpoint-every needs --checkpoint DIR" \
+  --checkpoint-every 2
+expect_error "--resume of nothing" "--resume $tmp/nowhere: No such file" --resume "$tmp/nowhere"
 printf 'apple pear\npear plum\n' >"$tmp/tiny.txt"
 expect_error "a generator flag with a file" "--docs shapes the generated data" "$tmp/tiny.txt" --docs 10
 printf '\xef\xbb\xbfapple pear apple\npear plum\n' >"$tmp/bom.txt"

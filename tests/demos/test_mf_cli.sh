@@ -33,6 +33,9 @@ expect_error() { # expect_error NAME PATTERN ARGS...
   check "$name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
 }
 expect_error "unknown flag" "unknown flag '--bogus'" --bogus
+expect_error "--checkpoint-every without --checkpoint" "--checkpoint-every needs --checkpoint DIR" \
+  --checkpoint-every 2
+expect_error "--resume of nothing" "--resume $tmp/nowhere: No such file" --resume "$tmp/nowhere"
 expect_error "--hot without --mode hot" "--hot is for --mode hot" --hot 10
 printf '1,2,3\n2,1,4\n' >"$tmp/tiny.csv"
 expect_error "a generator flag with a file" "--rows shapes the generated data" "$tmp/tiny.csv" --rows 10
