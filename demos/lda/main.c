@@ -73,6 +73,8 @@ static void usage(FILE *f)
              "\n"
              "output:\n"
              "  --top-words N     words shown per topic at the end (default 10, 0 = none)\n"
+             "  --check           after training, recount every table from the tokens and\n"
+             "                    print check=ok or check=FAILED (a testing aid; docs/lda.md)\n"
              "  --save DIR        write the model into DIR: word-topic counts, document-topic\n"
              "                    counts, vocabulary, hyperparameters (docs/lda.md)\n");
   cli_ckpt_usage(f, "sweeps");

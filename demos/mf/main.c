@@ -250,6 +250,10 @@ static int parse_args(int argc, char **argv, args_t *a)
     fprintf(stderr, PROG ": --test and --test-ratio exclude each other\n");
     return 2;
   }
+  if (a->format != MF_FMT_AUTO && !a->train) {
+    fprintf(stderr, PROG ": --format needs a TRAIN_FILE (without one the data is generated)\n");
+    return 2;
+  }
   if (a->test && !a->train) {
     fprintf(stderr, PROG ": --test needs a TRAIN_FILE (generated data uses --test-ratio)\n");
     return 2;
@@ -303,6 +307,12 @@ static int load_data(args_t *a, dataset_t *d)
     rc = mf_load(a->test, a->format, &d->rows, &d->cols, 0, &d->test, &d->test_skipped, err,
                  sizeof(err));
     if (rc != 0) goto fail_msg;
+    if (d->test.n == 0) { /* nothing to evaluate: say so rather than print no test_rmse */
+      snprintf(err, sizeof(err), "%s: no rating of a known row and column (%zu skipped)", a->test,
+               d->test_skipped);
+      rc = MF_EPARSE;
+      goto fail_msg;
+    }
   } else if ((rc = mf_split_inplace(&all, a->test_ratio, a->gen.seed, &d->test)) != 0) {
     snprintf(err, sizeof(err), "splitting: %s", mf_strerror(rc));
     status = 1;

@@ -33,6 +33,11 @@ expect_error() { # expect_error NAME PATTERN ARGS...
   check "$name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
 }
 expect_error "unknown flag" "unknown flag '--bogus'" --bogus
+expect_error "--format without a file" "--format needs a TRAIN_FILE" --format csv
+printf '1,2,3\n2,1,4\n' >"$tmp/t2.csv"
+printf '9,9,3\n' >"$tmp/strangers.csv"
+expect_error "a test file with no usable rating" "strangers.csv: no rating of a known row and column (1 skipped)" \
+  "$tmp/t2.csv" --test "$tmp/strangers.csv"
 expect_error "--checkpoint-every without --checkpoint" "--checkpoint-every needs --checkpoint DIR" \
   --checkpoint-every 2
 expect_error "--resume of nothing" "--resume $tmp/nowhere: No such file" --resume "$tmp/nowhere"
