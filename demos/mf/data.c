@@ -301,6 +301,8 @@ static int parse_value(const char *b, const char *e, float *out)
     return VAL_OK;
   }
   if (b == e) return VAL_SYNTAX;
+  for (const char *q = b; q < e; q++) /* decimal only: strtod also reads 0x10 and nan(...) */
+    if (*q == 'x' || *q == 'X' || *q == '(') return VAL_SYNTAX;
   char *end;
   double d = strtod(b, &end);
   if (end != e) return VAL_SYNTAX;

@@ -3,6 +3,7 @@
 #include "use.h"
 
 #include <math.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,8 +99,8 @@ int mf_predict_main(int argc, char **argv)
     fprintf(stderr, PROG ": %s\n", err);
     status = rc == MF_ENOMEM ? 1 : 2;
   } else if (outp && !(out = fopen(outp, "w"))) {
-    fprintf(stderr, PROG ": --out %s: cannot open it\n", outp);
-    status = 1;
+    fprintf(stderr, PROG ": --out %s: %s\n", outp, strerror(errno));
+    status = 2; /* (a path the user gave) */
   }
   double sse = 0;
   for (size_t i = 0; status == 0 && i < r.n; i++) {

@@ -270,6 +270,7 @@ static void test_malformed(void **state)
       {MF_FMT_CSV, "1,2,3,noon\n", ":1:", "noon"},
       {MF_FMT_CSV, "1,2,3\nuserId,movieId,rating\n", ":2:", "userId"},
       {MF_FMT_CSV, "1,2,3x\n", ":1:", "3x"},
+      {MF_FMT_CSV, "1,2,0x10\n", ":1:", "0x10"},            /* decimal only */
       {MF_FMT_CSV, "1,2,3\r\n1,2\r\n", ":2:", "got '1,2'"}, /* CR not shown */
       {MF_FMT_UDATA, "1\t2\t3\t4\n5\t6\n", ":2:", "expected 'user<TAB>item"},
       {MF_FMT_UDATA, "1\t2\tx\t4\n", ":1:", "got '1\t2\tx\t4'"},
