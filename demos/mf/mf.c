@@ -877,21 +877,26 @@ static uint64_t row_id(const mf_idmap_t *rows, uint64_t g)
 }
 
 /* What the rows of a checkpoint mean beyond their width, after colmap.bin's keys: the
- * factor length, biases, optimizer and the columns' file ids in column order (a hash), so
- * that a resume with --rank 17 over --rank 16 --biases (the same width), or on a file whose
- * columns are others, is refused rather than trained on rows that mean something else. */
+ * factor length, biases, optimizer and the columns' count, then the columns' file ids in
+ * the writer's column order (u64 each). A resume maps the writer's columns to its own by
+ * those ids (one node numbers a file's columns as they first appear, a cluster sorts
+ * them), and refuses --rank 17 over --rank 16 --biases (the same width) or a file whose
+ * columns are others, rather than train on rows that mean something else. */
 typedef struct shape {
   uint32_t magic, rank, biases, optim;
-  uint64_t cols;
+  uint64_t ncols;
 } shape_t;
 #define SHAPE_MAGIC 0x5348504du /* "MPHS" */
 
-static shape_t shape_of(const mf_t *m, const mf_idmap_t *cols)
+static shape_t shape_of(const mf_t *m)
 {
-  uint64_t h = 0xcbf29ce484222325ULL ^ m->ncols;
-  for (uint32_t c = 0; c < m->ncols; c++)
-    h = (h ^ (cols && c < cols->n ? cols->ids[c] : c)) * 0x100000001b3ULL;
-  return (shape_t){SHAPE_MAGIC, m->o.rank, (uint32_t)m->o.biases, (uint32_t)m->o.optim, h};
+  return (shape_t){SHAPE_MAGIC, m->o.rank, (uint32_t)m->o.biases, (uint32_t)m->o.optim, m->ncols};
+}
+
+/* Column c's file id (generated data: its index). */
+static uint64_t col_id(const mf_idmap_t *cols, uint32_t c)
+{
+  return cols && c < cols->n ? cols->ids[c] : c;
 }
 
 int mf_checkpoint(mf_t *m, const char *dir, int epochs, const mf_idmap_t *rows,
@@ -910,9 +915,14 @@ int mf_checkpoint(mf_t *m, const char *dir, int epochs, const mf_idmap_t *rows,
     snprintf(cpath, sizeof(cpath), "%s/colmap.bin", sub);
     snprintf(ctmp, sizeof(ctmp), "%s.tmp", cpath);
     FILE *c = fopen(ctmp, "wb");
-    const shape_t sh = shape_of(m, cols);
+    const shape_t sh = shape_of(m);
     ok = c && fwrite(&m->ncols, 4, 1, c) == 1 && fwrite(m->col_key, 4, m->ncols, c) == m->ncols &&
-         fwrite(&sh, sizeof(sh), 1, c) == 1 && fflush(c) == 0 && fsync(fileno(c)) == 0;
+         fwrite(&sh, sizeof(sh), 1, c) == 1;
+    for (uint32_t k = 0; ok && k < m->ncols; k++) {
+      const uint64_t id = col_id(cols, k);
+      ok = fwrite(&id, 8, 1, c) == 1;
+    }
+    ok = ok && fflush(c) == 0 && fsync(fileno(c)) == 0;
     if (c) ok &= fclose(c) == 0;
     ok = ok && rename(ctmp, cpath) == 0;
     if (!ok) {
@@ -995,9 +1005,10 @@ int mf_resume(mf_t *m, const char *dir, const mf_idmap_t *rows, const mf_idmap_t
              !cf ? strerror(errno) : "not the columns of this model (another data set?)");
     rc = cf ? AU_EINVAL : AU_EIO;
   }
-  shape_t sh, want = shape_of(m, cols);
+  shape_t sh, want = shape_of(m);
   const size_t got = !rc && cf ? fread(&sh, 1, sizeof(sh), cf) : 0; /* (none before 2026-12-04) */
-  if (!rc && got && (got != sizeof(sh) || sh.magic != SHAPE_MAGIC)) {
+  uint32_t *ours = NULL; /* the writer's column c is our column ours[c] */
+  if (!rc && got && (got != sizeof(sh) || sh.magic != SHAPE_MAGIC || sh.ncols != ncols)) {
     snprintf(err, errlen, "resume: %s: malformed after the column keys", cpath);
     rc = AU_EIO;
   } else if (!rc && got &&
@@ -1008,14 +1019,34 @@ int mf_resume(mf_t *m, const char *dir, const mf_idmap_t *rows, const mf_idmap_t
              dir, sh.rank, sh.biases ? " --biases" : "", sh.optim == MF_SGD ? "sgd" : "adagrad",
              want.rank, want.biases ? " --biases" : "", want.optim == MF_SGD ? "sgd" : "adagrad");
     rc = AU_EINVAL;
-  } else if (!rc && got && sh.cols != want.cols) {
-    snprintf(err, errlen, "resume: %s: written for other columns (the same count, other ids)", dir);
-    rc = AU_EINVAL;
+  } else if (!rc && got) {
+    /* our columns by file id (a cluster's map holds only the ids in order: made here) */
+    mf_idmap_t byid = {0};
+    uint32_t at;
+    if (!(ours = malloc(((size_t)ncols + 1) * sizeof(uint32_t)))) rc = AU_ENOMEM;
+    for (uint32_t c = 0; !rc && cols && c < cols->n; c++)
+      if (mf_idmap_insert(&byid, cols->ids[c], &at) != 0) rc = AU_ENOMEM;
+    for (uint32_t c = 0; !rc && c < ncols; c++) {
+      uint64_t id;
+      if (fread(&id, 8, 1, cf) != 1) {
+        snprintf(err, errlen, "resume: %s: malformed after the column keys", cpath);
+        rc = AU_EIO;
+      } else if (cols && cols->n ? !mf_idmap_find(&byid, id, &at) : (at = (uint32_t)id) >= ncols) {
+        snprintf(err, errlen,
+                 "resume: %s: written for other columns (column %llu is not in this data)", dir,
+                 (unsigned long long)id);
+        rc = AU_EINVAL;
+      } else {
+        ours[c] = at;
+      }
+    }
+    mf_idmap_free(&byid);
   }
   if (cf) fclose(cf);
   for (uint32_t k = 0; !rc && k < cm.nkeys; k++) cm.written_col[k] = UINT32_MAX;
   for (uint32_t c = 0; !rc && c < ncols; c++)
-    if (wk[c] < cm.nkeys) cm.written_col[wk[c]] = c;
+    if (wk[c] < cm.nkeys) cm.written_col[wk[c]] = ours ? ours[c] : c;
+  free(ours);
   /* collective whatever went wrong here: the others would wait for it */
   if (rc) cm.nkeys = 0; /* nothing taken */
   char rerr[512];

@@ -600,7 +600,8 @@ mfparts)
   }' >"$f"
   args=(--epochs 8 --threads 1 --mode classic)
   timeout 120 "$mf" "$f" "${args[@]}" >"$tmp/one" 2>&1
-  timeout 200 "$augur" run -n 3 "$mf" "$f" "${args[@]}" --save "$tmp/factors" >"$tmp/three" 2>&1
+  timeout 200 "$augur" run -n 3 "$mf" "$f" "${args[@]}" --save "$tmp/factors" \
+    --checkpoint "$tmp/mfck" >"$tmp/three" 2>&1
   rc=$?
   cat "$tmp/one" "$tmp/three"
   check "3 nodes read a file in parts: exit 0" test $rc -eq 0
@@ -612,6 +613,13 @@ mfparts)
   echo "one node test_rmse=$one, 3 nodes (parts) test_rmse=$three"
   check "... trains like one node (within 5%; another held-out split)" \
     awk -v a="$three" -v b="$one" 'BEGIN { exit !(a != "" && b != "" && a <= 1.05 * b && a >= 0.95 * b) }'
+  # its checkpoint resumed on one node, which numbers the file's columns otherwise (as
+  # they first appear; a cluster sorts them): the columns go by id, the model is the same
+  timeout 120 "$mf" "$f" --epochs 9 --threads 1 --mode classic --resume "$tmp/mfck" >"$tmp/res" 2>&1
+  res=$(grep '^resumed=' "$tmp/res" | grep -o 'test_rmse=[0-9.]*' | cut -d= -f2)
+  cat "$tmp/res" | head -3
+  check "... its checkpoint resumes on one node: test_rmse $res near the run's $three" \
+    awk -v a="$res" -v b="$three" 'BEGIN { exit !(a != "" && b != "" && a <= 1.05 * b) }'
   # --save DIR: one model of the whole cluster, written by rank 0
   rows=$(sort -u "$tmp/factors/row_ids.txt" | wc -l)
   check "... --save writes one model, each trained row once (4000, got $rows)" \
