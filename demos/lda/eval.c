@@ -315,7 +315,7 @@ static int save_row(void *arg, au_key_t key, const int32_t *row)
  * node has written all of its own: a save that fails anywhere leaves the previous one. */
 enum { SAVE_FILES = 5 };
 typedef struct save_set {
-  int n;
+  int n, totals; /* files written; whether this node wrote totals.txt */
   char tmp[SAVE_FILES][4200], path[SAVE_FILES][4200];
 } save_set_t;
 
@@ -371,6 +371,7 @@ static int save_files(lda_t *m, const char *dir, const lda_corpus_t *c, const ch
       free(row);
       return -1;
     }
+    s->totals = 1;
     fprintf(f, "# augur-lda topic totals: topic tokens\n");
     for (uint32_t k = 0; k < m->p.K; k++) fprintf(f, "%u %d\n", k, row[k]);
     if (close_tmp(s, f, err, errlen) != 0) {
@@ -460,6 +461,11 @@ int lda_save(lda_t *m, const char *dir, const lda_corpus_t *c, char *err, size_t
     remove_stale(dir, m->nodes);
   }
   rc = all_ok(m, rc == 0, dir, err, errlen);
+  if (!rc && !s->totals) { /* the totals row's holder wrote them: another save's go */
+    char old[4200];
+    snprintf(old, sizeof(old), "%s/totals.txt%s", dir, suffix);
+    remove(old);
+  }
   for (int i = 0; !rc && i < s->n; i++)
     if (rename(s->tmp[i], s->path[i]) != 0) {
       snprintf(err, errlen, "%s: %s", s->path[i], strerror(errno));

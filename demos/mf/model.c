@@ -122,7 +122,7 @@ static int out_close(out_t *o)
 /* After the last file: rc 0 renames them into place, the old model.txt taken away first
  * and the new one (the last written) put last, so that a directory with a model.txt holds
  * one whole model even if this stops half-way; else every temporary file goes. */
-static int out_finish(out_t *o, int rc)
+static int out_finish(out_t *o, int rc, int biases)
 {
   if (!rc) {
     char old[4200];
@@ -130,6 +130,12 @@ static int out_finish(out_t *o, int rc)
     if (remove(old) != 0 && errno != ENOENT) {
       set_err(o->err, o->errlen, "%s: %s", old, strerror(errno));
       rc = MF_EIO;
+    }
+    static const char *const bias_files[] = {"row_bias.txt", "col_bias.txt", "row_bias.npy",
+                                             "col_bias.npy"};
+    for (int i = 0; !rc && !biases && i < 4; i++) { /* an earlier save's, with biases */
+      snprintf(old, sizeof(old), "%s/%s", o->dir, bias_files[i]);
+      remove(old);
     }
   }
   for (int i = 0; !rc && i < o->n; i++)
@@ -223,7 +229,7 @@ int mf_model_save(const mf_model_t *m, const char *dir, char *err, size_t errlen
             m->mean, m->nrows, m->ncols);
     rc = out_close(o);
   }
-  rc = out_finish(o, rc);
+  rc = out_finish(o, rc, m->biases);
   free(o);
   return rc;
 }

@@ -113,6 +113,10 @@ check "failed save: the previous model is as it was" \
   diff -r -x .Q.npy.tmp "$tmp/model.before" "$tmp/model"
 rmdir "$tmp/model/.Q.npy.tmp"
 check "failed save: no temporary file left" test -z "$(ls -A "$tmp/model" | grep '\.tmp$')"
+"$mf" "$tmp/ratings.csv" --epochs 1 --rank 4 --biases --save "$tmp/bmodel" >/dev/null 2>&1
+check "a save with biases: bias files" test "$(ls "$tmp/bmodel" | grep -c bias)" -eq 4
+"$mf" "$tmp/ratings.csv" --epochs 1 --rank 4 --save "$tmp/bmodel" >/dev/null 2>&1
+check "a save without biases over one with: no bias file left" test -z "$(ls "$tmp/bmodel" | grep bias)"
 # where NumPy is there: np.load and np.loadtxt read the files as they are, and agree
 py=""
 for p in python3 /usr/bin/python3; do
