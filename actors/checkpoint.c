@@ -1002,6 +1002,11 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
   if (!n || !dir) return AU_EINVAL;
   char sub[4096];
   int rc = 0;
+  /* DIR/ckpt-3/ as DIR/ckpt-3: its base lies beside it, not in it */
+  char trimmed[4096];
+  snprintf(trimmed, sizeof(trimmed), "%s", dir);
+  for (size_t l = strlen(trimmed); l > 1 && trimmed[l - 1] == '/'; l--) trimmed[l - 1] = '\0';
+  dir = trimmed;
   if (find_checkpoint(dir, sub, sizeof(sub)) != 0) {
     set_err(err, errlen, "restore: %s: no checkpoint (no LATEST, no manifest.txt)", dir);
     rc = AU_EIO;

@@ -157,6 +157,10 @@ static void test_refused_restore_changes_nothing(void **state)
   assert_int_equal(au_restore(c.node, dir, &clock, err, sizeof(err)), 0);
   assert_int_equal(clock, 6);
   assert_true(au_ids_contains(c.ids, 100) && !au_ids_contains(c.ids, 1));
+  char sub[300]; /* the incremental one named directly, with a trailing slash: its base beside */
+  snprintf(sub, sizeof(sub), "%s/ckpt-6/", dir);
+  assert_int_equal(au_restore(c.node, sub, &clock, err, sizeof(err)), 0);
+  assert_int_equal(clock, 6);
   assert_false(au_ids_contains(c.ids, 200)); /* emptied first: the checkpoint's rows only */
   au_node_destroy(c.node);
   /* the newest part damaged */
