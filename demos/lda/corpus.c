@@ -296,6 +296,14 @@ static int uci_line(void *state, char *line, size_t len, size_t lineno)
       return uci_bad(u, lineno, what[u->header], line, len);
     if (u->header == 0) u->d = v;
     if (u->header == 1) u->w = v;
+    if (u->header == 2 && u->d > v + (1u << 20)) { /* memory goes by D: say so, not use it */
+      char what[200];
+      snprintf(what, sizeof(what),
+               "NNZ (line 3) near D = %llu (line 1): more than 2^20 of its documents would be "
+               "empty (a header that does not describe the file?)",
+               (unsigned long long)u->d);
+      return uci_bad(u, lineno, what, line, len);
+    }
     if (u->header == 2) {
       u->nnz = v;
       u->nnz_line = lineno;

@@ -35,6 +35,9 @@ expect_error() { # expect_error NAME PATTERN ARGS...
   check "$name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
 }
 expect_error "unknown flag" "unknown flag '--bogus'" --bogus
+printf '300000000\n3\n1\n1 1 2\n' >"$tmp/hugeD.txt"
+expect_error "a UCI header of far more documents than entries" \
+  "hugeD.txt:3: expected NNZ (line 3) near D = 300000000" "$tmp/hugeD.txt"
 expect_error "--checkpoint-every without --checkpoint" "--checkpoint-every needs --checkpoint DIR" \
   --checkpoint-every 2
 expect_error "--resume of nothing" "--resume $tmp/nowhere: No such file" --resume "$tmp/nowhere"
