@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -67,6 +68,7 @@ typedef struct stream {
   int out;    /* where its lines go: 1 or 2 */
   size_t len; /* bytes of an unfinished line at the start of buf */
   char *buf;  /* STREAM_BUF bytes */
+  bool split; /* the last line was split at STREAM_BUF: a newline right after ends it */
 } stream_t;
 
 typedef struct child {
@@ -98,6 +100,7 @@ typedef struct launcher {
   int64_t kill_ms;            /* when SIGKILL follows the stop signal */
   int64_t deadline_ms;        /* --timeout; 0: none */
   bool out_dead[3];           /* writing to fd 1 or 2 failed: its lines are dropped */
+  int out_errno;              /* the first such failure's (not EPIPE's): exit 1, said */
   bool stdin_tty;             /* the launcher's stdin is a terminal: no child gets it */
   bool nofile_raised;         /* RLIMIT_NOFILE was raised: restore it in the children */
   struct rlimit nofile;       /* as found */
@@ -377,21 +380,36 @@ static int parse(int argc, char **argv, options_t *o)
 
 static void stop(launcher_t *l, int sig);
 
+static void drain_wake(launcher_t *l);
+
 /* Writes all of buf to fd: through EINTR, partial writes, and an fd someone else made
- * non-blocking. Returns 0 or -errno. */
-static int write_all(int fd, const char *buf, size_t len)
+ * non-blocking. It never blocks without watching the launcher's signals and --timeout:
+ * while fd cannot take more (a reader that does not read), a signal to the launcher or
+ * the deadline gives up on the output (-ECANCELED), so that Ctrl-C and --timeout stop the
+ * ranks whatever their output waits for. A pipe that polls writable takes PIPE_BUF bytes
+ * without blocking. Returns 0 or -errno. */
+static int write_all(launcher_t *l, int fd, const char *buf, size_t len)
 {
   while (len > 0) {
-    ssize_t n = write(fd, buf, len);
+    struct pollfd p[2] = {{.fd = fd, .events = POLLOUT}, {.fd = l->wake[0], .events = POLLIN}};
+    int r = poll(p, 1, 0);
+    if (r == 0) { /* it would block: wait, watching the signals and the deadline */
+      if (l->raise_sig || (l->deadline_ms && now_ms() >= l->deadline_ms)) return -ECANCELED;
+      r = poll(p, l->wake[0] >= 0 ? 2 : 1, 100);
+      if (r > 0 && (p[1].revents & POLLIN)) drain_wake(l); /* (a signal: raise_sig) */
+      continue;
+    }
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    ssize_t n = write(fd, buf, len < PIPE_BUF ? len : PIPE_BUF);
     if (n > 0) {
       buf += n;
       len -= (size_t)n;
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      struct pollfd p = {.fd = fd, .events = POLLOUT};
-      if (poll(&p, 1, -1) < 0 && errno != EINTR) return -errno;
     } else if (n == 0) {
       return -EIO; /* not for pipes, files or terminals; do not spin on it */
-    } else if (errno != EINTR) {
+    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
       return -errno;
     }
   }
@@ -404,12 +422,14 @@ static int write_all(int fd, const char *buf, size_t len)
 static void emit(launcher_t *l, int fd, const char *buf, size_t len)
 {
   if (l->out_dead[fd] || len == 0) return;
-  int rc = write_all(fd, buf, len);
+  int rc = write_all(l, fd, buf, len);
   if (rc == 0) return;
   l->out_dead[fd] = true;
   if (rc == -EPIPE) {
     if (l->status < 0) l->status = 128 + SIGPIPE;
     stop(l, SIGTERM);
+  } else if (rc != -ECANCELED && !l->out_errno) {
+    l->out_errno = -rc; /* (a full disk: the ranks' output is lost, and the status says so) */
   }
 }
 
@@ -451,6 +471,10 @@ static void relay(launcher_t *l, int rank, stream_t *s, bool all)
 {
   size_t start = 0;
   char *nl;
+  if (s->split && s->len > 0) { /* the newline that ends a line split at STREAM_BUF */
+    if (s->buf[0] == '\n') start = 1;
+    s->split = false;
+  }
   while ((nl = memchr(s->buf + start, '\n', s->len - start))) {
     size_t end = (size_t)(nl - s->buf);
     put_line(l, s->out, rank, s->buf + start, end - start);
@@ -458,6 +482,7 @@ static void relay(launcher_t *l, int rank, stream_t *s, bool all)
   }
   if (start < s->len && (all || (start == 0 && s->len == STREAM_BUF))) {
     put_line(l, s->out, rank, s->buf + start, s->len - start);
+    s->split = !all;
     start = s->len;
   }
   memmove(s->buf, s->buf + start, s->len - start);
@@ -559,6 +584,9 @@ static void reap(launcher_t *l)
 static void on_launcher_signal(launcher_t *l, int sig)
 {
   if (l->stopping) {
+    /* a signal to the launcher ends the job, whatever was stopping it: no restart, and
+       the launcher dies of it */
+    if (!l->raise_sig) l->raise_sig = sig;
     if (!l->killed) kill_all(l); /* a second signal: do not wait out the grace period */
     return;
   }
@@ -842,8 +870,16 @@ static void sweep(launcher_t *l)
     } else if (l->killed && now >= kill_ms) {
       return; /* unkillable (uninterruptible sleep): nothing more to do */
     }
-    struct timespec ts = {.tv_nsec = 10 * 1000000};
-    nanosleep(&ts, NULL);
+    /* a signal meanwhile (Ctrl-C): kill them now rather than wait out the grace period */
+    struct pollfd p = {.fd = l->wake[0], .events = POLLIN};
+    if (poll(&p, l->wake[0] >= 0 ? 1 : 0, 10) > 0 && (p.revents & POLLIN)) {
+      drain_wake(l);
+      if (l->raise_sig && !l->killed) {
+        l->killed = true;
+        signal_groups(l, SIGKILL);
+        kill_ms = now_ms() + SWEEP_MS;
+      }
+    }
   }
 }
 
@@ -972,6 +1008,7 @@ static void restore_handlers(launcher_t *l)
   wake_fd = -1;
   close(l->wake[0]);
   close(l->wake[1]);
+  l->wake[0] = l->wake[1] = -1; /* (write_all polls it while it is there) */
 }
 
 /* Starts every child, runs the loop, cleans up. Returns the exit status. */
@@ -1071,6 +1108,10 @@ int run_main(int argc, char **argv)
     l.stdin_tty = isatty(0);
     raise_nofile(&l);
     status = launch(&l);
+    if (l.out_errno && status == 0) {
+      fprintf(stderr, PROG ": writing the ranks' output: %s\n", strerror(l.out_errno));
+      status = 1;
+    }
     free(l.child);
     free(l.bufs);
     free(l.pfd);

@@ -178,6 +178,43 @@ t1=$(ms)
 check "closed stdout: exit 141" test "$rc" -eq 141
 check "closed stdout: within 3 s" test $((t1 - t0)) -lt 3000
 
+# a line of exactly twice the launcher's buffer: split in two, no empty third line
+out=$(run -n 1 --no-prefix sh -c 'head -c 65536 /dev/zero | tr "\0" a; echo' | awk '{ print length($0) }' | tr '\n' ' ')
+check "a line of 2 x 32768 bytes: two lines, no empty one ($out)" test "$out" = "32768 32768 "
+# output that cannot be written (a full disk): exit 1, said
+run -n 2 sh -c 'echo x' >/dev/full 2>"$tmp/err"; rc=$?
+check "stdout on a full disk: exit 1, said" \
+  test $rc -eq 1 -a "$(grep -c "writing the ranks' output: No space left" "$tmp/err")" -eq 1
+# output nobody reads (a reader that does not read): --timeout and SIGTERM still stop it
+mkfifo "$tmp/fifo"
+sleep 25 <"$tmp/fifo" &
+reader=$!
+run -n 2 --timeout 1 yes >"$tmp/fifo" 2>/dev/null; rc=$?
+check "blocked output: --timeout stops the job (124)" test $rc -eq 124
+kill $reader 2>/dev/null; wait $reader 2>/dev/null
+sleep 25 <"$tmp/fifo" &
+reader=$!
+"$augur" run -n 2 sh -c 'echo $$ >"'"$tmp"'/bpid.$AU_RANK"; exec yes' >"$tmp/fifo" 2>/dev/null &
+launcher=$!
+wait_files 2 "$tmp"/bpid.
+sleep 0.5 # the pipe fills
+kill -TERM $launcher
+wait $launcher 2>/dev/null; rc=$?
+check "blocked output: SIGTERM stops the job (143)" test $rc -eq 143
+check "blocked output: ranks gone" gone "$tmp"/bpid.0 "$tmp"/bpid.1
+kill $reader 2>/dev/null; wait $reader 2>/dev/null
+# a signal while the job is already stopping (a rank failed, another ignores SIGTERM):
+# the launcher dies of it, with no restart
+"$augur" run -n 2 --grace 5 --restarts 2 sh -c 'if [ "$AU_RANK" = 1 ]; then sleep 0.3; exit 5; fi
+  trap "" TERM; echo $$ >"'"$tmp"'/spid"; while :; do sleep 0.1; done' >/dev/null 2>"$tmp/err" &
+launcher=$!
+wait_files 1 "$tmp"/spid
+sleep 1 # rank 1 has failed: the launcher waits out --grace for rank 0
+kill -TERM $launcher
+wait $launcher 2>/dev/null; rc=$?
+check "SIGTERM while stopping: the launcher dies of it (143)" test $rc -eq 143
+check "SIGTERM while stopping: no restart" test "$(grep -c 'starting the job again' "$tmp/err")" -eq 0
+
 # --- signals to the launcher ------------------------------------------------------------
 for sig in TERM INT; do
   [ $sig = INT ] && set -m # a background job's SIGINT is ignored without job control
