@@ -264,8 +264,7 @@ static int parse_hosts(const char *val, options_t *o)
   o->hosts_buf = strdup(val);
   if (!o->hosts_buf) return usage_error("--hosts: out of memory");
   int total = 0, cap = 0;
-  for (char *save = NULL, *h = strtok_r(o->hosts_buf, ",", &save); h;
-       h = strtok_r(NULL, ",", &save)) {
+  for (char *rest = o->hosts_buf, *h; (h = strsep(&rest, ","));) { /* (an empty entry too) */
     long n = 1;
     char *colon = strrchr(h, ':');
     if (colon && !strchr(colon, ']')) { /* host:N, not the port of an [IPv6] address */
@@ -274,9 +273,15 @@ static int parse_hosts(const char *val, options_t *o)
         return usage_error("--hosts: expected HOST or HOST:N with N from 1 to %d, got '%s:%s'",
                            MAX_NODES, h, colon + 1);
     }
-    if (!*h || strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_[]:") !=
-                   strlen(h))
-      return usage_error("--hosts: '%s' is not a host name or address", h);
+    /* a name or IPv4 address, or an IPv6 address in brackets: not an ssh option (-v), a
+       bare IPv6 address (::1 read as host ':') or unbalanced brackets */
+    const size_t len = strlen(h);
+    const int v6 = len > 2 && h[0] == '[' && h[len - 1] == ']';
+    if (!*h || *h == '-' ||
+        strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_[]:") != len ||
+        (!v6 && strpbrk(h, "[]:")) || (v6 && strpbrk(h + 1, "[")) ||
+        (v6 && strchr(h, ']') != h + len - 1))
+      return usage_error("--hosts: '%s' is not a host name or address (IPv6 in brackets)", h);
     if (total + n > MAX_NODES) return usage_error("--hosts: more than %d ranks", MAX_NODES);
     if (total + n > cap) {
       cap = (int)(total + n) * 2;

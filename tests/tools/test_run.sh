@@ -249,6 +249,11 @@ expect_usage "missing -n" "missing -n N" run true
 expect_usage "-n 0" "-n: expected a number of processes from 1 to 1024, got '0'" run -n 0 true
 expect_usage "-n abc" "got 'abc'" run -n abc true
 expect_usage "-n 5000" "got '5000'" run -n 5000 true
+expect_usage "--hosts an ssh option" "--hosts: '-v' is not a host name" run --hosts -v true
+expect_usage "--hosts a bare IPv6 address" "is not a host name or address (IPv6 in brackets)" \
+  run --hosts ::1 true
+expect_usage "--hosts unbalanced brackets" "--hosts: '[:' is not a host name" run --hosts '[::1' true
+expect_usage "--hosts an empty entry" "--hosts: '' is not a host name" run --hosts a,,b true
 expect_usage "-n without value" "-n: expected a value" run -n
 expect_usage "missing PROGRAM" "missing PROGRAM" run -n 2
 expect_usage "missing PROGRAM after --" "missing PROGRAM" run -n 2 --
