@@ -844,8 +844,8 @@ static int take(rbuf_t *r, void *out, size_t n)
 /* A part's id tables (format 2): checked (apply 0), or their rows put in (apply 1; the
  * newest checkpoint of a chain only: each holds them whole), the tables emptied first by
  * part 0. *gave counts rows that gave way in a full bucket, or replaced a copy of their
- * id (a smaller budget, or fewer nodes than wrote it). 0, AU_EIO (malformed: why says
- * what) or AU_ENOMEM. */
+ * id (a smaller budget, or fewer nodes than wrote it). 0, or AU_EIO (malformed: why says
+ * what). */
 static int restore_ids(au_node_t *n, rbuf_t *in, int r, int apply, uint64_t *gave, const char **why)
 {
   uint32_t k;
@@ -880,9 +880,7 @@ static int restore_ids(au_node_t *n, rbuf_t *in, int r, int apply, uint64_t *gav
       uint64_t id;
       uint32_t uses, last;
       memcpy(&id, p, 8), memcpy(&uses, p + 8, 4), memcpy(&last, p + 12, 4);
-      const int put = ids_put_row(t, id, uses, last, p + 16);
-      if (put < 0) return AU_ENOMEM;
-      *gave += put > 0;
+      *gave += ids_put_row(t, id, uses, last, p + 16) > 0;
     }
     in->at += rows * rec;
   }
@@ -986,8 +984,23 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
     set_err(err, errlen, "restore: %s: malformed: %s", path, why);
     rc = AU_EIO;
   }
-  if (rc == AU_ENOMEM) set_err(err, errlen, "restore: %s: out of memory for id table rows", path);
   free(buf);
+  return rc;
+}
+
+/* Collective: rc, or on a node where all went well AU_EIO with "another node could not
+ * WHAT DIR TAIL" in err when another node failed, or the allreduce's error: every node the
+ * same answer. */
+static int all_nodes(au_node_t *n, int rc, const char *what, const char *dir, const char *tail,
+                     char *err, size_t errlen)
+{
+  double v = rc ? 1 : 0;
+  int ar = au_allreduce_sum(n->rt, &v, 1);
+  if (!rc && ar) rc = ar;
+  if (!rc && v > 0) {
+    set_err(err, errlen, "restore: another node could not %s %s%s", what, dir, tail);
+    rc = AU_EIO;
+  }
   return rc;
 }
 
@@ -1057,13 +1070,7 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
   for (int c = len - 1; !rc && c >= 0; c--)
     for (int r = 0; !rc && r < ms[c].nodes; r++)
       rc = restore_part(n, subs[c], r, &ms[c], map, arg, 0, 0, &gave, err, errlen);
-  double v = rc ? 1 : 0;
-  int ar = au_allreduce_sum(n->rt, &v, 1);
-  if (!rc && ar) rc = ar;
-  if (!rc && v > 0) {
-    set_err(err, errlen, "restore: another node could not use %s (nothing restored)", dir);
-    rc = AU_EIO;
-  }
+  rc = all_nodes(n, rc, "use", dir, " (nothing restored)", err, errlen);
   /* then applied from the full one up, so that each actor ends as the latest that wrote
      it (only memory can fail now; the files are read again: not kept twice in memory) */
   for (int c = len - 1; !rc && c >= 0; c--)
@@ -1074,13 +1081,7 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
             "restore: %s: %llu id-table rows did not fit this node's buckets and gave way by "
             "the eviction rule (a smaller budget, or fewer nodes, than wrote it)",
             dir, (unsigned long long)gave);
-  v = rc ? 1 : 0;
-  ar = au_allreduce_sum(n->rt, &v, 1);
-  if (!rc && ar) rc = ar;
-  if (!rc && v > 0) {
-    set_err(err, errlen, "restore: another node could not restore %s", dir);
-    rc = AU_EIO;
-  }
+  rc = all_nodes(n, rc, "restore", dir, "", err, errlen);
   if (!rc && clock && len) *clock = ms[0].clock;
   for (int c = 0; c < len; c++) free(ms[c].bytes), free(ms[c].fnv);
   free(ms);

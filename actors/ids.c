@@ -637,8 +637,7 @@ int ids_put_row(au_ids_t *t, uint64_t id, uint32_t uses, uint32_t last, const vo
     } else {
       /* ages against the newest row's clock, this one's included */
       uint32_t now = last;
-      for (uint32_t x = 0; x < t->B; x++)
-        if ((int32_t)(last_of(t, b->block)[x] - now) > 0) now = last_of(t, b->block)[x];
+      for (uint32_t x = 0; x < t->B; x++) touch(&now, last_of(t, b->block)[x]);
       int was;
       s = (int)victim(t, b, now, &was);
       __atomic_store_n(&b->evicted, b->evicted + 1, __ATOMIC_RELAXED);
