@@ -256,21 +256,13 @@ static bool parse_secs(const char *s, double min, bool min_ok, double *out)
 /* --hosts H1:N1,H2:N2,... (":N" may be left out: one rank): each host's ranks in turn,
  * rank 0 on the first host. Sets o->host, o->host_ranks and, unless -n came first,
  * o->nodes. 0 or 2 (usage). */
-static int hosts_refused(options_t *o, int rc) /* frees what parse_hosts made: rc */
-{
-  free(o->host);
-  free(o->hosts_buf);
-  o->host = NULL, o->hosts_buf = NULL;
-  return rc;
-}
-
 static int parse_hosts(const char *val, options_t *o)
 {
   free(o->host);
   free(o->hosts_buf);
   o->host = NULL;
   o->hosts_buf = strdup(val);
-  if (!o->hosts_buf) return hosts_refused(o, usage_error("--hosts: out of memory"));
+  if (!o->hosts_buf) return usage_error("--hosts: out of memory");
   int total = 0, cap = 0;
   for (char *rest = o->hosts_buf, *h; (h = strsep(&rest, ","));) { /* (an empty entry too) */
     long n = 1;
@@ -278,9 +270,8 @@ static int parse_hosts(const char *val, options_t *o)
     if (colon && !strchr(colon, ']')) { /* host:N, not the port of an [IPv6] address */
       *colon = '\0';
       if (!parse_int(colon + 1, 1, MAX_NODES, &n))
-        return hosts_refused(
-            o, usage_error("--hosts: expected HOST or HOST:N with N from 1 to %d, got '%s:%s'",
-                           MAX_NODES, h, colon + 1));
+        return usage_error("--hosts: expected HOST or HOST:N with N from 1 to %d, got '%s:%s'",
+                           MAX_NODES, h, colon + 1);
     }
     /* a name or IPv4 address, or an IPv6 address in brackets: not an ssh option (-v), a
        bare IPv6 address (::1 read as host ':') or unbalanced brackets */
@@ -290,20 +281,17 @@ static int parse_hosts(const char *val, options_t *o)
         strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_[]:") != len ||
         (!v6 && strpbrk(h, "[]:")) || (v6 && strpbrk(h + 1, "[")) ||
         (v6 && strchr(h, ']') != h + len - 1))
-      return hosts_refused(
-          o, usage_error("--hosts: '%s' is not a host name or address (IPv6 in brackets)", h));
-    if (total + n > MAX_NODES)
-      return hosts_refused(o, usage_error("--hosts: more than %d ranks", MAX_NODES));
+      return usage_error("--hosts: '%s' is not a host name or address (IPv6 in brackets)", h);
+    if (total + n > MAX_NODES) return usage_error("--hosts: more than %d ranks", MAX_NODES);
     if (total + n > cap) {
       cap = (int)(total + n) * 2;
       char **m = realloc(o->host, (size_t)cap * sizeof(*m));
-      if (!m) return hosts_refused(o, usage_error("--hosts: out of memory"));
+      if (!m) return usage_error("--hosts: out of memory");
       o->host = m;
     }
     for (long k = 0; k < n; k++) o->host[total++] = h;
   }
-  if (total == 0)
-    return hosts_refused(o, usage_error("--hosts: expected HOST[:N],... , got '%s'", val));
+  if (total == 0) return usage_error("--hosts: expected HOST[:N],... , got '%s'", val);
   o->host_ranks = total;
   if (o->nodes == 0) o->nodes = total;
   return 0;
@@ -1109,7 +1097,7 @@ int run_main(int argc, char **argv)
 {
   options_t opt;
   int rc = parse(argc, argv, &opt);
-  if (rc != 0) { /* help, or a usage error: what --hosts made goes */
+  if (rc != 0) { /* help, or a usage error (parse's --hosts list among what it made) */
     free(opt.host);
     free(opt.hosts_buf);
   }
