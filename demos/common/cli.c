@@ -161,3 +161,18 @@ int cli_ckpt_check(const cli_ckpt_t *c)
   }
   return 0;
 }
+
+int cli_close_synced(FILE *f)
+{
+  errno = 0;
+  int e = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0 ? (errno ? errno : EIO) : 0;
+  if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
+  return e;
+}
+
+const char *cli_one_of(const char *flag, const char *const *list)
+{
+  for (; *list; list++)
+    if (!strcmp(flag, *list)) return *list;
+  return NULL;
+}

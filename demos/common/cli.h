@@ -51,6 +51,11 @@ int cli_ckpt_check(const cli_ckpt_t *c);
  * failure after the work): save and ckdir (each NULL: not written here) must be
  * directories it can write, made if absent; trace must not name a directory. 0 or 2. */
 int cli_check_outputs(const char *save, const char *ckdir, const char *trace);
+/* Flushes f to the disk (fflush, fsync) and closes it: 0, or the first errno that went
+ * wrong (EIO when none was set), for a file that is renamed into place next. */
+int cli_close_synced(FILE *f);
+/* flag if it is one of the NULL-terminated list, else NULL. */
+const char *cli_one_of(const char *flag, const char *const *list);
 /* For the end of main: status, or 1 after a message when standard output could not be
  * written (a full disk, a closed pipe's reader aside). */
 int cli_stdout_status(int status);

@@ -1,6 +1,8 @@
 /* kge.c — see kge.h. */
 #include "kge.h"
 
+#include "cli.h"
+
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -878,11 +880,9 @@ static int save_names(const kg_names_t *names, uint32_t dim, const float *x, con
     for (uint32_t j = 0; j < dim; j++) fprintf(f, "\t%.9g", x[(size_t)i * dim + j]);
     fputc('\n', f);
   }
-  int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
-  const int e = errno;
-  bad |= fclose(f) != 0;
-  if (bad) {
-    snprintf(err, errlen, "%s: %s", path, strerror(e ? e : errno));
+  const int e = cli_close_synced(f);
+  if (e) {
+    snprintf(err, errlen, "%s: %s", path, strerror(e));
     return -1;
   }
   return 0;

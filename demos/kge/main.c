@@ -200,9 +200,8 @@ static int parse_args(int argc, char **argv, args_t *a)
 #undef VALUE
     if (rc) return rc;
     static const char *const gen_flags[] = {"--entities", "--pairs",      "--symmetric", "--edges",
-                                            "--clusters", "--valid-size", "--test-size"};
-    for (size_t k = 0; k < sizeof(gen_flags) / sizeof(gen_flags[0]); k++)
-      if (!strcmp(f, gen_flags[k])) gen_flag = gen_flags[k];
+                                            "--clusters", "--valid-size", "--test-size", NULL};
+    if (cli_one_of(f, gen_flags)) gen_flag = f;
     if (!strcmp(f, "--hot")) hot_flag = 1;
   }
   if (gen_flag && a->train) { /* a flag that would do nothing is a mistake to say */
@@ -311,7 +310,7 @@ static int write_meta(const char *path, const args_t *a, const kg_graph_t *g)
                         kge_model_name(a->k.model), a->k.rank, g->ent.n, g->rel.n,
                         (unsigned long long)names_sum(g), entity_table(a),
                         (unsigned long long)train_sum(g)) > 0;
-  if (f) ok &= fflush(f) == 0 && fsync(fileno(f)) == 0, ok &= fclose(f) == 0;
+  if (f) ok &= cli_close_synced(f) == 0;
   ok = ok && rename(tmp, path) == 0;
   if (!ok) remove(tmp);
   return ok ? 0 : -1;
@@ -342,10 +341,7 @@ static int checkpoint(au_node_t *node, const args_t *a, const kg_graph_t *g, int
     return AU_EIO;
   }
   const int full = (*written)++ % CKPT_FULL_EVERY == 0;
-  char cerr[512];
-  if ((rc = au_checkpoint(node, a->ck.dir, (uint64_t)epochs, full, cerr, sizeof(cerr))) != 0)
-    snprintf(err, errlen, "%s%s", strncmp(cerr, "checkpoint", 10) ? "checkpoint: " : "", cerr);
-  return rc;
+  return au_checkpoint(node, a->ck.dir, (uint64_t)epochs, full, err, errlen);
 }
 
 /* Reads the tables from dir's latest checkpoint after checking its kge.meta against this

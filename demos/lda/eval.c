@@ -6,6 +6,8 @@
  */
 #include "model.h"
 
+#include "cli.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,12 +333,9 @@ static FILE *open_tmp(save_set_t *s, const char *dir, const char *name, const ch
 
 static int close_tmp(save_set_t *s, FILE *f, char *err, size_t errlen)
 {
-  errno = 0;
-  int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
-  const int e = errno;
-  bad |= fclose(f) != 0;
-  if (bad) {
-    snprintf(err, errlen, "%s: write failed: %s", s->tmp[s->n], strerror(e ? e : errno));
+  const int e = cli_close_synced(f);
+  if (e) {
+    snprintf(err, errlen, "%s: write failed: %s", s->tmp[s->n], strerror(e));
     remove(s->tmp[s->n]);
     return -1;
   }
@@ -489,11 +488,10 @@ int lda_save(lda_t *m, const char *dir, const lda_corpus_t *c, char *err, size_t
           "# augur-lda model: word_topic.txt* (counts), totals.txt*, vocab.txt, doc_topic.txt*\n"
           "format=1\ntopics=%u\nalpha=%.9g\nbeta=%.9g\nwords=%u\ntokens=%llu\nnodes=%d\n",
           m->p.K, m->p.alpha, m->p.beta, m->V, (unsigned long long)m->tokens, m->nodes);
-  errno = 0;
-  int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno ? errno : EIO));
+  int e = cli_close_synced(f);
+  if (!e && rename(tmp, path) != 0) e = errno;
+  if (e) {
+    snprintf(err, errlen, "%s: %s", path, strerror(e));
     remove(tmp);
     return -1;
   }

@@ -200,10 +200,10 @@ static int parse_args(int argc, char **argv, args_t *a)
     }
 #undef VALUE
     if (rc) return rc;
-    static const char *const gen_flags[] = {"--docs",           "--vocab-size", "--doc-length",
-                                            "--planted-topics", "--zipf",       "--length-sigma"};
-    for (size_t k = 0; k < sizeof(gen_flags) / sizeof(gen_flags[0]); k++)
-      if (!strcmp(f, gen_flags[k])) gen_flag = gen_flags[k];
+    static const char *const gen_flags[] = {
+        "--docs", "--vocab-size", "--doc-length", "--planted-topics", "--zipf", "--length-sigma",
+        NULL};
+    if (cli_one_of(f, gen_flags)) gen_flag = f;
   }
   if (gen_flag && a->file) { /* a flag that would do nothing is a mistake to say */
     fprintf(stderr, PROG ": %s shapes the generated data; with a file it does nothing\n", gen_flag);

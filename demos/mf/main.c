@@ -219,10 +219,9 @@ static int parse_args(int argc, char **argv, args_t *a)
     }
 #undef VALUE
     if (rc) return rc;
-    static const char *const gen_flags[] = {"--rows",      "--cols",  "--ratings",
-                                            "--true-rank", "--noise", "--skew"};
-    for (size_t k = 0; k < sizeof(gen_flags) / sizeof(gen_flags[0]); k++)
-      if (!strcmp(f, gen_flags[k])) gen_flag = gen_flags[k];
+    static const char *const gen_flags[] = {"--rows",  "--cols", "--ratings", "--true-rank",
+                                            "--noise", "--skew", NULL};
+    if (cli_one_of(f, gen_flags)) gen_flag = f;
     if (!strcmp(f, "--hot")) hot_flag = 1;
   }
   if (gen_flag && a->train) { /* a flag that would do nothing is a mistake to say */

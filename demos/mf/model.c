@@ -1,6 +1,8 @@
 /* model.c — see model.h. */
 #include "model.h"
 
+#include "cli.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -103,13 +105,11 @@ static int out_open(out_t *o, const char *name)
 
 static int out_close(out_t *o)
 {
-  errno = 0;
-  int bad = fflush(o->f) != 0 || ferror(o->f) || fsync(fileno(o->f)) != 0;
-  const int e = errno;
-  bad |= fclose(o->f) != 0;
+  int e = cli_close_synced(o->f);
   o->f = NULL;
-  if (bad || o->n == OUT_MAX) {
-    set_err(o->err, o->errlen, "%s: %s", o->tmp, strerror(e ? e : errno ? errno : EIO));
+  if (!e && o->n == OUT_MAX) e = EOVERFLOW; /* (more files than a save writes) */
+  if (e) {
+    set_err(o->err, o->errlen, "%s: %s", o->tmp, strerror(e));
     remove(o->tmp);
     return MF_EIO;
   }
