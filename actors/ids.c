@@ -22,8 +22,11 @@
  * On a cluster the ids hash into the cluster's buckets, the same on every node (every node
  * gives the same options: au_ids_create checks); `abuckets` consecutive buckets are one
  * parameter actor, actor a's home is node a mod nodes, and a node holds the buckets of
- * its home actors, packed, as a dense table holds its home actors' rows. Other nodes'
- * workers reach them by the classic fetch and push (remote.c, au_worker_ids_pull).
+ * its home actors, packed, as a dense table holds its home actors' rows; an actor's
+ * param_actor_t (t->fmt.actors) points at its `abuckets` buckets wherever they are. Other
+ * nodes' workers reach them by the classic fetch and push (remote.c, au_worker_ids_pull),
+ * and under AU_PLACE_RELOCATE an actor moves to the node whose workers use it
+ * (relocation.c), its buckets flattened into one blob (ids_actor_pack, ids_actor_unpack).
  *
  * The invariant: a slot's row belongs to the id in its id[] entry exactly while its
  * digest is nonzero, and a row is only read or written under its bucket's lock.
@@ -47,6 +50,7 @@ typedef struct bucket {
   uint32_t cands; /* slots holding a candidate */
   uint32_t hand;  /* the candidates' CLOCK hand */
   char *block;    /* NULL until the bucket is first used */
+  char *spare;    /* where its block goes then */
   uint64_t admitted, evicted, expired, rejected, misses, forgotten;
 } bucket_t;
 
@@ -240,7 +244,7 @@ static int make_row(au_ids_t *t, bucket_t *b, uint64_t id, uint8_t dg, uint64_t 
 static void ensure_block(au_ids_t *t, bucket_t *b)
 {
   if (b->block) return;
-  char *blk = t->blocks + (size_t)(b - t->buckets) * t->block_bytes;
+  char *blk = b->spare;
   __atomic_store_n(&b->block, blk, __ATOMIC_RELAXED); /* prefetch() reads it unlocked */
   atomic_fetch_add_explicit(&t->memory, t->block_bytes, memory_order_relaxed);
 }
@@ -323,31 +327,34 @@ static uint64_t cluster_bucket(const au_ids_t *t, uint64_t h)
   return ((h >> 32) * t->gbuckets) >> 32;
 }
 
-static uint32_t owner_of(const au_ids_t *t, uint64_t h)
+uint64_t ids_actor_of(const au_ids_t *t, uint64_t id)
 {
-  return t->nodes == 1 ? 0 : (uint32_t)(cluster_bucket(t, h) / t->abuckets % t->nodes);
+  return cluster_bucket(t, id_hash(id)) / t->abuckets;
 }
 
 int ids_owns(const au_ids_t *t, uint64_t id)
 {
-  return t->nodes == 1 || owner_of(t, id_hash(id)) == t->rank;
+  return t->nodes == 1 || atomic_load_explicit(&t->fmt.actors[ids_actor_of(t, id)].state,
+                                               memory_order_acquire) == PA_OWNER;
 }
 
 int au_ids_owner(const au_ids_t *t, uint64_t id)
 {
-  return t ? (int)owner_of(t, id_hash(id)) : AU_EINVAL;
+  if (!t) return AU_EINVAL;
+  if (t->nodes == 1) return 0;
+  return (int)atomic_load_explicit(&t->fmt.actors[ids_actor_of(t, id)].owner, memory_order_relaxed);
 }
 
-/* The id's bucket here (its owner's: callers look first). */
+/* The id's bucket here (callers look first that this node holds it, ids_owns; a server
+ * that looked when its message began may go on while the actor is handed off: its buckets
+ * stay until the grace period is over, grace.c). */
 static where_t locate(au_ids_t *t, uint64_t id)
 {
-  uint64_t h = id_hash(id), b = cluster_bucket(t, h);
-  if (t->nodes > 1) { /* the home actor's packed slot, then the bucket in it */
-    uint64_t actor = b / t->abuckets;
-    b = actor / t->nodes * t->abuckets + b % t->abuckets;
-  }
+  uint64_t h = id_hash(id), g = cluster_bucket(t, h);
+  bucket_t *b = t->nodes == 1 ? &t->buckets[g]
+                              : (bucket_t *)t->fmt.actors[g / t->abuckets].values + g % t->abuckets;
   uint8_t dg = (uint8_t)h;
-  where_t w = {&t->buckets[b], dg ? dg : 1};
+  where_t w = {b, dg ? dg : 1};
   return w;
 }
 
@@ -512,18 +519,79 @@ int au_ids_contains(au_ids_t *t, uint64_t id)
   return s >= 0;
 }
 
+/* The buckets held here, an actor's at a time: the a-th group of *nb buckets, or NULL when
+ * another node holds it; groups() of them (one on one node). */
+static uint64_t groups(const au_ids_t *t)
+{
+  return t->nodes == 1 ? 1 : t->fmt.nactors;
+}
+
+static bucket_t *group_at(const au_ids_t *t, uint64_t a, uint64_t *nb)
+{
+  if (t->nodes == 1) {
+    *nb = t->nbuckets;
+    return t->buckets;
+  }
+  param_actor_t *pa = &t->fmt.actors[a];
+  *nb = t->abuckets;
+  return atomic_load_explicit(&pa->state, memory_order_acquire) == PA_OWNER ? pa->values : NULL;
+}
+
+typedef int (*bucket_fn)(au_ids_t *t, bucket_t *b, void *arg);
+
+/* fn for every bucket held here, each under its lock; stops at fn's first nonzero, which
+ * it returns. */
+static int each_bucket(au_ids_t *t, bucket_fn fn, void *arg)
+{
+  for (uint64_t a = 0; a < groups(t); a++) {
+    uint64_t nb;
+    bucket_t *bs = group_at(t, a, &nb);
+    for (uint64_t i = 0; bs && i < nb; i++) {
+      pthread_spin_lock(&bs[i].lock);
+      int rc = fn(t, &bs[i], arg);
+      pthread_spin_unlock(&bs[i].lock);
+      if (rc) return rc;
+    }
+  }
+  return 0;
+}
+
+typedef struct each_arg {
+  au_ids_each_fn fn;
+  ids_row_fn row_fn;
+  void *arg;
+} each_arg_t;
+
+static int foreach_bucket(au_ids_t *t, bucket_t *b, void *arg)
+{
+  each_arg_t *e = arg;
+  int rc = 0;
+  for (uint32_t s = 0; b->block && s < t->B && rc == 0; s++)
+    if (digests(b->block)[s]) rc = e->fn(e->arg, ids_of(t, b->block)[s], row_of(t, b->block, s));
+  return rc;
+}
+
 int au_ids_foreach(au_ids_t *t, au_ids_each_fn fn, void *arg)
 {
   if (!t || !fn) return AU_EINVAL;
-  for (uint64_t i = 0; i < t->nbuckets; i++) {
-    bucket_t *b = &t->buckets[i];
-    pthread_spin_lock(&b->lock);
-    int rc = 0;
-    for (uint32_t s = 0; b->block && s < t->B && rc == 0; s++)
-      if (digests(b->block)[s]) rc = fn(arg, ids_of(t, b->block)[s], row_of(t, b->block, s));
-    pthread_spin_unlock(&b->lock);
-    if (rc) return rc;
-  }
+  each_arg_t e = {.fn = fn, .arg = arg};
+  return each_bucket(t, foreach_bucket, &e);
+}
+
+static int stats_bucket(au_ids_t *t, bucket_t *b, void *arg)
+{
+  au_ids_stats_t *out = arg;
+  out->rows += b->rows;
+  out->buckets++;
+  out->capacity += t->B;
+  out->buckets_used += b->block != NULL;
+  out->admitted += b->admitted;
+  out->evicted += b->evicted;
+  out->expired += b->expired;
+  out->rejected += b->rejected;
+  out->misses += b->misses;
+  out->forgotten += b->forgotten;
+  out->candidates += b->cands;
   return 0;
 }
 
@@ -532,22 +600,7 @@ void au_ids_stats(au_ids_t *t, au_ids_stats_t *out)
   if (!out) return;
   memset(out, 0, sizeof(*out));
   if (!t) return;
-  for (uint64_t i = 0; i < t->nbuckets; i++) {
-    bucket_t *b = &t->buckets[i];
-    pthread_spin_lock(&b->lock);
-    out->rows += b->rows;
-    out->buckets_used += b->block != NULL;
-    out->admitted += b->admitted;
-    out->evicted += b->evicted;
-    out->expired += b->expired;
-    out->rejected += b->rejected;
-    out->misses += b->misses;
-    out->forgotten += b->forgotten;
-    out->candidates += b->cands;
-    pthread_spin_unlock(&b->lock);
-  }
-  out->buckets = t->nbuckets;
-  out->capacity = t->nbuckets * t->B;
+  each_bucket(t, stats_bucket, out);
   out->memory = atomic_load_explicit(&t->memory, memory_order_relaxed);
   out->row_bytes = (size_t)t->fmt.width * 4;
 }
@@ -560,6 +613,126 @@ uint32_t au_ids_dim(const au_ids_t *t)
 uint32_t au_ids_slots(const au_ids_t *t)
 {
   return t ? t->fmt.nslots : 0;
+}
+
+/* ---- moving actors (relocation.c) ----------------------------------------------------
+ * An actor's blob: for each of its abuckets buckets, a head of HEAD_BYTES (u32 block used,
+ * rows, candidates, CLOCK hand; u64 admitted, evicted, expired, rejected, misses,
+ * forgotten), then block_bytes of block (zero when unused): a fixed length, so that the
+ * wire's sparse form drops the unused blocks. */
+
+#define HEAD_BYTES 64
+
+static void *map_blocks(size_t bytes);
+static void unmap_blocks(void *p, size_t bytes);
+
+size_t ids_actor_bytes(const au_ids_t *t)
+{
+  return (size_t)t->abuckets * (HEAD_BYTES + t->block_bytes);
+}
+
+static int is_home(const au_ids_t *t, uint64_t actor)
+{
+  return actor % t->nodes == t->rank;
+}
+
+void *ids_actor_pack(au_ids_t *t, const void *values)
+{
+  char *blob = calloc(1, ids_actor_bytes(t)), *o = blob;
+  const bucket_t *bs = values;
+  for (uint64_t i = 0; blob && i < t->abuckets; i++, o += HEAD_BYTES + t->block_bytes) {
+    const bucket_t *b = &bs[i];
+    const uint32_t h[4] = {b->block != NULL, b->rows, b->cands, b->hand};
+    const uint64_t c[6] = {b->admitted, b->evicted, b->expired,
+                           b->rejected, b->misses,  b->forgotten};
+    memcpy(o, h, sizeof(h));
+    memcpy(o + sizeof(h), c, sizeof(c));
+    if (b->block) memcpy(o + HEAD_BYTES, b->block, t->block_bytes);
+  }
+  return blob;
+}
+
+/* A group of buckets for an actor arriving here: its home slot, else one of its own
+ * (locks ready, blocks not yet in use); NULL when out of memory. */
+static bucket_t *group_alloc(au_ids_t *t, uint64_t actor)
+{
+  if (is_home(t, actor)) return &t->buckets[actor / t->nodes * t->abuckets];
+  bucket_t *bs = calloc(t->abuckets, sizeof(bucket_t));
+  char *blocks = bs ? map_blocks(t->abuckets * t->block_bytes) : NULL;
+  if (!blocks) {
+    free(bs);
+    return NULL;
+  }
+  for (uint64_t i = 0; i < t->abuckets; i++) {
+    pthread_spin_init(&bs[i].lock, PTHREAD_PROCESS_PRIVATE);
+    bs[i].spare = blocks + i * t->block_bytes;
+  }
+  atomic_fetch_add_explicit(&t->memory, t->abuckets * sizeof(bucket_t), memory_order_relaxed);
+  return bs;
+}
+
+void ids_actor_free(au_ids_t *t, uint64_t actor, void *values)
+{
+  bucket_t *bs = values;
+  size_t used = 0;
+  for (uint64_t i = 0; i < t->abuckets; i++) used += bs[i].block != NULL;
+  if (is_home(t, actor)) return; /* the home slot stays, its memory still in use */
+  atomic_fetch_sub_explicit(&t->memory, used * t->block_bytes + t->abuckets * sizeof(bucket_t),
+                            memory_order_relaxed);
+  unmap_blocks(bs[0].spare, t->abuckets * t->block_bytes);
+  for (uint64_t i = 0; i < t->abuckets; i++) pthread_spin_destroy(&bs[i].lock);
+  free(bs);
+}
+
+/* Slots of B one-byte digests that are not 0. */
+static uint32_t live(const uint8_t *d, uint32_t B)
+{
+  uint32_t n = 0;
+  for (uint32_t s = 0; s < B; s++) n += d[s] != 0;
+  return n;
+}
+
+void *ids_actor_unpack(au_ids_t *t, uint64_t actor, const void *blob, char *why, size_t why_len)
+{
+  const char *in = blob;
+  for (uint64_t i = 0; i < t->abuckets; i++, in += HEAD_BYTES + t->block_bytes) {
+    uint32_t h[4];
+    memcpy(h, in, sizeof(h));
+    const uint8_t *blk = (const uint8_t *)in + HEAD_BYTES;
+    const int used = h[0] == 1;
+    if (h[0] > 1 || h[3] >= t->B || h[1] != (used ? live(blk, t->B) : 0) ||
+        h[2] != (used ? live(blk + t->off_cdig, t->B) : 0)) {
+      snprintf(why, why_len,
+               "bucket %llu of id table %u's actor %llu: its head (block %u, %u rows, %u "
+               "candidates, hand %u) does not match its block",
+               (unsigned long long)i, t->index, (unsigned long long)actor, h[0], h[1], h[2], h[3]);
+      return NULL;
+    }
+  }
+  bucket_t *bs = group_alloc(t, actor);
+  if (!bs) {
+    snprintf(why, why_len, "out of memory for id table %u's actor %llu", t->index,
+             (unsigned long long)actor);
+    return NULL;
+  }
+  in = blob;
+  for (uint64_t i = 0; i < t->abuckets; i++, in += HEAD_BYTES + t->block_bytes) {
+    bucket_t *b = &bs[i];
+    uint32_t h[4];
+    uint64_t c[6];
+    memcpy(h, in, sizeof(h));
+    memcpy(c, in + sizeof(h), sizeof(c));
+    if (h[0]) {
+      ensure_block(t, b);
+      memcpy(b->block, in + HEAD_BYTES, t->block_bytes);
+    } else if (b->block) { /* a home block used before: nothing in it now */
+      memset(b->block, 0, t->block_bytes);
+    }
+    b->rows = h[1], b->cands = h[2], b->hand = h[3];
+    b->admitted = c[0], b->evicted = c[1], b->expired = c[2], b->rejected = c[3];
+    b->misses = c[4], b->forgotten = c[5];
+  }
+  return bs;
 }
 
 /* ---- checkpoints (checkpoint.c) ------------------------------------------------------ */
@@ -588,35 +761,38 @@ uint64_t ids_rows(au_ids_t *t)
   return st.rows;
 }
 
+static int row_bucket(au_ids_t *t, bucket_t *b, void *arg)
+{
+  each_arg_t *e = arg;
+  int rc = 0;
+  for (uint32_t s = 0; b->block && s < t->B && rc == 0; s++)
+    if (digests(b->block)[s])
+      rc = e->row_fn(e->arg, ids_of(t, b->block)[s], uses_of(t, b->block)[s],
+                     last_of(t, b->block)[s], row_of(t, b->block, s));
+  return rc;
+}
+
 int ids_each_row(au_ids_t *t, ids_row_fn fn, void *arg)
 {
-  for (uint64_t i = 0; i < t->nbuckets; i++) {
-    bucket_t *b = &t->buckets[i];
-    pthread_spin_lock(&b->lock);
-    int rc = 0;
-    for (uint32_t s = 0; b->block && s < t->B && rc == 0; s++)
-      if (digests(b->block)[s])
-        rc = fn(arg, ids_of(t, b->block)[s], uses_of(t, b->block)[s], last_of(t, b->block)[s],
-                row_of(t, b->block, s));
-    pthread_spin_unlock(&b->lock);
-    if (rc) return rc;
+  each_arg_t e = {.row_fn = fn, .arg = arg};
+  return each_bucket(t, row_bucket, &e);
+}
+
+static int clear_bucket(au_ids_t *t, bucket_t *b, void *arg)
+{
+  (void)arg;
+  if (b->block) {
+    memset(digests(b->block), 0, t->B);
+    memset(cdigests(t, b->block), 0, t->B);
+    memset(counts_of(t, b->block), 0, t->B);
   }
+  b->rows = b->cands = b->hand = 0;
   return 0;
 }
 
 void ids_clear(au_ids_t *t)
 {
-  for (uint64_t i = 0; i < t->nbuckets; i++) {
-    bucket_t *b = &t->buckets[i];
-    pthread_spin_lock(&b->lock);
-    if (b->block) {
-      memset(digests(b->block), 0, t->B);
-      memset(cdigests(t, b->block), 0, t->B);
-      memset(counts_of(t, b->block), 0, t->B);
-    }
-    b->rows = b->cands = b->hand = 0;
-    pthread_spin_unlock(&b->lock);
-  }
+  each_bucket(t, clear_bucket, NULL);
   if (t->door)
     for (uint64_t w = 0; w < t->door_bits / 64; w++)
       atomic_store_explicit(&t->door[w], 0, memory_order_relaxed);
@@ -682,6 +858,10 @@ static void unmap_blocks(void *p, size_t bytes)
 
 static void ids_free(au_ids_t *t)
 {
+  for (uint64_t a = 0; t->fmt.actors && a < t->fmt.nactors; a++) /* groups that came here */
+    if (t->fmt.actors[a].values && !is_home(t, a)) ids_actor_free(t, a, t->fmt.actors[a].values);
+  free(t->fmt.actors);
+  free((void *)t->fmt.contended);
   for (uint64_t i = 0; t->buckets && i < t->nbuckets; i++)
     pthread_spin_destroy(&t->buckets[i].lock);
   unmap_blocks(t->blocks, t->nbuckets * t->block_bytes);
@@ -713,10 +893,13 @@ static int bad(au_node_t *node, const au_ids_opts_t *o, const char *why)
 static int ids_new(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
 {
   au_table_opts_t row = opts->row;
-  if (node->nodes > 1 && row.place != AU_PLACE_CLASSIC)
+  const int place = row.place;
+  if (node->nodes > 1 && place != AU_PLACE_CLASSIC && place != AU_PLACE_RELOCATE)
     return bad(node, opts,
-               "on a cluster id tables are placed classic so far: row.place must be "
-               "AU_PLACE_CLASSIC (docs/tables.md)");
+               "on a cluster id tables are placed classic or relocate so far: row.place must "
+               "be AU_PLACE_CLASSIC or AU_PLACE_RELOCATE (docs/tables.md)");
+  if (node->nodes > 1 && place == AU_PLACE_RELOCATE && node_bounded(node))
+    return bad(node, opts, "relocate placement needs the async consistency model");
   row.keys = 1;
   row.group = 0;
   row.place = AU_PLACE_CLASSIC;
@@ -792,6 +975,11 @@ static int ids_new(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
     t->nbuckets = (t->nbuckets < most ? t->nbuckets : most) / t->abuckets * t->abuckets;
   }
   t->gbuckets = t->nbuckets * t->nodes;
+  if (t->nodes > 1) {
+    f->nactors = t->gbuckets / t->abuckets;
+    f->place = place;
+    f->actor_bytes = ids_actor_bytes(t);
+  }
   if (door) {
     t->door_bits = t->nbuckets * B * 8;
     t->door_every = t->nbuckets * B;
@@ -802,7 +990,7 @@ static int ids_new(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
 
 /* The options every node must give alike, as numbers (the ones the layout and rules come
  * from; a node that failed says so in the first). */
-enum { AGREE_FIELDS = 19 };
+enum { AGREE_FIELDS = 20 };
 static const char *const agree_names[AGREE_FIELDS] = {"",          "budget (buckets)",
                                                       "bucket",    "dim",
                                                       "type",      "optimizer",
@@ -812,7 +1000,7 @@ static const char *const agree_names[AGREE_FIELDS] = {"",          "budget (buck
                                                       "init_a",    "init_b",
                                                       "seed",      "seed",
                                                       "lr",        "optim_init",
-                                                      "kernel"};
+                                                      "kernel",    "place"};
 
 static void agree_fields(const au_ids_opts_t *o, const au_ids_t *t, int rc, double *v)
 {
@@ -835,7 +1023,8 @@ static void agree_fields(const au_ids_opts_t *o, const au_ids_t *t, int rc, doub
                                   (double)(r->seed >> 32),
                                   r->lr,
                                   t ? t->fmt.optim_init : r->optim_init, /* (0 means 1.0) */
-                                  r->kernel};
+                                  r->kernel,
+                                  r->place};
   memcpy(v, f, sizeof(f));
 }
 
@@ -879,7 +1068,13 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
     if (t->door_bits) t->door = calloc(t->door_bits / 64, sizeof(uint64_t));
     by_id = realloc(node->ids_by_id, (size_t)(node->nids + 1) * sizeof(*by_id));
     if (by_id) node->ids_by_id = by_id;
-    if (!t->buckets || !t->blocks || (t->door_bits && !t->door) || !by_id) rc = AU_ENOMEM;
+    au_table_t *f = &t->fmt;
+    if (f->nactors) f->actors = calloc(f->nactors, sizeof(param_actor_t));
+    if (f->place == AU_PLACE_RELOCATE && f->nactors) f->contended = calloc(f->nactors, 1);
+    if (!t->buckets || !t->blocks || (t->door_bits && !t->door) || !by_id ||
+        (f->nactors && !f->actors) ||
+        (f->place == AU_PLACE_RELOCATE && f->nactors && !f->contended))
+      rc = AU_ENOMEM;
     if (rc)
       au__log(AU_LOG_ERROR, node->rank, "id table %s: no memory for %llu buckets of %zu bytes",
               opts->row.name ? opts->row.name : "ids", (unsigned long long)t->nbuckets,
@@ -894,12 +1089,23 @@ int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
       unmap_blocks(t->blocks, t->nbuckets * t->block_bytes);
       free(t->buckets);
       free((void *)t->door);
+      free(t->fmt.actors);
+      free((void *)t->fmt.contended);
       free(t);
     }
     return rc;
   }
-  for (uint64_t i = 0; i < t->nbuckets; i++)
+  for (uint64_t i = 0; i < t->nbuckets; i++) {
     pthread_spin_init(&t->buckets[i].lock, PTHREAD_PROCESS_PRIVATE);
+    t->buckets[i].spare = t->blocks + i * t->block_bytes;
+  }
+  /* actor a starts on node a mod nodes, its buckets the home's packed slot a / nodes */
+  for (uint64_t a = 0; a < t->fmt.nactors; a++) {
+    param_actor_t *pa = &t->fmt.actors[a];
+    pa->owner = (uint32_t)(a % t->nodes);
+    pa->values = is_home(t, a) ? &t->buckets[a / t->nodes * t->abuckets] : NULL;
+    atomic_init(&pa->state, is_home(t, a) ? PA_OWNER : PA_REMOTE);
+  }
   atomic_init(&t->memory, sizeof(*t) + t->nbuckets * sizeof(bucket_t) + t->door_bits / 8);
   node->ids_by_id[node->nids++] = &t->fmt;
   t->next = node->ids;

@@ -101,8 +101,15 @@ struct au_table {
    * ids, its messages carry the sender's clock, and it has no parameter actors of its own
    * on the wire (nactors 0) */
   struct au_ids *ids;
+  size_t actor_bytes; /* an id table's actor as it moves (ids_actor_bytes; else 0) */
   struct au_table *next;
 };
+
+/* An actor's bytes as they move: group rows, or an id table's blob (ids.c). */
+static inline size_t table_actor_bytes(const au_table_t *t)
+{
+  return t->actor_bytes ? t->actor_bytes : (size_t)t->group * t->row_bytes;
+}
 
 /* Row-pointer storage for the views of one step (see worker.c). */
 typedef struct rows_chunk {
@@ -249,6 +256,22 @@ static inline void table_mark(au_table_t *t, au_key_t k)
 void ids_free_all(au_node_t *n);
 /* 1 if this node holds the id's rows (its owner), else 0. */
 int ids_owns(const au_ids_t *t, uint64_t id);
+/* The parameter actor an id's bucket is part of (on a cluster). */
+uint64_t ids_actor_of(const au_ids_t *t, uint64_t id);
+/* Moving an actor (relocation.c): its blob of ids_actor_bytes (malloc'd; NULL when out of
+ * memory) from its buckets, and back into buckets here (its home slot, else new ones;
+ * NULL with why when the blob is not one of this table's or out of memory); the buckets of
+ * an actor that left (a home slot stays). */
+size_t ids_actor_bytes(const au_ids_t *t);
+void *ids_actor_pack(au_ids_t *t, const void *values);
+void *ids_actor_unpack(au_ids_t *t, uint64_t actor, const void *blob, char *why, size_t why_len);
+void ids_actor_free(au_ids_t *t, uint64_t actor, void *values);
+
+/* The actor of key k: an id's, or the group's. */
+static inline uint64_t table_actor_of(const au_table_t *t, au_key_t k)
+{
+  return t->ids ? ids_actor_of(t->ids, k) : k >> t->group_shift;
+}
 /* For the servers (remote.c), on the owner: an id's row whole, values and slots (the
  * initializer's when it has none), as a pull at `clock` reads it; an update pushed at
  * `clock`, as au_ids_push applies it. */

@@ -228,17 +228,17 @@ uint8_t *psm_rows_answer(uint8_t *out, const psm_rows_t *m)
 
 /* --- an actor's rows: PS_MOVE_DATA, PS_REP_DATA ------------------------------------------
  * u32 table, u16 version, u8 hold exponent, u8 form (version and hold 0 for a replica), u64
- * actor, then the group * row_bytes of rows: form 0 as they are; form 1, sparse: u32 n,
- * then n pairs (u32 word index, u32 word) of the words that are not 0, indices ascending,
- * the other words 0. The sender takes the shorter: a topic model's word rows at K = 1000
- * are mostly zero counts, and moving them whole shipped 1.2-1.4 GB a sweep on 4 nodes. */
+ * actor, then the group * row_bytes of rows (an id table's actor: its blob, ids.c): form 0 as they
+ * are; form 1, sparse: u32 n, then n pairs (u32 word index, u32 word) of the words that are not 0,
+ * indices ascending, the other words 0. The sender takes the shorter: a topic model's word rows at
+ * K = 1000 are mostly zero counts, and moving them whole shipped 1.2-1.4 GB a sweep on 4 nodes. */
 
 #define VALUES_HEAD   16
 #define VALUES_SPARSE 1
 
 size_t psm_values_len(const au_table_t *t)
 {
-  return VALUES_HEAD + (size_t)t->group * t->row_bytes;
+  return VALUES_HEAD + table_actor_bytes(t);
 }
 
 uint8_t *psm_values_encode(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
@@ -255,7 +255,7 @@ uint8_t *psm_values_encode(uint8_t *out, const au_table_t *t, uint64_t actor, ui
 /* 32-bit words of an actor's rows (row_bytes is a multiple of 4). */
 static size_t actor_words(const au_table_t *t)
 {
-  return (size_t)t->group * t->row_bytes / 4;
+  return table_actor_bytes(t) / 4;
 }
 
 /* Whether the 16 words (64 bytes) at w are all 0: a topic model's rows are mostly runs of
@@ -324,7 +324,7 @@ void psm_values_write(uint8_t *out, size_t len, const au_table_t *t, uint64_t ac
 
 void psm_values_copy(const psm_values_t *v, void *dst)
 {
-  const size_t bytes = (size_t)v->t->group * v->t->row_bytes;
+  const size_t bytes = table_actor_bytes(v->t);
   if (!v->sparse) {
     memcpy(dst, v->values, bytes);
     return;

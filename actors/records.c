@@ -8,9 +8,12 @@
 #include "actors/idle.h"
 #include "actors/placer.h"
 
+/* Dense tables' ids in the top 16 bits, id tables' (IDS_TID + i) as 0x8000 + i. */
 static uint64_t key_of(int table, uint64_t actor)
 {
-  return ((uint64_t)table << 48 | actor) + 1; /* nonzero, for the map */
+  const uint64_t tid =
+      (uint32_t)table >= IDS_TID ? 0x8000u | ((uint32_t)table - IDS_TID) : (uint64_t)table;
+  return (tid << 48 | actor) + 1; /* nonzero, for the map */
 }
 
 uint64_t rec_key(const rec_t *r)

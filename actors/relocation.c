@@ -39,7 +39,7 @@ static void count_forward(struct placer *p, const psm_rows_t *one, int to)
 {
   counter_add(&p->reloc.forwards, 1);
   au__trace(p->node->rt, TRACE_FORWARD, (uint64_t)one->t->id,
-            psm_rows_key(one, 0) >> one->t->group_shift, (uint64_t)to, 1);
+            table_actor_of(one->t, psm_rows_key(one, 0)), (uint64_t)to, 1);
 }
 
 /* A one-key PS_REQ / PS_PUSH payload, alone, to the server of node `to`. */
@@ -124,16 +124,26 @@ void relocation_ship(struct placer *p, rec_t *r)
   au__trace(n->rt, TRACE_RELOC_START, (uint64_t)t->id, r->actor, (uint64_t)to,
             au__trace_flow((uint64_t)t->id, r->actor, version));
   au_outbuf_t ob;
-  const size_t wire = psm_values_wire_len(t, pa->values); /* no worker writes them now */
-  uint8_t *out = au_send_to_start(n->rt, (uint32_t)to, PS_PLACER_PORT, PS_MOVE_DATA, wire, &ob);
+  /* an id table's buckets go as one blob (ids.c) */
+  void *blob = t->ids ? ids_actor_pack(t->ids, pa->values) : NULL;
+  const void *values = t->ids ? blob : pa->values;
+  const size_t wire = values ? psm_values_wire_len(t, values) : 0; /* no worker writes now */
+  uint8_t *out =
+      values ? au_send_to_start(n->rt, (uint32_t)to, PS_PLACER_PORT, PS_MOVE_DATA, wire, &ob)
+             : NULL;
   if (!out) {
     au__log(AU_LOG_ERROR, n->rank, "cannot ship actor %llu: %s", (unsigned long long)r->actor,
-            au_strerror(ob.rc));
+            au_strerror(values ? ob.rc : AU_ENOMEM));
+    free(blob);
     return;
   }
-  psm_values_write(out, wire, t, r->actor, version, exp, pa->values);
+  psm_values_write(out, wire, t, r->actor, version, exp, values);
   au_send_to_finish(&ob);
-  table_values_free(t, r->actor, pa->values);
+  free(blob);
+  if (t->ids)
+    ids_actor_free(t->ids, r->actor, pa->values);
+  else
+    table_values_free(t, r->actor, pa->values);
   pa->values = NULL;
   pa->owner = (uint32_t)to;
   pa->version = version;
@@ -256,6 +266,23 @@ void relocation_on_move_req(struct placer *p, const au_msg_t *m)
   }
 }
 
+/* An id table's actor arriving: its buckets here, from the blob; NULL (logged) when the
+ * blob is bad or memory short. */
+static void *move_ids_in(au_node_t *n, const psm_values_t *v)
+{
+  void *blob = malloc(table_actor_bytes(v->t));
+  char why[200] = "out of memory";
+  void *values = NULL;
+  if (blob) {
+    psm_values_copy(v, blob);
+    values = ids_actor_unpack(v->t->ids, v->actor, blob, why, sizeof(why));
+  }
+  free(blob);
+  if (!values)
+    au__log(AU_LOG_ERROR, n->rank, "cannot take actor %llu: %s", (unsigned long long)v->actor, why);
+  return values;
+}
+
 rec_t *relocation_on_move_data(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
@@ -268,13 +295,19 @@ rec_t *relocation_on_move_data(struct placer *p, const au_msg_t *m)
   au_table_t *t = v.t;
   rec_t *r = rec_get(p, t, v.actor);
   param_actor_t *pa = &t->actors[v.actor];
-  void *values = table_values_alloc(t, v.actor);
-  if (!r || !values) {
-    au__log(AU_LOG_ERROR, n->rank, "out of memory receiving actor %llu",
-            (unsigned long long)v.actor);
+  if (t->ids && pa->values) { /* a bad frame: this node holds it, or is handing it off */
+    au__log(AU_LOG_WARN, n->rank, "actor data from node %u for actor %llu, which is here",
+            m->from_node, (unsigned long long)v.actor);
     return NULL;
   }
-  psm_values_copy(&v, values);
+  void *values = !r ? NULL : t->ids ? move_ids_in(n, &v) : table_values_alloc(t, v.actor);
+  if (!values) {
+    if (!r || !t->ids) /* (move_ids_in says why) */
+      au__log(AU_LOG_ERROR, n->rank, "out of memory receiving actor %llu",
+              (unsigned long long)v.actor);
+    return NULL;
+  }
+  if (!t->ids) psm_values_copy(&v, values);
   pa->values = values;
   pa->owner = (uint32_t)n->rank;
   pa->version = (uint16_t)v.version;

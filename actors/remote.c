@@ -120,8 +120,7 @@ static struct rslot *cache_find(wremote_t *r, int table, uint64_t key)
 
 static int owner_of(const au_table_t *t, au_key_t key)
 {
-  if (t->ids) return au_ids_owner(t->ids, key);
-  return (int)atomic_load_explicit(&t->actors[key >> t->group_shift].owner, memory_order_relaxed);
+  return (int)atomic_load_explicit(&t->actors[table_actor_of(t, key)].owner, memory_order_relaxed);
 }
 
 void *remote_row(au_worker_t *w, au_table_t *t, au_key_t key, int *requested)
@@ -333,6 +332,12 @@ void remote_serve_local(au_node_t *n, uint32_t type, const uint8_t *p, size_t le
     apply(&m, scratch);
 }
 
+/* 1 if this node holds the key's row (owner or replica; an id's owner). */
+static int held(au_table_t *t, uint64_t k)
+{
+  return t->ids ? ids_owns(t->ids, k) : table_row(t, k) != NULL;
+}
+
 /* Splits a request or push into the keys held here and the others (into two messages
  * of its kind); returns how many are here. It looks again, key by key: an actor may
  * have arrived (or begun to leave) since the caller counted. */
@@ -341,7 +346,7 @@ static uint32_t split(const psm_rows_t *m, obuf_t *here, obuf_t *other)
   here->len = other->len = 0;
   uint32_t nh = 0;
   for (uint32_t i = 0; i < m->n; i++) {
-    int is_here = table_row(m->t, psm_rows_key(m, i)) != NULL;
+    int is_here = held(m->t, psm_rows_key(m, i));
     if (psm_rows_add_entry(is_here ? here : other, m, i) != 0) continue;
     nh += (uint32_t)is_here;
   }
@@ -360,9 +365,7 @@ static void serve(server_t *s, const au_msg_t *m, uint32_t type)
   const int is_push = type == PS_PUSH;
   au_table_t *t = rows.t;
   uint32_t here = 0;
-  for (uint32_t i = 0; i < rows.n; i++)
-    here += t->ids ? ids_owns(t->ids, psm_rows_key(&rows, i))
-                   : table_row(t, psm_rows_key(&rows, i)) != NULL;
+  for (uint32_t i = 0; i < rows.n; i++) here += held(t, psm_rows_key(&rows, i));
   if (here == rows.n) { /* the common case: serve in place */
     if (is_push)
       apply(&rows, &s->delta);
@@ -370,7 +373,7 @@ static void serve(server_t *s, const au_msg_t *m, uint32_t type)
       answer(n, &rows);
     return;
   }
-  if (t->ids) {
+  if (t->ids && t->place == AU_PLACE_CLASSIC) {
     bad_request(n, m, "an id of an id table is not held by its owner");
     return;
   }
@@ -405,12 +408,10 @@ void remote_split(au_node_t *n, const au_msg_t *m, uint32_t type, remote_one_fn 
     au__log(AU_LOG_WARN, n->rank, "malformed forward: %s", why.text);
     return;
   }
-  if (rows.t->ids) { /* its actors never move: no server forwards them (and no placer
-                        record exists to route them by) */
-    au__log(AU_LOG_WARN, n->rank,
-            "malformed forward from node %u: id table %u's rows are "
-            "not forwarded",
-            m->from_node, (unsigned)(rows.t->id - IDS_TID));
+  if (rows.t->place == AU_PLACE_CLASSIC) { /* its actors never move: no server forwards
+                                              them */
+    au__log(AU_LOG_WARN, n->rank, "malformed forward from node %u: table %u is placed classic",
+            m->from_node, (unsigned)rows.t->id);
     return;
   }
   obuf_t one = {0};
@@ -418,7 +419,7 @@ void remote_split(au_node_t *n, const au_msg_t *m, uint32_t type, remote_one_fn 
     one.len = 0;
     if (psm_rows_add_entry(&one, &rows, i) != 0) break;
     uint64_t k = psm_rows_key(&rows, i);
-    fn(arg, rows.t, k >> rows.t->group_shift, m, type, one.p, (uint32_t)one.len);
+    fn(arg, rows.t, table_actor_of(rows.t, k), m, type, one.p, (uint32_t)one.len);
   }
   free(one.p);
 }

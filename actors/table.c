@@ -124,6 +124,11 @@ int au_table_create(au_node_t *node, const au_table_opts_t *opts, au_table_t **o
             opts->name ? opts->name : "table");
     return AU_EINVAL;
   }
+  if (node->ntables >= 0x8000) { /* the placer's records keep a table's id in 15 bits */
+    au__log(AU_LOG_ERROR, node->rank, "table %s: a node holds at most 32768 tables",
+            opts->name ? opts->name : "table");
+    return AU_EINVAL;
+  }
   au_table_t *t = calloc(1, sizeof(*t));
   if (!t) return AU_ENOMEM;
   t->node = node;

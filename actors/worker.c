@@ -439,9 +439,8 @@ typedef struct wants {
   size_t rows; /* rows of the step waiting for these actors */
 } wants_t;
 
-static int want(wants_t *ws, au_table_t *t, au_key_t k)
+static int want(wants_t *ws, au_table_t *t, uint64_t actor)
 {
-  uint64_t actor = k >> t->group_shift;
   if (ws->n && ws->last == actor) return 0; /* runs of one actor are common */
   if (psm_want_add(&ws->buf, t, actor) != 0) return AU_ENOMEM;
   ws->n++;
@@ -479,7 +478,7 @@ static void *step_row(au_worker_t *w, au_table_t *t, au_key_t k, int *remote, wa
                                                            memory_order_relaxed);
     wants_t *to = fetch ? hs : ws;
     to->t = t;
-    if (want(to, t, k) != 0) w->remote.failed = AU_ENOMEM;
+    if (want(to, t, k >> t->group_shift) != 0) w->remote.failed = AU_ENOMEM;
     if (!fetch) {
       ws->rows++;
       return NULL;
@@ -666,6 +665,17 @@ int au_worker_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n
   return 0;
 }
 
+/* Marks the actor of an id held here used by this node's workers (after the use): a
+ * relocating id table's actor in use stays (relocation.c, staying). */
+static void ids_mark(au_table_t *f, uint64_t id, uint64_t *last)
+{
+  if (f->place != AU_PLACE_RELOCATE) return;
+  uint64_t actor = table_actor_of(f, id);
+  if (actor == *last) return;
+  atomic_store_explicit(&f->actors[actor].dirty, 1, memory_order_release);
+  *last = actor;
+}
+
 int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t n, void *out)
 {
   if (!w || !t || (n && (!ids || !out))) return AU_EINVAL;
@@ -673,26 +683,55 @@ int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t 
   if (node_bounded(w->node) && (rc = au_worker_sync(w)) != 0) return rc;
   au_table_t *f = ids_table(t);
   size_t missing = 0, nremote = 0;
-  /* first what other nodes hold, so that a step re-run for them counts its uses here once */
-  for (size_t i = 0; w->node->nodes > 1 && i < n; i++) {
-    if (ids_owns(t, ids[i])) continue;
+  wants_t ws = {0}, hs = {0};
+  /* which ids are another node's, decided once: an actor that leaves during the step keeps
+   * its buckets here until the step is over (grace.c) */
+  uint8_t *away =
+      w->node->nodes > 1 ? (uint8_t *)(void *)rows_alloc(w, n / sizeof(void *) + 1) : NULL;
+  if (w->node->nodes > 1 && !away) return AU_ENOMEM;
+  /* first what other nodes hold, so that a step re-run for them counts its uses here once:
+   * fetched, or (relocate) their actors asked to move here and waited for, unless they are
+   * contended (fetched then, and hinted at) */
+  for (size_t i = 0; away && i < n; i++) {
+    away[i] = !ids_owns(t, ids[i]);
+    if (!away[i]) continue;
+    if (f->place == AU_PLACE_RELOCATE) {
+      const uint64_t actor = table_actor_of(f, ids[i]);
+      const int fetch = atomic_load_explicit(&f->contended[actor], memory_order_relaxed);
+      wants_t *to = fetch ? &hs : &ws;
+      to->t = f;
+      if (want(to, f, actor) != 0) w->remote.failed = AU_ENOMEM;
+      if (!fetch) {
+        ws.rows++;
+        missing++;
+        nremote++;
+        continue;
+      }
+    }
     int requested;
-    if (!remote_row(w, f, ids[i], &requested)) missing++;
-    if (w->remote.failed) return w->remote.failed;
+    if (!w->remote.failed && !remote_row(w, f, ids[i], &requested)) missing++;
+    if (w->remote.failed) {
+      free(ws.buf.p), free(hs.buf.p);
+      return w->remote.failed;
+    }
     nremote++;
   }
-  if (missing) return fetch_missing(w);
+  if (missing) return lacking(w, &ws, &hs, missing);
+  if (hs.n) send_wants(w, &hs, PS_HINT);
   void *scratch = rows_alloc(w, f->row_bytes / sizeof(void *) + 1);
   if (!scratch) return AU_ENOMEM;
+  uint64_t last = UINT64_MAX;
   for (size_t i = 0; i < n; i++) {
     char *o = (char *)out + i * f->update_bytes;
     int requested;
-    if (nremote && !ids_owns(t, ids[i])) {
+    if (away && away[i]) {
       const void *row = remote_row(w, f, ids[i], &requested); /* there, and ready */
       if (!row) return w->remote.failed ? w->remote.failed : AU_ENOMEM;
       memcpy(o, row, f->update_bytes);
-    } else
+    } else {
       ids_pull_here(t, ids[i], (uint64_t)w->clock, o, scratch);
+      ids_mark(f, ids[i], &last);
+    }
   }
   counter_add(&w->rows_local, n - nremote);
   if (nremote) counter_add(&w->rows_remote, nremote);
@@ -705,10 +744,12 @@ int au_worker_ids_push(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t 
   if (!w || !t || (n && (!ids || !updates))) return AU_EINVAL;
   au_table_t *f = ids_table(t);
   size_t nremote = 0;
+  uint64_t last = UINT64_MAX;
   for (size_t i = 0; i < n; i++) {
     const void *u = (const char *)updates + i * f->update_bytes;
     if (ids_owns(t, ids[i])) {
       ids_serve_push(t, ids[i], u, (uint64_t)w->clock);
+      ids_mark(f, ids[i], &last);
       continue;
     }
     /* the owner applies it, after the step */

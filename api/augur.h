@@ -495,9 +495,10 @@ int au_table_owns(const au_table_t *t, au_key_t key);
  * (a lock per bucket).
  *
  * On a cluster, an id hashes into the same parameter actor on every node (a group of
- * buckets; its home node holds its rows, `budget` bytes on each node): au_ids_create is
- * collective there (every node, in the same order, with the same options, placement
- * AU_PLACE_CLASSIC so far), workers reach every id with au_worker_ids_pull and
+ * buckets; its home node holds its rows at first, `budget` bytes on each node):
+ * au_ids_create is collective there (every node, in the same order, with the same
+ * options; placement AU_PLACE_CLASSIC, or AU_PLACE_RELOCATE, where an actor moves to the
+ * node whose workers pull its ids), workers reach every id with au_worker_ids_pull and
  * au_worker_ids_push (below the workers), and the functions here act on this node's own
  * ids: AU_EAGAIN, with nothing done, for an id another node holds (au_ids_owner). */
 typedef struct au_ids au_ids_t;
@@ -509,8 +510,8 @@ typedef enum au_evict {
 
 typedef struct au_ids_opts {
   /* the rows: dim, type, init, init_a, init_b, seed, kernel (kernel_fn, kernel_arg),
-     optim, lr, optim_init, row_align, name as for a dense table; keys, group, place and
-     hot are not used */
+     optim, lr, optim_init, row_align, name, and place (classic or relocate) as for a
+     dense table; keys, group and hot are not used */
   au_table_opts_t row;
   size_t budget;    /* bytes on this node, index and counts included */
   uint32_t admit;   /* pushes that make an id a row, <= 255 (0 or 1: the first) */
@@ -524,7 +525,8 @@ typedef struct au_ids_opts {
  * options, or on a cluster options that differ between nodes, with a message) or
  * AU_ENOMEM (the system would not commit the budget). */
 int au_ids_create(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **ids);
-/* The rank of the node that holds the id's row (0 on one node). */
+/* The rank of the node that holds the id's row, as far as this node knows (0 on one
+ * node; under AU_PLACE_RELOCATE its actor may have moved on since). */
 int au_ids_owner(const au_ids_t *t, uint64_t id);
 /* Applies n updates (n * dim values: deltas, or gradients with an optimizer) at `clock`
  * (the caller's: a worker's clock, a batch number). An id without a row is counted

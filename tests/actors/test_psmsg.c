@@ -202,7 +202,8 @@ static void test_rows_of_id_tables(void **state)
   memcpy(r.p, &(uint32_t){IDS_TID + 1}, 4);
   assert_int_not_equal(psm_rows_decode(node, PS_REQ, r.p, r.len, &m, &why), 0);
   assert_non_null(strstr(why.text, "no id table 1"));
-  /* a forward naming an id table (no server sends one) is refused, not routed */
+  /* a forward naming a classic table (an id table on one node: no server sends one) is
+     refused, not routed */
   memcpy(r.p, &(uint32_t){IDS_TID}, 4);
   au_msg_t *fwd = calloc(1, sizeof(au_msg_t) + r.len);
   memcpy(fwd->data, r.p, r.len);

@@ -16,6 +16,11 @@
  * Every node also checks that all nodes name the same owner for every id, that it holds
  * exactly the exact table's ids it owns, and that au_ids_push refuses another node's id
  * from outside a worker. Prints one line per node ending in "ok" when every check held.
+ * With IDS_NODE_PLACE=relocate both tables are placed relocate, and each push step first
+ * pulls the ids it pushes to (their actors move to the node that pulls them, and between
+ * the nodes that want them at once): the sums and the admission counters must still be
+ * the serial ones, every pushed id held by exactly one node (the one it names as owner),
+ * and actors must have moved.
  * With IDS_NODE_ODD=1 node 1 gives the exact table another budget, with
  * IDS_NODE_ODD=optim_init another optim_init: creation must fail.
  * With IDS_NODE_NOMEM=1 node 1's address space is too small for the exact table's buckets:
@@ -53,7 +58,7 @@ static void delta(int rank, int w, int s, int q, int32_t d[DIM])
   d[3] = (w * 7 + q) % 13 - 6;
 }
 
-static int nodes, rank;
+static int nodes, rank, relocate;
 static au_ids_t *exact, *admit;
 static int32_t (*want)[DIM]; /* the serial sums */
 static int errors;
@@ -75,8 +80,6 @@ static int step(au_worker_t *wk, void *arg)
       ids[q] = id_of(pushed(rank, j->w, j->s, q));
       delta(rank, j->w, j->s, q, d[q]);
     }
-    int rc = au_worker_ids_push(wk, exact, ids, PER_STEP, d);
-    if (rc != 0) return rc;
     /* the admission table: id k gets its pushes from the (node, worker, step) that the
        count picks, k % 6 of them */
     uint64_t aid[IDS / 6 * 5];
@@ -89,7 +92,19 @@ static int step(au_worker_t *wk, void *arg)
           for (int x = 0; x < DIM; x++) ad[na][x] = 1;
           na++;
         }
-    if ((rc = au_worker_ids_push(wk, admit, aid, (size_t)na, ad)) != 0) return rc;
+    int rc;
+    if (relocate) { /* the ids' actors come here (or are fetched when contended), all of
+                       them before any push: a step that waits is run again */
+      int32_t got[PER_STEP][DIM];
+      float agot[IDS / 6 * 5][DIM]; /* (pulls are not pushes: they count for nothing) */
+      if ((rc = au_worker_ids_pull(wk, exact, ids, PER_STEP, got)) == AU_EAGAIN ||
+          (rc == 0 && (rc = au_worker_ids_pull(wk, admit, aid, (size_t)na, agot)) == AU_EAGAIN))
+        return AU_WAIT;
+      if (rc != 0) return rc;
+    }
+    if ((rc = au_worker_ids_push(wk, exact, ids, PER_STEP, d)) != 0 ||
+        (rc = au_worker_ids_push(wk, admit, aid, (size_t)na, ad)) != 0)
+      return rc;
     j->s++;
     au_worker_advance(wk);
     return AU_CONTINUE;
@@ -161,7 +176,11 @@ int main(int argc, char **argv)
   if (rc != 0) return 1;
   nodes = au_node_nodes(node);
   rank = au_node_rank(node);
-  au_ids_opts_t eo = {.row = {.dim = DIM, .type = AU_I32, .name = "exact"}, .budget = 4 << 20};
+  const char *place = getenv("IDS_NODE_PLACE");
+  relocate = place && !strcmp(place, "relocate") && nodes > 1;
+  const au_place_t pl = relocate ? AU_PLACE_RELOCATE : AU_PLACE_CLASSIC;
+  au_ids_opts_t eo = {.row = {.dim = DIM, .type = AU_I32, .name = "exact", .place = pl},
+                      .budget = 4 << 20};
   /* IDS_NODE_ODD=1: node 1 gives another budget (the test that creation refuses it) */
   /* (IDS_NODE_ODD=optim_init: another optimizer start instead) */
   const char *odd = rank == 1 ? getenv("IDS_NODE_ODD") : NULL;
@@ -169,7 +188,7 @@ int main(int argc, char **argv)
     eo.row.optim_init = 0.5f;
   else if (odd)
     eo.budget = 8 << 20;
-  au_ids_opts_t ao = {.row = {.dim = DIM, .type = AU_F32, .name = "admit"},
+  au_ids_opts_t ao = {.row = {.dim = DIM, .type = AU_F32, .name = "admit", .place = pl},
                       .budget = 4 << 20,
                       .admit = 3,
                       .no_door = 1};
@@ -257,6 +276,14 @@ int main(int argc, char **argv)
   au_ids_stats(exact, &es);
   au_ids_stats(admit, &as);
   check(held == owned && es.rows == (uint64_t)owned, "holds its own ids, no others");
+  /* ... and every pushed id is held by one node, wherever its actor went */
+  int pushed_ids = 0;
+  for (int j = 0; j < IDS; j++) pushed_ids += want[j][0] != 0;
+  double hv = held;
+  if ((rc = au_allreduce_sum(au_node_runtime(node), &hv, 1)) != 0) return 1;
+  check(hv == pushed_ids, "every pushed id is held by exactly one node");
+  au_node_stats_t st0;
+  au_node_stats(node, &st0);
 
   if ((rc = run_workers(node, 1, jobs)) != 0) {
     fprintf(stderr, "ids_node: rank %d: pull run: %s\n", rank, au_strerror(rc));
@@ -288,9 +315,11 @@ int main(int argc, char **argv)
   }
   printf("rank=%d nodes=%d owned=%d rows=%" PRIu64 " admit_rows=%.0f/%" PRIu64
          " rejected=%.0f/%" PRIu64 " rows_remote=%" PRIu64 " bytes_fetch=%" PRIu64
-         " bytes_push=%" PRIu64 " mismatches_all=%.0f errors=%d %s\n",
+         " bytes_push=%" PRIu64 " moves_in=%" PRIu64 " moves_out=%" PRIu64 " push_moves_in=%" PRIu64
+         " mismatches_all=%.0f errors=%d %s\n",
          rank, nodes, owned, es.rows, a[0], rows, a[1], rejected, st.rows_remote, st.bytes_fetch,
-         st.bytes_push, a[3], errors, errors ? "FAIL" : "ok");
+         st.bytes_push, st.moves_in, st.moves_out, st0.moves_in, a[3], errors,
+         errors ? "FAIL" : "ok");
   free(want);
   au_node_destroy(node);
   return errors ? 1 : 0;

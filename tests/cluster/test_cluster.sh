@@ -195,6 +195,20 @@ ids)
   cat "$tmp/out"
   check "ids: 3 nodes' checkpoint restored on 2: every id as written" \
     test $rc -eq 0 -a "$(grep -c 'errors=0 ok$' "$tmp/out")" -eq 2
+  # relocate: the actors move to the nodes whose workers pull them, while every node
+  # pushes; the sums, the admission counters and the checkpoint of where they went hold
+  IDS_NODE_PLACE=relocate timeout 120 "$augur" run -n 3 "$idn" run "$tmp/ckr" >"$tmp/out" 2>&1
+  rc=$?
+  cat "$tmp/out"
+  check "ids relocate on 3 nodes: exits 0, every node ok" \
+    test $rc -eq 0 -a "$(grep -c 'errors=0 ok$' "$tmp/out")" -eq 3
+  check "ids relocate on 3 nodes: actors moved while the nodes pushed" \
+    test "$(grep -c ' push_moves_in=[1-9]' "$tmp/out")" -ge 2
+  timeout 120 "$augur" run -n 2 "$idn" restore "$tmp/ckr" 3 >"$tmp/out" 2>&1
+  rc=$?
+  cat "$tmp/out"
+  check "ids: a relocated 3-node checkpoint restored on 2: every id as written" \
+    test $rc -eq 0 -a "$(grep -c 'errors=0 ok$' "$tmp/out")" -eq 2
   IDS_NODE_ODD=1 timeout 120 "$augur" run -n 3 "$idn" run >"$tmp/out" 2>&1
   rc=$?
   cat "$tmp/out"
