@@ -515,8 +515,9 @@ size_t kge_memory(const kge_t *m)
 }
 
 /* The entities as an id table, keyed by their names' ids, with their dense table's
- * options (the initializer draws from (seed, id) instead of (seed, index)), placed classic
- * (an id table's only placement on a cluster so far), every id admitted at its first push.
+ * options (the initializer draws from (seed, id) instead of (seed, index)), placed relocate
+ * under --mode relocate and classic otherwise (an id table's placements on a cluster so
+ * far), every id admitted at its first push.
  * Its budget holds twice this node's share of the entities, so that no bucket of 64 rows
  * overflows (at half load a bucket holds 32 on average; more than 64 is a 10^-7 event
  * per bucket) and no entity is evicted: kge_epoch counts evictions all the same. */
@@ -526,19 +527,21 @@ static int entity_ids(kge_t *m, au_node_t *node)
   const size_t row = ((size_t)2 * m->dim * sizeof(float) + 63) / 64 * 64; /* values, AdaGrad */
   const size_t share = (m->nent + (size_t)m->nodes - 1) / (size_t)m->nodes;
   const size_t slots = 2 * share + 16 * 64; /* a spare actor's buckets */
-  au_ids_opts_t io = {.row = {.dim = m->dim,
-                              .type = AU_F32,
-                              .init = AU_INIT_NORMAL,
-                              .init_a = 0,
-                              .init_b = o->init_sd,
-                              .seed = o->seed,
-                              .optim = AU_OPTIM_ADAGRAD,
-                              .lr = o->lr,
-                              .optim_init = 1e-6f,
-                              .row_align = 64,
-                              .name = "entities"},
-                      /* a slot's row and its share of the bucket's digests, ids and counters */
-                      .budget = slots * (row + 32) + (1 << 20)};
+  au_ids_opts_t io = {
+      .row = {.dim = m->dim,
+              .type = AU_F32,
+              .init = AU_INIT_NORMAL,
+              .init_a = 0,
+              .init_b = o->init_sd,
+              .seed = o->seed,
+              .optim = AU_OPTIM_ADAGRAD,
+              .lr = o->lr,
+              .optim_init = 1e-6f,
+              .row_align = 64,
+              .place = o->place == AU_PLACE_RELOCATE ? AU_PLACE_RELOCATE : AU_PLACE_CLASSIC,
+              .name = "entities"},
+      /* a slot's row and its share of the bucket's digests, ids and counters */
+      .budget = slots * (row + 32) + (1 << 20)};
   return au_ids_create(node, &io, &m->ids);
 }
 
