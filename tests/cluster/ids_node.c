@@ -21,6 +21,8 @@
  * the nodes that want them at once): the sums and the admission counters must still be
  * the serial ones, every pushed id held by exactly one node (the one it names as owner),
  * and actors must have moved.
+ * IDS_NODE_STEPS=N (4..1000, default 20) pushes in N steps instead (a restore must be
+ * given the N its run had): the sanitizer builds' relocate run takes fewer.
  * With IDS_NODE_ODD=1 node 1 gives the exact table another budget, with
  * IDS_NODE_ODD=optim_init another optim_init: creation must fail.
  * With IDS_NODE_NOMEM=1 node 1's address space is too small for the exact table's buckets:
@@ -35,7 +37,9 @@
 
 #include <augur.h>
 
-enum { IDS = 3000, DIM = 4, WORKERS = 2, STEPS = 20, PER_STEP = 90, CHUNK = 64 };
+enum { IDS = 3000, DIM = 4, WORKERS = 2, PER_STEP = 90, CHUNK = 64 };
+
+static int steps = 20; /* IDS_NODE_STEPS */
 
 static uint64_t id_of(int j)
 {
@@ -73,7 +77,7 @@ static int step(au_worker_t *wk, void *arg)
 {
   job_t *j = arg;
   if (j->phase == 0) {
-    if (j->s == STEPS) return AU_DONE;
+    if (j->s == steps) return AU_DONE;
     uint64_t ids[PER_STEP];
     int32_t d[PER_STEP][DIM];
     for (int q = 0; q < PER_STEP; q++) {
@@ -87,7 +91,7 @@ static int step(au_worker_t *wk, void *arg)
     int na = 0;
     for (int k = 0; k < IDS; k++)
       for (int c = 0; c < k % 6; c++)
-        if ((k + c) % (nodes * WORKERS) == rank * WORKERS + j->w && (k * 3 + c) % STEPS == j->s) {
+        if ((k + c) % (nodes * WORKERS) == rank * WORKERS + j->w && (k * 3 + c) % steps == j->s) {
           aid[na] = id_of(k);
           for (int x = 0; x < DIM; x++) ad[na][x] = 1;
           na++;
@@ -144,7 +148,7 @@ static void serial_sums(int writers)
   memset(want, 0, sizeof(*want) * IDS);
   for (int r = 0; r < writers; r++)
     for (int w = 0; w < WORKERS; w++)
-      for (int s = 0; s < STEPS; s++)
+      for (int s = 0; s < steps; s++)
         for (int q = 0; q < PER_STEP; q++) {
           int32_t d[DIM];
           delta(r, w, s, q, d);
@@ -171,6 +175,16 @@ int main(int argc, char **argv)
     return 2;
   }
   const int restoring = !strcmp(argv[1], "restore");
+  const char *ns = getenv("IDS_NODE_STEPS");
+  if (ns) {
+    char *end;
+    long v = strtol(ns, &end, 10);
+    if (end == ns || *end || v < 4 || v > 1000) {
+      fprintf(stderr, "ids_node: IDS_NODE_STEPS=%s: want a number of steps from 4 to 1000\n", ns);
+      return 2;
+    }
+    steps = (int)v;
+  }
   au_node_t *node;
   int rc = au_node_create(&(au_node_opts_t){.threads = 2}, &node);
   if (rc != 0) return 1;
@@ -309,7 +323,7 @@ int main(int argc, char **argv)
   au_node_stats_t st;
   au_node_stats(node, &st);
   if (!restoring && argc > 2 &&
-      (rc = au_checkpoint(node, argv[2], STEPS, 1, err, sizeof(err))) != 0) {
+      (rc = au_checkpoint(node, argv[2], (uint64_t)steps, 1, err, sizeof(err))) != 0) {
     fprintf(stderr, "ids_node: rank %d: %s (%s)\n", rank, err, au_strerror(rc));
     return 1;
   }
