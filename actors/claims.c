@@ -439,8 +439,8 @@ static int cmp_hits(const void *a, const void *b)
 static void hot_thresholds(struct placer *p)
 {
   au_node_t *n = p->node;
-  for (int tid = 0; tid < n->ntables; tid++) {
-    au_table_t *t = n->table_by_id[tid];
+  for (int tid = 0; tid < n->ntables + n->nids; tid++) { /* dense tables, then id tables */
+    au_table_t *t = tid < n->ntables ? n->table_by_id[tid] : n->ids_by_id[tid - n->ntables];
     if (!t || t->place != AU_PLACE_HOT || atomic_load(&t->hot_named)) continue;
     size_t cnt = 0, cap = 1024;
     hits_t *hits = malloc(cap * sizeof(*hits));

@@ -51,6 +51,7 @@ typedef struct bucket {
   uint32_t hand;  /* the candidates' CLOCK hand */
   char *block;    /* NULL until the bucket is first used */
   char *spare;    /* where its block goes then */
+  uint8_t changed; /* written since a replica snapshot last looked (ids_actor_changes) */
   uint64_t admitted, evicted, expired, rejected, misses, forgotten;
 } bucket_t;
 
@@ -379,6 +380,7 @@ static int lookup(au_ids_t *t, where_t *w, uint64_t id, uint64_t clock, int use)
     return -1;
   }
   if (use) {
+    b->changed = 1;
     uint32_t *u = &uses_of(t, b->block)[s];
     if (*u != UINT32_MAX) (*u)++;
     touch(&last_of(t, b->block)[s], clock);
@@ -414,6 +416,7 @@ static void push_one(au_ids_t *t, uint64_t id, const void *u, uint64_t clock)
 {
   where_t w = locate(t, id);
   pthread_spin_lock(&w.b->lock);
+  w.b->changed = 1;
   int s = lookup(t, &w, id, clock, 1);
   if (s < 0) {
     ensure_block(t, w.b);
@@ -636,19 +639,39 @@ static int is_home(const au_ids_t *t, uint64_t actor)
   return actor % t->nodes == t->rank;
 }
 
-void *ids_actor_pack(au_ids_t *t, const void *values)
+/* Bucket b's head as the blob has it (its lock held). */
+static void pack_head(const bucket_t *b, char head[HEAD_BYTES])
 {
-  char *blob = calloc(1, ids_actor_bytes(t)), *o = blob;
-  const bucket_t *bs = values;
-  for (uint64_t i = 0; blob && i < t->abuckets; i++, o += HEAD_BYTES + t->block_bytes) {
-    const bucket_t *b = &bs[i];
-    const uint32_t h[4] = {b->block != NULL, b->rows, b->cands, b->hand};
-    const uint64_t c[6] = {b->admitted, b->evicted, b->expired,
-                           b->rejected, b->misses,  b->forgotten};
-    memcpy(o, h, sizeof(h));
-    memcpy(o + sizeof(h), c, sizeof(c));
-    if (b->block) memcpy(o + HEAD_BYTES, b->block, t->block_bytes);
+  const uint32_t h[4] = {b->block != NULL, b->rows, b->cands, b->hand};
+  const uint64_t c[6] = {b->admitted, b->evicted, b->expired, b->rejected, b->misses, b->forgotten};
+  memset(head, 0, HEAD_BYTES);
+  memcpy(head, h, sizeof(h));
+  memcpy(head + sizeof(h), c, sizeof(c));
+}
+
+/* The actor's buckets into blob (ids_actor_bytes), each under its lock (a replica's
+ * snapshot is taken while workers push), each bucket marked unchanged since. */
+static void pack_into(au_ids_t *t, void *values, char *blob)
+{
+  bucket_t *bs = values;
+  char *o = blob;
+  for (uint64_t i = 0; i < t->abuckets; i++, o += HEAD_BYTES + t->block_bytes) {
+    bucket_t *b = &bs[i];
+    pthread_spin_lock(&b->lock);
+    pack_head(b, o);
+    if (b->block)
+      memcpy(o + HEAD_BYTES, b->block, t->block_bytes);
+    else
+      memset(o + HEAD_BYTES, 0, t->block_bytes);
+    b->changed = 0;
+    pthread_spin_unlock(&b->lock);
   }
+}
+
+void *ids_actor_pack(au_ids_t *t, void *values)
+{
+  char *blob = malloc(ids_actor_bytes(t));
+  if (blob) pack_into(t, values, blob);
   return blob;
 }
 
@@ -692,7 +715,9 @@ static uint32_t live(const uint8_t *d, uint32_t B)
   return n;
 }
 
-void *ids_actor_unpack(au_ids_t *t, uint64_t actor, const void *blob, char *why, size_t why_len)
+/* 0 if every bucket's head in the blob agrees with its block, else -1 with why. */
+static int check_blob(const au_ids_t *t, uint64_t actor, const char *blob, char *why,
+                      size_t why_len)
 {
   const char *in = blob;
   for (uint64_t i = 0; i < t->abuckets; i++, in += HEAD_BYTES + t->block_bytes) {
@@ -706,9 +731,16 @@ void *ids_actor_unpack(au_ids_t *t, uint64_t actor, const void *blob, char *why,
                "bucket %llu of id table %u's actor %llu: its head (block %u, %u rows, %u "
                "candidates, hand %u) does not match its block",
                (unsigned long long)i, t->index, (unsigned long long)actor, h[0], h[1], h[2], h[3]);
-      return NULL;
+      return -1;
     }
   }
+  return 0;
+}
+
+void *ids_actor_unpack(au_ids_t *t, uint64_t actor, const void *blob, char *why, size_t why_len)
+{
+  if (check_blob(t, actor, blob, why, why_len) != 0) return NULL;
+  const char *in;
   bucket_t *bs = group_alloc(t, actor);
   if (!bs) {
     snprintf(why, why_len, "out of memory for id table %u's actor %llu", t->index,
@@ -733,6 +765,128 @@ void *ids_actor_unpack(au_ids_t *t, uint64_t actor, const void *blob, char *why,
     b->misses = c[4], b->forgotten = c[5];
   }
   return bs;
+}
+
+/* ---- replicas (replication.c) --------------------------------------------------------
+ * A replica of an id table's actor is the owner's blob as last sent (ids_actor_pack's
+ * layout), read in place: a lookup finds the id's bucket block in it and scans its
+ * digests as the owner does. Only the owner admits, evicts and applies pushes (the
+ * replica's node sends them there), so the replica changes only by the owner's fresh
+ * words, written under the replica's lock that reads take too. */
+
+typedef struct ids_rep {
+  pthread_spinlock_t lock;
+  char pad[64 - sizeof(pthread_spinlock_t)];
+  char blob[]; /* 64-byte aligned, as blocks are (their ids are read as u64) */
+} ids_rep_t;
+_Static_assert(sizeof(ids_rep_t) == 64, "a replica's blob starts a cache line in");
+
+void *ids_replica_new(au_ids_t *t)
+{
+  ids_rep_t *r = aligned_alloc(64, round_up(sizeof(*r) + ids_actor_bytes(t), 64));
+  if (!r) return NULL;
+  pthread_spin_init(&r->lock, PTHREAD_PROCESS_PRIVATE);
+  atomic_fetch_add_explicit(&t->memory, sizeof(*r) + ids_actor_bytes(t), memory_order_relaxed);
+  return r;
+}
+
+void *ids_replica_blob(void *rep)
+{
+  return ((ids_rep_t *)rep)->blob;
+}
+
+int ids_replica_check(const au_ids_t *t, uint64_t actor, void *rep, char *why, size_t why_len)
+{
+  return check_blob(t, actor, ((ids_rep_t *)rep)->blob, why, why_len);
+}
+
+void ids_replica_lock(void *rep)
+{
+  pthread_spin_lock(&((ids_rep_t *)rep)->lock);
+}
+
+void ids_replica_unlock(void *rep)
+{
+  pthread_spin_unlock(&((ids_rep_t *)rep)->lock);
+}
+
+void ids_replica_free(au_ids_t *t, void *rep)
+{
+  if (!rep) return;
+  pthread_spin_destroy(&((ids_rep_t *)rep)->lock);
+  free(rep);
+  atomic_fetch_sub_explicit(&t->memory, sizeof(ids_rep_t) + ids_actor_bytes(t),
+                            memory_order_relaxed);
+}
+
+void ids_pull_replica(au_ids_t *t, uint64_t id, uint64_t clock, void *out, void *scratch)
+{
+  const uint64_t h = id_hash(id), g = cluster_bucket(t, h);
+  ids_rep_t *r = t->fmt.actors[g / t->abuckets].values;
+  char *blk = r->blob + (g % t->abuckets) * (HEAD_BYTES + t->block_bytes) + HEAD_BYTES;
+  const uint8_t dg = (uint8_t)h ? (uint8_t)h : 1;
+  pthread_spin_lock(&r->lock);
+  int s = find_slot(t, digests(blk), ids_of(t, blk), id, dg);
+  if (s >= 0 && !expired(t, blk, (uint32_t)s, clock)) {
+    memcpy(out, row_of(t, blk, (uint32_t)s), (size_t)t->fmt.dim * 4);
+    pthread_spin_unlock(&r->lock);
+    return;
+  }
+  pthread_spin_unlock(&r->lock);
+  /* no row (or one past its ttl, which the owner drops at its next use): the initializer's
+     values, as the owner's pull gives them */
+  memset(scratch, 0, t->fmt.row_bytes);
+  table_init_row(&t->fmt, &t->init, id, scratch);
+  memcpy(out, scratch, (size_t)t->fmt.dim * 4);
+}
+
+void ids_actor_snapshot(au_ids_t *t, void *values, void *blob)
+{
+  pack_into(t, values, blob);
+}
+
+/* The words of [from, from + n) in `now` that differ from base: indices (offset by
+ * `at`) and values into changed and vals, base updated; returns how many. */
+static uint32_t diff_words(const char *now, char *base, size_t n, uint32_t at, uint32_t *changed,
+                           uint32_t *vals)
+{
+  uint32_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x, b;
+    memcpy(&x, now + i * 4, 4);
+    memcpy(&b, base + i * 4, 4);
+    if (x == b) continue;
+    changed[k] = at + (uint32_t)i;
+    vals[k++] = x;
+    memcpy(base + i * 4, &x, 4);
+  }
+  return k;
+}
+
+uint32_t ids_actor_changes(au_ids_t *t, void *values, void *base, uint32_t *changed,
+                           uint32_t *vals)
+{
+  bucket_t *bs = values;
+  char *o = base;
+  uint32_t k = 0, at = 0;
+  const uint32_t stride = (uint32_t)((HEAD_BYTES + t->block_bytes) / 4);
+  for (uint64_t i = 0; i < t->abuckets; i++, o += HEAD_BYTES + t->block_bytes, at += stride) {
+    bucket_t *b = &bs[i];
+    pthread_spin_lock(&b->lock);
+    if (!b->changed) {
+      pthread_spin_unlock(&b->lock);
+      continue;
+    }
+    char head[HEAD_BYTES];
+    pack_head(b, head);
+    k += diff_words(head, o, HEAD_BYTES / 4, at, changed + k, vals + k);
+    if (b->block)
+      k += diff_words(b->block, o + HEAD_BYTES, t->block_bytes / 4, at + HEAD_BYTES / 4,
+                      changed + k, vals + k);
+    b->changed = 0;
+    pthread_spin_unlock(&b->lock);
+  }
+  return k;
 }
 
 /* ---- checkpoints (checkpoint.c) ------------------------------------------------------ */
@@ -787,6 +941,7 @@ static int clear_bucket(au_ids_t *t, bucket_t *b, void *arg)
     memset(counts_of(t, b->block), 0, t->B);
   }
   b->rows = b->cands = b->hand = 0;
+  b->changed = 1;
   return 0;
 }
 
@@ -827,6 +982,7 @@ int ids_put_row(au_ids_t *t, uint64_t id, uint32_t uses, uint32_t last, const vo
   uses_of(t, b->block)[s] = uses;
   last_of(t, b->block)[s] = last;
   memcpy(row_of(t, b->block, (uint32_t)s), row, (size_t)t->fmt.width * 4);
+  b->changed = 1;
   pthread_spin_unlock(&b->lock);
   return gave;
 }
@@ -894,12 +1050,12 @@ static int ids_new(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
 {
   au_table_opts_t row = opts->row;
   const int place = row.place;
-  if (node->nodes > 1 && place != AU_PLACE_CLASSIC && place != AU_PLACE_RELOCATE)
+  if (place < AU_PLACE_CLASSIC || place > AU_PLACE_ADAPTIVE)
+    return bad(node, opts, "unknown placement (row.place)");
+  if (node->nodes > 1 && place != AU_PLACE_CLASSIC && node_bounded(node))
     return bad(node, opts,
-               "on a cluster id tables are placed classic or relocate so far: row.place must "
-               "be AU_PLACE_CLASSIC or AU_PLACE_RELOCATE (docs/tables.md)");
-  if (node->nodes > 1 && place == AU_PLACE_RELOCATE && node_bounded(node))
-    return bad(node, opts, "relocate placement needs the async consistency model");
+               "an id table placed other than classic needs the async consistency model "
+               "(docs/tables.md, \"Id tables\")");
   row.keys = 1;
   row.group = 0;
   row.place = AU_PLACE_CLASSIC;
@@ -978,6 +1134,9 @@ static int ids_new(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
   if (t->nodes > 1) {
     f->nactors = t->gbuckets / t->abuckets;
     f->place = place;
+    /* hot: a count of parameter actors, as for dense tables */
+    const uint64_t hot = row.hot ? row.hot : (f->nactors + 99) / 100;
+    f->hot_actors = hot < f->nactors ? hot : f->nactors;
     f->actor_bytes = ids_actor_bytes(t);
   }
   if (door) {

@@ -263,9 +263,27 @@ uint64_t ids_actor_of(const au_ids_t *t, uint64_t id);
  * NULL with why when the blob is not one of this table's or out of memory); the buckets of
  * an actor that left (a home slot stays). */
 size_t ids_actor_bytes(const au_ids_t *t);
-void *ids_actor_pack(au_ids_t *t, const void *values);
+void *ids_actor_pack(au_ids_t *t, void *values);
 void *ids_actor_unpack(au_ids_t *t, uint64_t actor, const void *blob, char *why, size_t why_len);
 void ids_actor_free(au_ids_t *t, uint64_t actor, void *values);
+/* Replicas (replication.c). The owner: a snapshot of its actor into a blob of
+ * ids_actor_bytes, each bucket under its lock; the words that changed since (buckets
+ * written since the last look: indices into the blob's words and their values, the
+ * blob updated to them; returns how many, at most ids_actor_bytes / 4). A replica: the
+ * owner's blob (ids_replica_new, then the blob filled from PS_REP_DATA and checked:
+ * 0, or -1 with why), written under its lock by fresh words, read by workers
+ * (ids_pull_replica: an id's dim values, the initializer's when it has no row, with
+ * scratch of row_bytes), freed after the grace period of its drop. */
+void ids_actor_snapshot(au_ids_t *t, void *values, void *blob);
+uint32_t ids_actor_changes(au_ids_t *t, void *values, void *base, uint32_t *changed,
+                           uint32_t *vals);
+void *ids_replica_new(au_ids_t *t);
+void *ids_replica_blob(void *rep);
+int ids_replica_check(const au_ids_t *t, uint64_t actor, void *rep, char *why, size_t why_len);
+void ids_replica_lock(void *rep);
+void ids_replica_unlock(void *rep);
+void ids_replica_free(au_ids_t *t, void *rep);
+void ids_pull_replica(au_ids_t *t, uint64_t id, uint64_t clock, void *out, void *scratch);
 
 /* The actor of key k: an id's, or the group's. */
 static inline uint64_t table_actor_of(const au_table_t *t, au_key_t k)

@@ -582,7 +582,7 @@ int psm_claims_decode(const au_node_t *n, const uint8_t *p, size_t len, uint32_t
 void psm_claim_at(const au_node_t *n, const uint8_t *p, uint32_t i, psm_claim_t *out)
 {
   const uint8_t *e = p + CLAIMS_HEAD + (size_t)i * CLAIM_BYTES;
-  *out = (psm_claim_t){.t = n->table_by_id[get_u32(e)],
+  *out = (psm_claim_t){.t = psm_table(n, get_u32(e), NULL), /* (checked: a dense or id table) */
                        .actor = get_u64(e + 8),
                        .node = get_u32(e + 16),
                        .flags = e[6],
@@ -598,9 +598,10 @@ void psm_claim_at(const au_node_t *n, const uint8_t *p, uint32_t i, psm_claim_t 
 #define ENTRIES_HEAD 8
 #define ENTRY_HEAD   16
 
+/* (an id table's actor: its blob, ids.c) */
 static uint32_t group_words(const au_table_t *t)
 {
-  return (uint32_t)((size_t)t->group * t->row_bytes / 4);
+  return (uint32_t)actor_words(t);
 }
 
 int psm_entry_add(obuf_t *b, const au_table_t *t, uint64_t actor, const uint32_t *changed,

@@ -45,9 +45,10 @@
     (r)->repl.pprev_##f = NULL;                                                                    \
   } while (0)
 
+/* An actor's bytes as replicas hold them: its rows, or an id table's blob (ids.c). */
 static size_t group_bytes(const au_table_t *t)
 {
-  return (size_t)t->group * t->row_bytes;
+  return table_actor_bytes(t);
 }
 
 /* Sends a message that names r's actor alone (PS_REP_DROP, PS_REP_GONE) to node. */
@@ -110,7 +111,10 @@ int replication_give(struct placer *p, rec_t *r, uint32_t to)
   if (nodeset_empty(r->repl.replicas)) {
     /* the owner's base: its values as last sent to the replicas */
     if (!(r->repl.base = malloc(bytes))) return AU_ENOMEM;
-    copy_values(r, r->repl.base);
+    if (r->t->ids)
+      ids_actor_snapshot(r->t->ids, pa_of(r)->values, r->repl.base);
+    else
+      copy_values(r, r->repl.base);
     LIST_PUSH(&p->repl.owned, r, owned);
   }
   nodeset_add(r->repl.replicas, (int)to);
@@ -166,6 +170,41 @@ void replication_on_req(struct placer *p, const au_msg_t *m)
     au__log(AU_LOG_ERROR, n->rank, "cannot send a replica to node %u", q.node);
 }
 
+/* The replica is here: its values in place, the owner known, on the tick's list. */
+static rec_t *replica_here(struct placer *p, rec_t *r, void *values, uint32_t owner)
+{
+  param_actor_t *pa = pa_of(r);
+  pa->values = values;
+  pa->owner = owner; /* the owner sent it (asked or not) */
+  atomic_store_explicit(&pa->state, PA_REPLICA, memory_order_release);
+  counter_add(&p->repl.replicas_made, 1);
+  atomic_fetch_add(&p->repl.replicas_held, 1);
+  au__trace(p->node->rt, TRACE_REPLICA_CREATE, (uint64_t)r->t->id, r->actor, owner,
+            group_bytes(r->t));
+  r->repl.requested = 0;
+  LIST_PUSH(&p->repl.replicas, r, replica);
+  placer_arm_tick(p);
+  return r;
+}
+
+/* An id table's replica: the owner's blob, checked, read in place (no base: only the
+ * owner's fresh words change it; ids.c). */
+static rec_t *ids_replica_in(struct placer *p, rec_t *r, const psm_values_t *v, uint32_t from)
+{
+  au_ids_t *t = r->t->ids;
+  char why[200] = "out of memory";
+  void *rep = ids_replica_new(t);
+  if (rep) psm_values_copy(v, ids_replica_blob(rep));
+  if (!rep || ids_replica_check(t, r->actor, rep, why, sizeof(why)) != 0) {
+    au__log(AU_LOG_ERROR, p->node->rank, "cannot take a replica of actor %llu from node %u: %s",
+            (unsigned long long)r->actor, from, why);
+    ids_replica_free(t, rep);
+    r->repl.requested = 0;
+    return NULL;
+  }
+  return replica_here(p, r, rep, from);
+}
+
 rec_t *replication_on_data(struct placer *p, const au_msg_t *m)
 {
   au_node_t *n = p->node;
@@ -184,6 +223,7 @@ rec_t *replication_on_data(struct placer *p, const au_msg_t *m)
             (unsigned long long)r->actor, m->from_node);
     return NULL;
   }
+  if (r->t->ids) return ids_replica_in(p, r, &v, m->from_node);
   void *values = table_values_alloc(r->t, r->actor);
   r->repl.base = malloc(bytes);
   if (!values || !r->repl.base) {
@@ -196,16 +236,7 @@ rec_t *replication_on_data(struct placer *p, const au_msg_t *m)
   }
   psm_values_copy(&v, values);
   memcpy(r->repl.base, values, bytes);
-  pa->values = values;
-  pa->owner = m->from_node; /* the owner sent it (asked or not) */
-  atomic_store_explicit(&pa->state, PA_REPLICA, memory_order_release);
-  counter_add(&p->repl.replicas_made, 1);
-  atomic_fetch_add(&p->repl.replicas_held, 1);
-  au__trace(n->rt, TRACE_REPLICA_CREATE, (uint64_t)r->t->id, r->actor, pa->owner, bytes);
-  r->repl.requested = 0;
-  LIST_PUSH(&p->repl.replicas, r, replica);
-  placer_arm_tick(p);
-  return r;
+  return replica_here(p, r, values, m->from_node);
 }
 
 /* --- syncs: what changed, word by word ------------------------------------------------ */
@@ -339,6 +370,25 @@ static void merge_fresh(rec_t *r, const psm_entry_t *e)
   }
 }
 
+/* An id table's replica takes the owner's words as they are, under its lock (a lookup
+ * sees the blob before or after the entry, each of the owner's buckets as it was at one
+ * time). */
+static void ids_fresh(rec_t *r, const psm_entry_t *e)
+{
+  void *rep = pa_of(r)->values;
+  uint8_t *blob = ids_replica_blob(rep);
+  ids_replica_lock(rep);
+  if (e->npairs) {
+    for (uint32_t i = 0; i < e->npairs; i++) {
+      const uint32_t w = psm_entry_word(e, i);
+      memcpy(blob + (size_t)psm_entry_index(e, i) * 4, &w, 4);
+    }
+  } else {
+    memcpy(blob, e->words, group_bytes(r->t));
+  }
+  ids_replica_unlock(rep);
+}
+
 /* An owner applies replicas' deltas; a replica merges the owner's values. */
 void replication_on_entries(struct placer *p, const au_msg_t *m, int fresh)
 {
@@ -355,6 +405,7 @@ void replication_on_entries(struct placer *p, const au_msg_t *m, int fresh)
     uint8_t st = atomic_load(&pa_of(r)->state);
     if (!fresh) {
       if (st != PA_OWNER) continue;
+      if (r->t->ids) continue; /* an id table's replicas push to the owner: malformed */
       if (e.npairs && !adds_words(r->t)) continue; /* a sender would not: malformed */
       apply_deltas(r, &e, &p->scratch);
       atomic_store(&pa_of(r)->dirty, 1); /* the replicas must hear */
@@ -362,7 +413,10 @@ void replication_on_entries(struct placer *p, const au_msg_t *m, int fresh)
     }
     if (st != PA_REPLICA) continue;
     au__trace(n->rt, TRACE_REPLICA_SYNC, (uint64_t)r->t->id, r->actor, m->from_node, r->t->group);
-    merge_fresh(r, &e);
+    if (r->t->ids)
+      ids_fresh(r, &e);
+    else
+      merge_fresh(r, &e);
   }
   if (more >= 0) return;
 bad:
@@ -401,7 +455,9 @@ void replication_finish_drop(struct placer *p, rec_t *r)
   /* the workers are out (the grace period): the values are read plainly */
   obuf_t batch = {0};
   words_t w = {0};
-  if (words_fit(&w, r->t) != 0) {
+  if (r->t->ids) { /* nothing to ship: its node's pushes went to the owner */
+    ids_replica_free(r->t->ids, pa->values);
+  } else if (words_fit(&w, r->t) != 0) {
     au__log(AU_LOG_ERROR, n->rank, "out of memory: last delta of actor %llu lost",
             (unsigned long long)r->actor);
   } else {
@@ -414,7 +470,7 @@ void replication_finish_drop(struct placer *p, rec_t *r)
   }
   words_free(&w);
   free(batch.p);
-  table_values_free(r->t, r->actor, pa->values);
+  if (!r->t->ids) table_values_free(r->t, r->actor, pa->values);
   pa->values = NULL;
   free(r->repl.base);
   r->repl.base = NULL;
@@ -448,6 +504,7 @@ int replication_tick(struct placer *p)
   sent = 0;
   /* replicas here: ship what the workers changed since the last sync */
   for (rec_t *r = p->repl.replicas; r; r = r->repl.next_replica) {
+    if (r->t->ids) continue; /* its node's pushes went to the owner */
     /* unmarked: nobody wrote it since the last look (marks come after the writes, so a
      * write during this look marks it again for the next) */
     if (!atomic_exchange(&pa_of(r)->dirty, 0)) continue;
@@ -465,9 +522,12 @@ int replication_tick(struct placer *p)
   /* owned actors whose values changed since last sent, whoever changed them (synced
    * deltas, pushes, local workers): the changed words to every replica */
   for (rec_t *r = p->repl.owned; r; r = r->repl.next_owned) {
-    if (!atomic_exchange(&pa_of(r)->dirty, 0)) continue;
+    /* an id table's buckets say themselves whether they changed (ids.c) */
+    if (!r->t->ids && !atomic_exchange(&pa_of(r)->dirty, 0)) continue;
     if (words_fit(&w, r->t) != 0) break;
-    uint32_t k = take_changes(r->t, pa_of(r)->values, r->repl.base, &w, 0);
+    uint32_t k = r->t->ids ? ids_actor_changes(r->t->ids, pa_of(r)->values, r->repl.base,
+                                               w.changed, w.vals)
+                           : take_changes(r->t, pa_of(r)->values, r->repl.base, &w, 0);
     if (!k) continue; /* the base is the values now: a dense entry carries all of it */
     for (int node = -1; (node = nodeset_next(r->repl.replicas, node)) >= 0;)
       psm_entry_add(&fresh[node], r->t, r->actor, w.changed, w.vals, k, r->repl.base, 1);
@@ -493,6 +553,11 @@ out:
 
 void replication_free(rec_t *r)
 {
+  param_actor_t *pa = pa_of(r);
+  if (r->t->ids && (atomic_load(&pa->state) == PA_REPLICA || r->repl.dropping_here)) {
+    ids_replica_free(r->t->ids, pa->values); /* (a dense table's go with the table) */
+    pa->values = NULL;
+  }
   free(r->repl.base);
   r->repl.base = NULL;
   free(r->repl.replicas);

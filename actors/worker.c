@@ -309,7 +309,7 @@ static int check_keys(const au_table_t *t, const au_key_t *keys, size_t n)
 static int worth_claiming(const au_table_t *t, uint32_t keys, au_clock_t clocks)
 {
   if (t->place != AU_PLACE_ADAPTIVE) return 1;
-  const uint64_t actor = (uint64_t)t->group * t->row_bytes;
+  const uint64_t actor = table_actor_bytes(t); /* (an id table's: its buckets) */
   const uint64_t need = actor < CLAIM_MIN_BYTES ? actor : CLAIM_MIN_BYTES;
   const uint64_t per_clock = (uint64_t)keys * t->row_bytes; /* (no overflow: < 2^54) */
   /* per_clock * clocks >= need, without the product (clocks may be huge) */
@@ -352,11 +352,12 @@ static int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size
   uint64_t *seen = w->seen, *seen_keys = seen + stride, *order = seen + 2 * stride;
   uint32_t *count = (uint32_t *)(seen + 3 * stride);
   memset(seen, 0xff, cap * 8); /* UINT64_MAX: empty (no actor id or key is that large) */
-  const int by_keys = t->place == AU_PLACE_ADAPTIVE && t->group > 1;
+  /* (an id of UINT64_MAX goes uncounted: it is the sets' empty mark) */
+  const int by_keys = t->place == AU_PLACE_ADAPTIVE && (t->group > 1 || t->ids);
   if (by_keys) memset(seen_keys, 0xff, cap * 8);
   size_t nactors = 0;
   for (size_t i = 0; i < n; i++) {
-    uint64_t actor = keys[i] >> t->group_shift;
+    uint64_t actor = table_actor_of(t, keys[i]);
     if (by_keys) {
       size_t k = slot_of(seen_keys, mask, keys[i]);
       if (seen_keys[k] == keys[i]) continue; /* the key is counted already */
@@ -407,6 +408,21 @@ int au_worker_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t
     return intent_send(w, t, keys, n, start, end);
   if (au_trace_enabled(w->node->rt) && n)
     au__trace(w->node->rt, TRACE_INTENT, (uint64_t)t->id, keys[0] >> t->group_shift,
+              (uint64_t)w->node->rank, (uint64_t)w->id);
+  return 0;
+}
+
+int au_worker_ids_intent(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t n,
+                         au_clock_t start, au_clock_t end)
+{
+  if (!w || !t || start >= end || (n && !ids)) return AU_EINVAL;
+  au_table_t *f = ids_table(t);
+  counter_add(&w->intents, 1);
+  counter_add(&w->intent_keys, n);
+  if (w->node->nodes > 1 && (f->place == AU_PLACE_HOT || f->place == AU_PLACE_ADAPTIVE))
+    return intent_send(w, f, ids, n, start, end);
+  if (au_trace_enabled(w->node->rt) && n && w->node->nodes > 1)
+    au__trace(w->node->rt, TRACE_INTENT, (uint64_t)f->id, table_actor_of(f, ids[0]),
               (uint64_t)w->node->rank, (uint64_t)w->id);
   return 0;
 }
@@ -665,11 +681,12 @@ int au_worker_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n
   return 0;
 }
 
-/* Marks the actor of an id held here used by this node's workers (after the use): a
- * relocating id table's actor in use stays (relocation.c, staying). */
+/* Marks the actor of an id held here used by this node's workers (after the use), as
+ * table_mark does a dense table's: a relocating id table's actor in use stays
+ * (relocation.c, staying). */
 static void ids_mark(au_table_t *f, uint64_t id, uint64_t *last)
 {
-  if (f->place != AU_PLACE_RELOCATE) return;
+  if (!table_marks(f)) return;
   uint64_t actor = table_actor_of(f, id);
   if (actor == *last) return;
   atomic_store_explicit(&f->actors[actor].dirty, 1, memory_order_release);
@@ -684,8 +701,9 @@ int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t 
   au_table_t *f = ids_table(t);
   size_t missing = 0, nremote = 0;
   wants_t ws = {0}, hs = {0};
-  /* which ids are another node's, decided once: an actor that leaves during the step keeps
-   * its buckets here until the step is over (grace.c) */
+  /* which ids are another node's (1), or read from a replica here (2), decided once: an
+   * actor that leaves during the step keeps its buckets here, and a replica that is
+   * dropped its blob, until the step is over (grace.c) */
   uint8_t *away =
       w->node->nodes > 1 ? (uint8_t *)(void *)rows_alloc(w, n / sizeof(void *) + 1) : NULL;
   if (w->node->nodes > 1 && !away) return AU_ENOMEM;
@@ -693,11 +711,14 @@ int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t 
    * fetched, or (relocate) their actors asked to move here and waited for, unless they are
    * contended (fetched then, and hinted at) */
   for (size_t i = 0; away && i < n; i++) {
-    away[i] = !ids_owns(t, ids[i]);
-    if (!away[i]) continue;
-    if (f->place == AU_PLACE_RELOCATE) {
-      const uint64_t actor = table_actor_of(f, ids[i]);
-      const int fetch = atomic_load_explicit(&f->contended[actor], memory_order_relaxed);
+    const uint64_t actor = table_actor_of(f, ids[i]);
+    const uint8_t st = atomic_load_explicit(&f->actors[actor].state, memory_order_acquire);
+    away[i] = st == PA_OWNER ? 0 : st == PA_REPLICA ? 2 : 1;
+    if (away[i] != 1) continue;
+    if (f->place == AU_PLACE_RELOCATE || f->place == AU_PLACE_REPLICATE) {
+      /* moved or copied here, and waited for (a contended relocating actor is fetched) */
+      const int fetch =
+          f->contended && atomic_load_explicit(&f->contended[actor], memory_order_relaxed);
       wants_t *to = fetch ? &hs : &ws;
       to->t = f;
       if (want(to, f, actor) != 0) w->remote.failed = AU_ENOMEM;
@@ -724,10 +745,12 @@ int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t 
   for (size_t i = 0; i < n; i++) {
     char *o = (char *)out + i * f->update_bytes;
     int requested;
-    if (away && away[i]) {
+    if (away && away[i] == 1) {
       const void *row = remote_row(w, f, ids[i], &requested); /* there, and ready */
       if (!row) return w->remote.failed ? w->remote.failed : AU_ENOMEM;
       memcpy(o, row, f->update_bytes);
+    } else if (away && away[i] == 2) {
+      ids_pull_replica(t, ids[i], (uint64_t)w->clock, o, scratch);
     } else {
       ids_pull_here(t, ids[i], (uint64_t)w->clock, o, scratch);
       ids_mark(f, ids[i], &last);

@@ -497,8 +497,10 @@ int au_table_owns(const au_table_t *t, au_key_t key);
  * On a cluster, an id hashes into the same parameter actor on every node (a group of
  * buckets; its home node holds its rows at first, `budget` bytes on each node):
  * au_ids_create is collective there (every node, in the same order, with the same
- * options; placement AU_PLACE_CLASSIC, or AU_PLACE_RELOCATE, where an actor moves to the
- * node whose workers pull its ids), workers reach every id with au_worker_ids_pull and
+ * options; any placement: relocate moves an actor to the node whose workers pull its ids,
+ * replicate copies it there, hot and adaptive act on au_worker_ids_intent; placements
+ * other than classic need the async consistency model), workers reach every id with
+ * au_worker_ids_pull and
  * au_worker_ids_push (below the workers), and the functions here act on this node's own
  * ids: AU_EAGAIN, with nothing done, for an id another node holds (au_ids_owner). */
 typedef struct au_ids au_ids_t;
@@ -510,8 +512,8 @@ typedef enum au_evict {
 
 typedef struct au_ids_opts {
   /* the rows: dim, type, init, init_a, init_b, seed, kernel (kernel_fn, kernel_arg),
-     optim, lr, optim_init, row_align, name, and place (classic or relocate) as for a
-     dense table; keys, group and hot are not used */
+     optim, lr, optim_init, row_align, name, place and hot as for a dense table; keys and
+     group are not used */
   au_table_opts_t row;
   size_t budget;    /* bytes on this node, index and counts included */
   uint32_t admit;   /* pushes that make an id a row, <= 255 (0 or 1: the first) */
@@ -733,6 +735,14 @@ int au_worker_push(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n
 int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t n, void *out);
 int au_worker_ids_push(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t n,
                        const void *updates);
+/* au_worker_intent for an id table: this worker will pull or push these ids in clocks
+ * [start, end); an id table placed hot or adaptive acts on it as a dense table does on
+ * its keys' actors (others count it). A pull of an id whose actor has a replica here
+ * reads the replica (the owner's values as last synced, the initializer's for an id
+ * without a row there); pushes always go to the owner, which alone counts, admits,
+ * evicts and applies. 0, AU_EINVAL or AU_ENOMEM. */
+int au_worker_ids_intent(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t n,
+                         au_clock_t start, au_clock_t end);
 
 /* Counters of a node's workers, summed. Exact between au_node_run calls. */
 typedef struct au_node_stats {

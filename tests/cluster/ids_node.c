@@ -21,6 +21,12 @@
  * the nodes that want them at once): the sums and the admission counters must still be
  * the serial ones, every pushed id held by exactly one node (the one it names as owner),
  * and actors must have moved.
+ * With IDS_NODE_PLACE=replicate, adaptive or hot both tables are placed so, each push
+ * step pulls its ids first as under relocate, and (adaptive, hot) announces the next
+ * step's ids with au_worker_ids_intent: replicas must have been made (and, under
+ * replicate, read: rows pulled from them count local), and every check above must hold,
+ * the pulls of phase 1 reading this node's replicas, which must equal the owners' rows
+ * once the run is over.
  * IDS_NODE_STEPS=N (4..1000, default 20) pushes in N steps instead (a restore must be
  * given the N its run had): the sanitizer builds' relocate run takes fewer.
  * With IDS_NODE_ODD=1 node 1 gives the exact table another budget, with
@@ -62,7 +68,7 @@ static void delta(int rank, int w, int s, int q, int32_t d[DIM])
   d[3] = (w * 7 + q) % 13 - 6;
 }
 
-static int nodes, rank, relocate;
+static int nodes, rank, relocate, intents; /* relocate: any placement but classic */
 static au_ids_t *exact, *admit;
 static int32_t (*want)[DIM]; /* the serial sums */
 static int errors;
@@ -97,6 +103,15 @@ static int step(au_worker_t *wk, void *arg)
           na++;
         }
     int rc;
+    if (intents && j->s + 1 < steps) {
+      /* the next step's ids, from the next clock on: for 1,000 clocks, so that adaptive
+         placement finds them worth claiming (one 16-byte row of an actor for one clock it
+         would fetch, as it should) */
+      uint64_t next[PER_STEP];
+      for (int q = 0; q < PER_STEP; q++) next[q] = id_of(pushed(rank, j->w, j->s + 1, q));
+      if ((rc = au_worker_ids_intent(wk, exact, next, PER_STEP, j->s + 1, j->s + 1001)) != 0)
+        return rc;
+    }
     if (relocate) { /* the ids' actors come here (or are fetched when contended), all of
                        them before any push: a step that waits is run again */
       int32_t got[PER_STEP][DIM];
@@ -191,8 +206,13 @@ int main(int argc, char **argv)
   nodes = au_node_nodes(node);
   rank = au_node_rank(node);
   const char *place = getenv("IDS_NODE_PLACE");
-  relocate = place && !strcmp(place, "relocate") && nodes > 1;
-  const au_place_t pl = relocate ? AU_PLACE_RELOCATE : AU_PLACE_CLASSIC;
+  au_place_t pl = AU_PLACE_CLASSIC;
+  if (place && nodes > 1 && au_place_parse(place, &pl) != 0) {
+    fprintf(stderr, "ids_node: IDS_NODE_PLACE=%s: not a placement\n", place);
+    return 2;
+  }
+  relocate = pl != AU_PLACE_CLASSIC;
+  intents = pl == AU_PLACE_ADAPTIVE || pl == AU_PLACE_HOT;
   au_ids_opts_t eo = {.row = {.dim = DIM, .type = AU_I32, .name = "exact", .place = pl},
                       .budget = 4 << 20};
   /* IDS_NODE_ODD=1: node 1 gives another budget (the test that creation refuses it) */
@@ -322,6 +342,19 @@ int main(int argc, char **argv)
   }
   au_node_stats_t st;
   au_node_stats(node, &st);
+  /* replicate: the pulls read replicas here, not only this node's own ids (each worker
+     pulls every id: 2 x `mine` of them are this node's, wherever their actors went) */
+  int mine_now = 0;
+  for (int j = 0; j < IDS; j++) mine_now += au_ids_owner(exact, id_of(j)) == rank;
+  if (!restoring && pl == AU_PLACE_REPLICATE)
+    check(st.rows_local - st0.rows_local > (uint64_t)(WORKERS * mine_now),
+          "replicate: pulls read replicas here");
+  if (!restoring && (pl == AU_PLACE_REPLICATE || pl == AU_PLACE_ADAPTIVE || pl == AU_PLACE_HOT)) {
+    double r[2] = {(double)st0.replicas_made, (double)st0.intents};
+    if ((rc = au_allreduce_sum(au_node_runtime(node), r, 2)) != 0) return 1;
+    check(r[0] > 0, "replicas were made while the nodes pushed");
+    check(!intents || r[1] > 0, "intents were sent");
+  }
   if (!restoring && argc > 2 &&
       (rc = au_checkpoint(node, argv[2], (uint64_t)steps, 1, err, sizeof(err))) != 0) {
     fprintf(stderr, "ids_node: rank %d: %s (%s)\n", rank, err, au_strerror(rc));
@@ -330,9 +363,11 @@ int main(int argc, char **argv)
   printf("rank=%d nodes=%d owned=%d rows=%" PRIu64 " admit_rows=%.0f/%" PRIu64
          " rejected=%.0f/%" PRIu64 " rows_remote=%" PRIu64 " bytes_fetch=%" PRIu64
          " bytes_push=%" PRIu64 " moves_in=%" PRIu64 " moves_out=%" PRIu64 " push_moves_in=%" PRIu64
+         " replicas_made=%" PRIu64 " replicas=%" PRIu64 " bytes_replica=%" PRIu64
          " mismatches_all=%.0f errors=%d %s\n",
          rank, nodes, owned, es.rows, a[0], rows, a[1], rejected, st.rows_remote, st.bytes_fetch,
-         st.bytes_push, st.moves_in, st.moves_out, st0.moves_in, a[3], errors,
+         st.bytes_push, st.moves_in, st.moves_out, st0.moves_in, st.replicas_made, st.replicas,
+         st.bytes_replica, a[3], errors,
          errors ? "FAIL" : "ok");
   free(want);
   au_node_destroy(node);

@@ -214,6 +214,19 @@ ids)
   check "ids relocate on 3 nodes: actors moved while the nodes pushed" \
     test "$(grep -c ' push_moves_in=[1-9]' "$tmp/out")" -ge 2
   restore_on_2 "$tmp/ckr" "a relocated 3-node checkpoint"
+  # replicate, hot, adaptive: replicas of the actors (the owner's blob, refreshed by its
+  # changed words) are read where they are, pushes go to the owners, and intents (hot,
+  # adaptive) move and copy actors: the same checks hold, replicas were made, and the
+  # pulls after the run read replicas equal to the owners' rows
+  for pl in replicate hot adaptive; do
+    IDS_NODE_PLACE=$pl timeout 120 "$augur" run -n 3 "$idn" run "$tmp/ck-$pl" >"$tmp/out" 2>&1
+    rc=$?
+    cat "$tmp/out"
+    check "ids $pl on 3 nodes: exits 0, every node ok (replicas made and read)" \
+      test $rc -eq 0 -a "$(grep -c 'errors=0 ok$' "$tmp/out")" -eq 3 -a \
+      "$(grep -c ' replicas_made=[1-9]' "$tmp/out")" -ge 2
+  done
+  restore_on_2 "$tmp/ck-adaptive" "an adaptive 3-node checkpoint"
   unset IDS_NODE_STEPS
   IDS_NODE_ODD=1 timeout 120 "$augur" run -n 3 "$idn" run >"$tmp/out" 2>&1
   rc=$?
