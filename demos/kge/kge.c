@@ -297,8 +297,9 @@ typedef struct worker {
   uint64_t rng, rng0;    /* the negatives' generator, and its seed (node, worker) */
   uint32_t *epos, *rpos; /* entity / relation -> index in the step's view */
   float *q, *p, *dq, *dp, *ge, *gr, *s;
-  /* id_entities: the step's entities' ids, their pulled values, and row pointers */
-  uint64_t *eids;
+  /* id_entities: the step's entities' ids, their pulled values, and row pointers; the
+   * ids of a batch drawn ahead, for its intent */
+  uint64_t *eids, *iids;
   float *evals;
   void **erows;
   double loss;
@@ -360,7 +361,13 @@ static int draw(au_worker_t *aw, worker_t *w)
   b->nr = distinct(b->rkeys, nr);
   b->clock = w->next_clock++;
   w->count++;
-  int rc = m->ent ? au_worker_intent(aw, m->ent, b->ekeys, b->ne, b->clock, b->clock + 1) : 0;
+  int rc = 0;
+  if (m->ent) {
+    rc = au_worker_intent(aw, m->ent, b->ekeys, b->ne, b->clock, b->clock + 1);
+  } else {
+    for (uint32_t i = 0; i < b->ne; i++) w->iids[i] = m->g->ent.id[b->ekeys[i]];
+    rc = au_worker_ids_intent(aw, m->ids, w->iids, b->ne, b->clock, b->clock + 1);
+  }
   if (rc == 0) rc = au_worker_intent(aw, m->rel, b->rkeys, b->nr, b->clock, b->clock + 1);
   return rc ? rc : 1;
 }
@@ -487,7 +494,7 @@ static void worker_free(worker_t *w, int ring)
   free(w->ring);
   free(w->trip), free(w->epos), free(w->rpos);
   free(w->q), free(w->p), free(w->dq), free(w->dp), free(w->ge), free(w->gr), free(w->s);
-  free(w->eids), free(w->evals), free(w->erows);
+  free(w->eids), free(w->evals), free(w->erows), free(w->iids);
 }
 
 void kge_free(kge_t *m)
@@ -515,9 +522,9 @@ size_t kge_memory(const kge_t *m)
 }
 
 /* The entities as an id table, keyed by their names' ids, with their dense table's
- * options (the initializer draws from (seed, id) instead of (seed, index)), placed relocate
- * under --mode relocate and classic otherwise (an id table's placements on a cluster so
- * far), every id admitted at its first push.
+ * options (the initializer draws from (seed, id) instead of (seed, index)), placed by
+ * --mode as the dense table is (draw announces a batch's ids with au_worker_ids_intent),
+ * every id admitted at its first push.
  * Its budget holds twice this node's share of the entities, so that no bucket of 64 rows
  * overflows (at half load a bucket holds 32 on average; more than 64 is a 10^-7 event
  * per bucket) and no entity is evicted: kge_epoch counts evictions all the same. */
@@ -538,7 +545,8 @@ static int entity_ids(kge_t *m, au_node_t *node)
               .lr = o->lr,
               .optim_init = 1e-6f,
               .row_align = 64,
-              .place = o->place == AU_PLACE_RELOCATE ? AU_PLACE_RELOCATE : AU_PLACE_CLASSIC,
+              .place = o->place,
+              .hot = o->hot,
               .name = "entities"},
       /* a slot's row and its share of the bucket's digests, ids and counters */
       .budget = slots * (row + 32) + (1 << 20)};
@@ -574,7 +582,8 @@ static int worker_init(kge_t *m, worker_t *w, int id)
     w->eids = malloc(most * sizeof(uint64_t));
     w->evals = malloc(most * d * sizeof(float));
     w->erows = malloc(most * sizeof(void *));
-    if (!w->eids || !w->evals || !w->erows) return AU_ENOMEM;
+    w->iids = malloc(most * sizeof(uint64_t));
+    if (!w->eids || !w->evals || !w->erows || !w->iids) return AU_ENOMEM;
   }
   w->tfirst = first, w->tstride = stride;
   for (uint32_t i = 0; i < ring; i++) {

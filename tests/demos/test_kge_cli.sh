@@ -183,9 +183,9 @@ if [ -n "$augur" ]; then
     # (random embeddings score about 0.007; one run in three here dipped below 0.5)
     check "3 nodes $mode: test mrr $mrr > 0.4" awk -v m="${mrr:-0}" 'BEGIN { exit !(m > 0.4) }'
   done
-  # entities in an id table across nodes (classic, or relocate under --mode relocate; the
-  # relations placed by --mode)
-  for mode in classic adaptive relocate; do
+  # entities in an id table across nodes, both tables placed by --mode (replicas of the
+  # id table read where they are, its pushes go to the owners: local stays below 0.9)
+  for mode in classic replicate relocate hot adaptive; do
     out=$(AU_NET_DELAY_US=100 timeout 120 "$augur" run -n 3 "$kge" "${gen[@]}" --threads 1 \
           --mode $mode --entity-table ids 2>&1); rc=$?
     check "3 nodes, ids, $mode: exit 0" test $rc -eq 0
@@ -196,6 +196,10 @@ if [ -n "$augur" ]; then
       grep -q "\[0\] epoch=1 .* local=0\.[0-8]" <<<"$out"
     [ $mode = relocate ] && check "3 nodes, ids, relocate: actors moved" \
       grep -q "\[0\] epoch=1 .* moves=[1-9]" <<<"$out"
+    case $mode in replicate | hot | adaptive)
+      check "3 nodes, ids, $mode: replicas held (either table's)" grep -q "\[0\] epoch=1 .* replicas=[1-9]" <<<"$out"
+      ;;
+    esac
     mrr=$(sed -nE 's/.*test .* mrr=([0-9.]+) .*/\1/p' <<<"$out")
     check "3 nodes, ids, $mode: test mrr $mrr > 0.4" awk -v m="${mrr:-0}" 'BEGIN { exit !(m > 0.4) }'
   done
