@@ -51,7 +51,8 @@ typedef struct bucket {
   uint32_t hand;  /* the candidates' CLOCK hand */
   char *block;    /* NULL until the bucket is first used */
   char *spare;    /* where its block goes then */
-  uint8_t changed; /* written since a replica snapshot last looked (ids_actor_changes) */
+  uint8_t changed;     /* written since a replica snapshot last looked (ids_actor_changes) */
+  uint64_t dirty[4];   /* ... and the slots whose rows were written since (B <= 256) */
   uint64_t admitted, evicted, expired, rejected, misses, forgotten;
 } bucket_t;
 
@@ -235,6 +236,7 @@ static int make_row(au_ids_t *t, bucket_t *b, uint64_t id, uint8_t dg, uint64_t 
      victim's */
   if (t->init.init == AU_INIT_ZERO) memset(row_of(t, b->block, s), 0, (size_t)t->fmt.dim * 4);
   table_init_row(&t->fmt, &t->init, id, row_of(t, b->block, s));
+  b->dirty[s >> 6] |= 1ULL << (s & 63);
   b->rows++;
   b->admitted++;
   return (int)s;
@@ -429,6 +431,7 @@ static void push_one(au_ids_t *t, uint64_t id, const void *u, uint64_t clock)
     s = make_row(t, w.b, id, w.dg, clock, seen);
   }
   table_apply(&t->fmt, row_of(t, w.b->block, (uint32_t)s), u);
+  w.b->dirty[s >> 6] |= 1ULL << (s & 63);
   pthread_spin_unlock(&w.b->lock);
 }
 
@@ -664,6 +667,7 @@ static void pack_into(au_ids_t *t, void *values, char *blob)
     else
       memset(o + HEAD_BYTES, 0, t->block_bytes);
     b->changed = 0;
+    memset(b->dirty, 0, sizeof(b->dirty));
     pthread_spin_unlock(&b->lock);
   }
 }
@@ -870,6 +874,9 @@ uint32_t ids_actor_changes(au_ids_t *t, void *values, void *base, uint32_t *chan
   char *o = base;
   uint32_t k = 0, at = 0;
   const uint32_t stride = (uint32_t)((HEAD_BYTES + t->block_bytes) / 4);
+  /* a row's values only: a replica's reads give values, and its node's pushes go to the
+     owner, so its optimizer slots are never read (they stay as the replica came) */
+  const size_t row_words = t->fmt.dim;
   for (uint64_t i = 0; i < t->abuckets; i++, o += HEAD_BYTES + t->block_bytes, at += stride) {
     bucket_t *b = &bs[i];
     pthread_spin_lock(&b->lock);
@@ -880,10 +887,21 @@ uint32_t ids_actor_changes(au_ids_t *t, void *values, void *base, uint32_t *chan
     char head[HEAD_BYTES];
     pack_head(b, head);
     k += diff_words(head, o, HEAD_BYTES / 4, at, changed + k, vals + k);
-    if (b->block)
-      k += diff_words(b->block, o + HEAD_BYTES, t->block_bytes / 4, at + HEAD_BYTES / 4,
-                      changed + k, vals + k);
+    /* the slots' digests, ids, counts, uses and clocks, then the rows written since (a
+       row changes only so: its values by pushes, made, or put back), in ascending order */
+    const uint32_t rows_at = at + (uint32_t)((HEAD_BYTES + t->off_rows) / 4);
+    char *ob = o + HEAD_BYTES;
+    if (b->block) {
+      k += diff_words(b->block, ob, t->off_rows / 4, at + HEAD_BYTES / 4, changed + k, vals + k);
+      for (uint32_t s = 0; s < t->B; s++) {
+        if (!(b->dirty[s >> 6] >> (s & 63) & 1)) continue;
+        const size_t off = (size_t)s * t->fmt.row_bytes;
+        k += diff_words(b->block + t->off_rows + off, ob + t->off_rows + off, row_words,
+                        rows_at + (uint32_t)(off / 4), changed + k, vals + k);
+      }
+    }
     b->changed = 0;
+    memset(b->dirty, 0, sizeof(b->dirty));
     pthread_spin_unlock(&b->lock);
   }
   return k;
@@ -983,6 +1001,7 @@ int ids_put_row(au_ids_t *t, uint64_t id, uint32_t uses, uint32_t last, const vo
   last_of(t, b->block)[s] = last;
   memcpy(row_of(t, b->block, (uint32_t)s), row, (size_t)t->fmt.width * 4);
   b->changed = 1;
+  b->dirty[s >> 6] |= 1ULL << (s & 63);
   pthread_spin_unlock(&b->lock);
   return gave;
 }
