@@ -46,13 +46,13 @@
 
 typedef struct bucket {
   pthread_spinlock_t lock;
-  uint32_t rows;  /* slots holding a row */
-  uint32_t cands; /* slots holding a candidate */
-  uint32_t hand;  /* the candidates' CLOCK hand */
-  char *block;    /* NULL until the bucket is first used */
-  char *spare;    /* where its block goes then */
-  uint8_t changed;     /* written since a replica snapshot last looked (ids_actor_changes) */
-  uint64_t dirty[4];   /* ... and the slots whose rows were written since (B <= 256) */
+  uint32_t rows;     /* slots holding a row */
+  uint32_t cands;    /* slots holding a candidate */
+  uint32_t hand;     /* the candidates' CLOCK hand */
+  char *block;       /* NULL until the bucket is first used */
+  char *spare;       /* where its block goes then */
+  uint8_t changed;   /* written since a replica snapshot last looked (ids_actor_changes) */
+  uint64_t dirty[4]; /* ... and the slots whose rows were written since (B <= 256) */
   uint64_t admitted, evicted, expired, rejected, misses, forgotten;
 } bucket_t;
 
@@ -867,8 +867,7 @@ static uint32_t diff_words(const char *now, char *base, size_t n, uint32_t at, u
   return k;
 }
 
-uint32_t ids_actor_changes(au_ids_t *t, void *values, void *base, uint32_t *changed,
-                           uint32_t *vals)
+uint32_t ids_actor_changes(au_ids_t *t, void *values, void *base, uint32_t *changed, uint32_t *vals)
 {
   bucket_t *bs = values;
   char *o = base;

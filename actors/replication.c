@@ -525,9 +525,9 @@ int replication_tick(struct placer *p)
     /* an id table's buckets say themselves whether they changed (ids.c) */
     if (!r->t->ids && !atomic_exchange(&pa_of(r)->dirty, 0)) continue;
     if (words_fit(&w, r->t) != 0) break;
-    uint32_t k = r->t->ids ? ids_actor_changes(r->t->ids, pa_of(r)->values, r->repl.base,
-                                               w.changed, w.vals)
-                           : take_changes(r->t, pa_of(r)->values, r->repl.base, &w, 0);
+    uint32_t k =
+        r->t->ids ? ids_actor_changes(r->t->ids, pa_of(r)->values, r->repl.base, w.changed, w.vals)
+                  : take_changes(r->t, pa_of(r)->values, r->repl.base, &w, 0);
     if (!k) continue; /* the base is the values now: a dense entry carries all of it */
     for (int node = -1; (node = nodeset_next(r->repl.replicas, node)) >= 0;)
       psm_entry_add(&fresh[node], r->t, r->actor, w.changed, w.vals, k, r->repl.base, 1);

@@ -316,10 +316,11 @@ static int worth_claiming(const au_table_t *t, uint32_t keys, au_clock_t clocks)
 {
   if (t->place != AU_PLACE_ADAPTIVE) return 1;
   const uint64_t actor = table_actor_bytes(t); /* (an id table's: its buckets) */
-  const uint64_t need = t->ids ? (actor / CLAIM_IDS_SHARE > CLAIM_MIN_BYTES
-                                      ? actor / CLAIM_IDS_SHARE
-                                      : CLAIM_MIN_BYTES)
-                               : actor < CLAIM_MIN_BYTES ? actor : CLAIM_MIN_BYTES;
+  const uint64_t need =
+      t->ids
+          ? (actor / CLAIM_IDS_SHARE > CLAIM_MIN_BYTES ? actor / CLAIM_IDS_SHARE : CLAIM_MIN_BYTES)
+      : actor < CLAIM_MIN_BYTES ? actor
+                                : CLAIM_MIN_BYTES;
   const uint64_t per_clock = (uint64_t)keys * t->row_bytes; /* (no overflow: < 2^54) */
   /* per_clock * clocks >= need, without the product (clocks may be huge) */
   return per_clock >= need || (uint64_t)clocks >= (need + per_clock - 1) / per_clock;

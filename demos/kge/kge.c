@@ -534,22 +534,21 @@ static int entity_ids(kge_t *m, au_node_t *node)
   const size_t row = ((size_t)2 * m->dim * sizeof(float) + 63) / 64 * 64; /* values, AdaGrad */
   const size_t share = (m->nent + (size_t)m->nodes - 1) / (size_t)m->nodes;
   const size_t slots = 2 * share + 16 * 64; /* a spare actor's buckets */
-  au_ids_opts_t io = {
-      .row = {.dim = m->dim,
-              .type = AU_F32,
-              .init = AU_INIT_NORMAL,
-              .init_a = 0,
-              .init_b = o->init_sd,
-              .seed = o->seed,
-              .optim = AU_OPTIM_ADAGRAD,
-              .lr = o->lr,
-              .optim_init = 1e-6f,
-              .row_align = 64,
-              .place = o->place,
-              .hot = o->hot,
-              .name = "entities"},
-      /* a slot's row and its share of the bucket's digests, ids and counters */
-      .budget = slots * (row + 32) + (1 << 20)};
+  au_ids_opts_t io = {.row = {.dim = m->dim,
+                              .type = AU_F32,
+                              .init = AU_INIT_NORMAL,
+                              .init_a = 0,
+                              .init_b = o->init_sd,
+                              .seed = o->seed,
+                              .optim = AU_OPTIM_ADAGRAD,
+                              .lr = o->lr,
+                              .optim_init = 1e-6f,
+                              .row_align = 64,
+                              .place = o->place,
+                              .hot = o->hot,
+                              .name = "entities"},
+                      /* a slot's row and its share of the bucket's digests, ids and counters */
+                      .budget = slots * (row + 32) + (1 << 20)};
   return au_ids_create(node, &io, &m->ids);
 }
 

@@ -367,8 +367,7 @@ int main(int argc, char **argv)
          " mismatches_all=%.0f errors=%d %s\n",
          rank, nodes, owned, es.rows, a[0], rows, a[1], rejected, st.rows_remote, st.bytes_fetch,
          st.bytes_push, st.moves_in, st.moves_out, st0.moves_in, st.replicas_made, st.replicas,
-         st.bytes_replica, a[3], errors,
-         errors ? "FAIL" : "ok");
+         st.bytes_replica, a[3], errors, errors ? "FAIL" : "ok");
   free(want);
   au_node_destroy(node);
   return errors ? 1 : 0;
