@@ -654,7 +654,7 @@ static void pack_head(const bucket_t *b, char head[HEAD_BYTES])
 
 /* The actor's buckets into blob (ids_actor_bytes), each under its lock (a replica's
  * snapshot is taken while workers push), each bucket marked unchanged since. */
-static void pack_into(au_ids_t *t, void *values, char *blob)
+void ids_actor_snapshot(au_ids_t *t, void *values, void *blob)
 {
   bucket_t *bs = values;
   char *o = blob;
@@ -675,7 +675,7 @@ static void pack_into(au_ids_t *t, void *values, char *blob)
 void *ids_actor_pack(au_ids_t *t, void *values)
 {
   char *blob = malloc(ids_actor_bytes(t));
-  if (blob) pack_into(t, values, blob);
+  if (blob) ids_actor_snapshot(t, values, blob);
   return blob;
 }
 
@@ -842,11 +842,6 @@ void ids_pull_replica(au_ids_t *t, uint64_t id, uint64_t clock, void *out, void 
   memset(scratch, 0, t->fmt.row_bytes);
   table_init_row(&t->fmt, &t->init, id, scratch);
   memcpy(out, scratch, (size_t)t->fmt.dim * 4);
-}
-
-void ids_actor_snapshot(au_ids_t *t, void *values, void *blob)
-{
-  pack_into(t, values, blob);
 }
 
 /* The words of [from, from + n) in `now` that differ from base: indices (offset by

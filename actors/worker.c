@@ -316,11 +316,9 @@ static int worth_claiming(const au_table_t *t, uint32_t keys, au_clock_t clocks)
 {
   if (t->place != AU_PLACE_ADAPTIVE) return 1;
   const uint64_t actor = table_actor_bytes(t); /* (an id table's: its buckets) */
-  const uint64_t need =
-      t->ids
-          ? (actor / CLAIM_IDS_SHARE > CLAIM_MIN_BYTES ? actor / CLAIM_IDS_SHARE : CLAIM_MIN_BYTES)
-      : actor < CLAIM_MIN_BYTES ? actor
-                                : CLAIM_MIN_BYTES;
+  uint64_t need = actor < CLAIM_MIN_BYTES ? actor : CLAIM_MIN_BYTES;
+  if (t->ids)
+    need = actor / CLAIM_IDS_SHARE > CLAIM_MIN_BYTES ? actor / CLAIM_IDS_SHARE : CLAIM_MIN_BYTES;
   const uint64_t per_clock = (uint64_t)keys * t->row_bytes; /* (no overflow: < 2^54) */
   /* per_clock * clocks >= need, without the product (clocks may be huge) */
   return per_clock >= need || (uint64_t)clocks >= (need + per_clock - 1) / per_clock;
@@ -404,12 +402,11 @@ static int intent_send(au_worker_t *w, au_table_t *t, const au_key_t *keys, size
   return au_send_to(node->rt, (uint32_t)node->rank, PS_PLACER_PORT, PS_INTENT, b->p, b->len);
 }
 
-int au_worker_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n,
-                     au_clock_t start, au_clock_t end)
+/* An intent whose keys (or ids) were checked: counted, and passed on where the table is
+ * placed by intents. */
+static int intent_pass(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n,
+                       au_clock_t start, au_clock_t end)
 {
-  if (!w || !t || start >= end) return AU_EINVAL;
-  int rc = check_keys(t, keys, n);
-  if (rc != 0) return rc;
   counter_add(&w->intents, 1);
   counter_add(&w->intent_keys, n);
   /* tables placed by intents hear of it (and trace each actor it names); the others
@@ -417,24 +414,24 @@ int au_worker_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t
   if (w->node->nodes > 1 && (t->place == AU_PLACE_HOT || t->place == AU_PLACE_ADAPTIVE))
     return intent_send(w, t, keys, n, start, end);
   if (au_trace_enabled(w->node->rt) && n)
-    au__trace(w->node->rt, TRACE_INTENT, (uint64_t)t->id, keys[0] >> t->group_shift,
+    au__trace(w->node->rt, TRACE_INTENT, (uint64_t)t->id, table_actor_of(t, keys[0]),
               (uint64_t)w->node->rank, (uint64_t)w->id);
   return 0;
+}
+
+int au_worker_intent(au_worker_t *w, au_table_t *t, const au_key_t *keys, size_t n,
+                     au_clock_t start, au_clock_t end)
+{
+  if (!w || !t || start >= end) return AU_EINVAL;
+  int rc = check_keys(t, keys, n);
+  return rc != 0 ? rc : intent_pass(w, t, keys, n, start, end);
 }
 
 int au_worker_ids_intent(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t n,
                          au_clock_t start, au_clock_t end)
 {
   if (!w || !t || start >= end || (n && !ids)) return AU_EINVAL;
-  au_table_t *f = ids_table(t);
-  counter_add(&w->intents, 1);
-  counter_add(&w->intent_keys, n);
-  if (w->node->nodes > 1 && (f->place == AU_PLACE_HOT || f->place == AU_PLACE_ADAPTIVE))
-    return intent_send(w, f, ids, n, start, end);
-  if (au_trace_enabled(w->node->rt) && n && w->node->nodes > 1)
-    au__trace(w->node->rt, TRACE_INTENT, (uint64_t)f->id, table_actor_of(f, ids[0]),
-              (uint64_t)w->node->rank, (uint64_t)w->id);
-  return 0;
+  return intent_pass(w, ids_table(t), ids, n, start, end);
 }
 
 /* The step found rows it lacks: ask their owners, unless a link is congested. */
