@@ -41,19 +41,26 @@
 #include "actors/ps.h"
 #include "runtime/log.h"
 
+/* Slot metadata a push's look-ahead (foresee) reads without the bucket's lock is
+ * written with this, under the lock: a relaxed store, a plain one on x86. */
+#define SET(lv, v) __atomic_store_n(&(lv), (v), __ATOMIC_RELAXED)
+
 #define ONES  0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
 
+/* What a push reads ahead without the lock (block, evicted: prefetch()) and first under
+ * it come first: they share the struct's first cache line, the one prefetched. */
 typedef struct bucket {
   pthread_spinlock_t lock;
   uint32_t rows;     /* slots holding a row */
   uint32_t cands;    /* slots holding a candidate */
   uint32_t hand;     /* the candidates' CLOCK hand */
   char *block;       /* NULL until the bucket is first used */
-  char *spare;       /* where its block goes then */
+  uint64_t evicted;  /* rows evicted (it places the eviction window) */
   uint8_t changed;   /* written since a replica snapshot last looked (ids_actor_changes) */
   uint64_t dirty[4]; /* ... and the slots whose rows were written since (B <= 256) */
-  uint64_t admitted, evicted, expired, rejected, misses, forgotten;
+  char *spare;       /* where its block goes then */
+  uint64_t admitted, expired, rejected, misses, forgotten;
 } bucket_t;
 
 struct au_ids {
@@ -157,7 +164,7 @@ static uint32_t age(uint64_t clock, uint32_t last)
 /* A use at `clock`: the row's last use is the later of the two. */
 static void touch(uint32_t *last, uint64_t clock)
 {
-  if ((int32_t)((uint32_t)clock - *last) > 0) *last = (uint32_t)clock;
+  if ((int32_t)((uint32_t)clock - *last) > 0) SET(*last, (uint32_t)clock);
 }
 
 static int expired(const au_ids_t *t, char *blk, uint32_t slot, uint64_t clock)
@@ -168,7 +175,7 @@ static int expired(const au_ids_t *t, char *blk, uint32_t slot, uint64_t clock)
 /* Frees the slot (its bucket's lock held). */
 static void drop_slot(bucket_t *b, uint32_t slot)
 {
-  digests(b->block)[slot] = 0;
+  SET(digests(b->block)[slot], 0);
   b->rows--;
 }
 
@@ -181,6 +188,12 @@ static void drop_slot(bucket_t *b, uint32_t slot)
 
 /* Buckets per parameter actor on a cluster: 16 of 64 rows of 256 bytes are 270 KB. */
 #define IDS_ACTOR 16
+
+/* The first slot of the bucket's eviction window (read without the lock too). */
+static uint32_t window_from(const au_ids_t *t, const bucket_t *b)
+{
+  return (uint32_t)(__atomic_load_n(&b->evicted, __ATOMIC_RELAXED) * t->window) & (t->B - 1);
+}
 
 /* The slot a new row takes in a full bucket: the first one unused for ttl clocks, else
  * the eviction rule's victim in the bucket's current window (ties to the lower slot). */
@@ -195,7 +208,7 @@ static uint32_t victim(au_ids_t *t, bucket_t *b, uint64_t clock, int *was_expire
   *was_expired = 0;
   /* the smallest key wins, the lower slot on ties: LFU (uses, then the older: a larger
      age is a smaller ~age), LRU (the older, then uses) */
-  const uint32_t w = t->window, from = (uint32_t)(b->evicted * w) & (t->B - 1);
+  const uint32_t w = t->window, from = window_from(t, b);
   uint32_t best = from, lfu = t->evict == AU_EVICT_LFU;
   uint64_t best_key = UINT64_MAX;
   for (uint32_t s = from; s < from + w; s++) {
@@ -228,14 +241,20 @@ static int make_row(au_ids_t *t, bucket_t *b, uint64_t id, uint8_t dg, uint64_t 
       __atomic_store_n(&b->evicted, b->evicted + 1, __ATOMIC_RELAXED); /* prefetch() reads it */
     b->rows--;
   }
-  digests(b->block)[s] = dg;
+  /* the slot's row and id are cold (a victim's, unused for a while): start their
+     lines' loads for writing now, together, rather than one after another as the
+     stores below reach them */
+  char *row = row_of(t, b->block, s);
+  for (uint32_t at = 0; at < t->fmt.row_bytes; at += 64) __builtin_prefetch(row + at, 1, 3);
+  __builtin_prefetch(&ids_of(t, b->block)[s], 1, 3);
+  SET(digests(b->block)[s], dg);
   ids_of(t, b->block)[s] = id;
-  uses_of(t, b->block)[s] = uses;
-  last_of(t, b->block)[s] = (uint32_t)clock;
+  SET(uses_of(t, b->block)[s], uses);
+  SET(last_of(t, b->block)[s], (uint32_t)clock);
   /* table_init_row leaves zero-initialized values as they are: the slot may hold a
      victim's */
-  if (t->init.init == AU_INIT_ZERO) memset(row_of(t, b->block, s), 0, (size_t)t->fmt.dim * 4);
-  table_init_row(&t->fmt, &t->init, id, row_of(t, b->block, s));
+  if (t->init.init == AU_INIT_ZERO) memset(row, 0, (size_t)t->fmt.dim * 4);
+  table_init_row(&t->fmt, &t->init, id, row);
   b->dirty[s >> 6] |= 1ULL << (s & 63);
   b->rows++;
   b->admitted++;
@@ -384,16 +403,73 @@ static int lookup(au_ids_t *t, where_t *w, uint64_t id, uint64_t clock, int use)
   if (use) {
     b->changed = 1;
     uint32_t *u = &uses_of(t, b->block)[s];
-    if (*u != UINT32_MAX) (*u)++;
+    if (*u != UINT32_MAX) SET(*u, *u + 1);
     touch(&last_of(t, b->block)[s], clock);
   }
   return s;
 }
 
-/* Starts loading what the pushes PREFETCH ids ahead will look at: their buckets, their
- * blocks' digests and eviction windows (the block pointer and the eviction count read
- * without the lock, atomically, and written so under it: a block not yet there is simply
- * not prefetched, a window that moves meanwhile was loaded for nothing). */
+typedef uint64_t __attribute__((may_alias)) word_t;
+
+/* Starts loading the lines of slot s's row (for writing: an eviction's victim), and
+ * of its id, uses and clock. */
+static void prefetch_slot(const au_ids_t *t, char *blk, uint32_t s, int write)
+{
+  const char *row = row_of(t, blk, s);
+  for (uint32_t at = 0; at < t->fmt.row_bytes; at += 64)
+    write ? __builtin_prefetch(row + at, 1, 3) : __builtin_prefetch(row + at, 0, 3);
+  __builtin_prefetch(&ids_of(t, blk)[s], 1, 3);
+  __builtin_prefetch(&uses_of(t, blk)[s], 1, 3);
+  __builtin_prefetch(&last_of(t, blk)[s], 1, 3);
+}
+
+/* Guesses, without the lock, the slot a push of an id with digest dg will take in its
+ * bucket (whose digests and eviction window are loaded by now): the row whose digest
+ * matches, else the first free slot, else the eviction window's victim by the rule
+ * (ttl aside), and starts loading it. A guess another push makes wrong, or that a digest
+ * shared with another id misleads, costs a load for nothing. */
+static void foresee(const au_ids_t *t, const bucket_t *b, uint8_t dg)
+{
+  char *blk = __atomic_load_n(&b->block, __ATOMIC_RELAXED);
+  if (!blk) return;
+  const uint8_t *d = digests(blk);
+  uint32_t free_slot = UINT32_MAX;
+  for (uint32_t i = 0; i < t->B; i += 8) {
+    uint64_t w = __atomic_load_n((const word_t *)(d + i), __ATOMIC_RELAXED);
+    uint64_t x = w ^ (ONES * dg), m = (x - ONES) & ~x & HIGHS;
+    if (m) {
+      prefetch_slot(t, blk, i + (uint32_t)(__builtin_ctzll(m) >> 3), 0);
+      return;
+    }
+    uint64_t z = (w - ONES) & ~w & HIGHS;
+    if (z && free_slot == UINT32_MAX) free_slot = i + (uint32_t)(__builtin_ctzll(z) >> 3);
+  }
+  if (free_slot != UINT32_MAX) {
+    prefetch_slot(t, blk, free_slot, 1);
+    return;
+  }
+  const uint32_t *uses = uses_of(t, blk), *last = last_of(t, blk), from = window_from(t, b);
+  const uint32_t lfu = t->evict == AU_EVICT_LFU;
+  uint32_t best = from;
+  uint64_t best_key = UINT64_MAX;
+  for (uint32_t s = from; s < from + t->window; s++) {
+    /* the clock for the age's complement: the same order while no row's clock is ahead
+       of the push's */
+    uint32_t u = __atomic_load_n(&uses[s], __ATOMIC_RELAXED),
+             l = __atomic_load_n(&last[s], __ATOMIC_RELAXED);
+    uint64_t key = lfu ? (uint64_t)u << 32 | l : (uint64_t)l << 32 | u;
+    if (key < best_key) best_key = key, best = s;
+  }
+  prefetch_slot(t, blk, best, 1);
+}
+
+/* Starts loading what the pushes ahead will look at: 2 PREFETCH ids ahead their
+ * buckets, PREFETCH ahead their blocks' digests and eviction windows, PREFETCH / 2
+ * ahead the slot each will take (foresee). The block pointer, the eviction count and
+ * the slots' metadata are read without the lock, atomically, and written so under it: a
+ * block not yet there is simply not prefetched, a window that moves meanwhile was
+ * loaded for nothing. With 10^8 distinct ids nearly every push evicts: the window and
+ * the victim's row were cold misses each. */
 enum { PREFETCH = 8 };
 static void prefetch(au_ids_t *t, const uint64_t *ids, size_t n, size_t i)
 {
@@ -402,14 +478,15 @@ static void prefetch(au_ids_t *t, const uint64_t *ids, size_t n, size_t i)
     bucket_t *b = locate(t, ids[i + PREFETCH]).b;
     char *blk = __atomic_load_n(&b->block, __ATOMIC_RELAXED);
     if (blk) {
-      __builtin_prefetch(blk);
-      /* and the window an eviction would look at (its uses and clocks): with 10^8
-         distinct ids nearly every push evicts, and these were two cold misses each */
-      const uint32_t from =
-          (uint32_t)(__atomic_load_n(&b->evicted, __ATOMIC_RELAXED) * t->window) & (t->B - 1);
+      const uint32_t from = window_from(t, b);
+      for (uint32_t at = 0; at < t->B; at += 64) __builtin_prefetch(blk + at);
       __builtin_prefetch(uses_of(t, blk) + from);
       __builtin_prefetch(last_of(t, blk) + from);
     }
+  }
+  if (i + PREFETCH / 2 < n) {
+    where_t w = locate(t, ids[i + PREFETCH / 2]);
+    foresee(t, w.b, w.dg);
   }
 }
 
@@ -989,10 +1066,10 @@ int ids_put_row(au_ids_t *t, uint64_t id, uint32_t uses, uint32_t last, const vo
     }
     b->rows++;
   }
-  digests(b->block)[s] = w.dg;
+  SET(digests(b->block)[s], w.dg);
   ids_of(t, b->block)[s] = id;
-  uses_of(t, b->block)[s] = uses;
-  last_of(t, b->block)[s] = last;
+  SET(uses_of(t, b->block)[s], uses);
+  SET(last_of(t, b->block)[s], last);
   memcpy(row_of(t, b->block, (uint32_t)s), row, (size_t)t->fmt.width * 4);
   b->changed = 1;
   b->dirty[s >> 6] |= 1ULL << (s & 63);
