@@ -205,7 +205,7 @@ int table_check_opts(const au_table_opts_t *o);
 /* A key's (or an id's) first values and optimizer slots into row. */
 void table_init_row(const au_table_t *t, const au_table_opts_t *o, au_key_t key, void *row);
 /* Storage for an actor's values arriving here: its packed slot on its home node, else
- * a fresh zeroed block. NULL when out of memory. */
+ * a fresh block, neither zeroed (psm_values_copy fills it). NULL when out of memory. */
 void *table_values_alloc(au_table_t *t, uint64_t actor);
 /* Gives back what table_values_alloc returned (a home slot stays with the table). */
 void table_values_free(au_table_t *t, uint64_t actor, void *values);

@@ -270,32 +270,13 @@ static int zero_chunk(const uint32_t *w)
   return any == 0;
 }
 
-static size_t nonzero_words(const au_table_t *t, const void *values)
-{
-  const uint32_t *w = values;
-  const size_t n = actor_words(t);
-  size_t nz = 0, i = 0;
-  for (; i + CHUNK_WORDS <= n; i += CHUNK_WORDS)
-    if (!zero_chunk(w + i))
-      for (size_t j = i; j < i + CHUNK_WORDS; j++) nz += w[j] != 0;
-  for (; i < n; i++) nz += w[i] != 0;
-  return nz;
-}
-
-size_t psm_values_wire_len(const au_table_t *t, const void *values)
-{
-  const size_t dense = psm_values_len(t), sparse = VALUES_HEAD + 4 + 8 * nonzero_words(t, values);
-  return sparse < dense ? sparse : dense;
-}
-
-/* The pairs of words from..to that are not 0, at q; returns the end. Without a branch per
- * word (the pair is written always, and kept when the word is not 0): zeros and nonzeros
- * alternate at random in a count row. q has room for the pairs, and for one more while
- * any is left to write (the caller stops at the last). */
+/* The pairs of words from..to that are not 0, at q, while q is before end; returns where
+ * it stopped. Without a branch per word (the pair is written always, and kept when the word
+ * is not 0): zeros and nonzeros alternate at random in a count row. q has room for one
+ * pair past end. */
 static uint8_t *put_pairs(uint8_t *q, const uint32_t *w, size_t from, size_t to, uint8_t *end)
 {
-  for (size_t i = from; i < to; i++) {
-    if (q == end) return q; /* every nonzero written: no room for a discarded pair */
+  for (size_t i = from; i < to && q < end; i++) {
     put_u32(q, (uint32_t)i);
     memcpy(q + 4, &w[i], 4); /* the word as it is, like the dense form */
     q += 8 * (size_t)(w[i] != 0);
@@ -303,23 +284,27 @@ static uint8_t *put_pairs(uint8_t *q, const uint32_t *w, size_t from, size_t to,
   return q;
 }
 
-void psm_values_write(uint8_t *out, size_t len, const au_table_t *t, uint64_t actor,
-                      uint16_t version, uint8_t hold_exp, const void *values)
+size_t psm_values_write_sparse(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
+                               uint8_t hold_exp, const void *values)
 {
   uint8_t *body = psm_values_encode(out, t, actor, version, hold_exp);
-  if (len == psm_values_len(t)) {
-    memcpy(body, values, len - VALUES_HEAD);
-    return;
-  }
-  out[7] = VALUES_SPARSE;
+  uint8_t *q = body + 4, *end = out + psm_values_len(t); /* the dense form's end */
   const uint32_t *w = values;
   const size_t words = actor_words(t);
-  uint8_t *q = body + 4, *end = out + len;
+  out[7] = VALUES_SPARSE;
   size_t i = 0;
   for (; i + CHUNK_WORDS <= words && q < end; i += CHUNK_WORDS)
     if (!zero_chunk(w + i)) q = put_pairs(q, w, i, i + CHUNK_WORDS, end);
-  if (q < end) q = put_pairs(q, w, i, words, end);
+  q = put_pairs(q, w, i, words, end);
+  if (q >= end) return 0; /* the dense form is no longer */
   put_u32(body, (uint32_t)((size_t)(q - body - 4) / 8));
+  return (size_t)(q - out);
+}
+
+void psm_values_write(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
+                      uint8_t hold_exp, const void *values)
+{
+  memcpy(psm_values_encode(out, t, actor, version, hold_exp), values, table_actor_bytes(t));
 }
 
 void psm_values_copy(const psm_values_t *v, void *dst)

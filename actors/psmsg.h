@@ -136,11 +136,13 @@ int psm_values_decode(const au_node_t *n, const uint8_t *p, size_t len, psm_valu
 void psm_values_copy(const psm_values_t *v, void *dst);
 /* The dense form's length. */
 size_t psm_values_len(const au_table_t *t);
-/* The message's length for these rows (not changing meanwhile): the dense form, or the
- * sparse one when that is shorter; psm_values_write then writes that many bytes. */
-size_t psm_values_wire_len(const au_table_t *t, const void *values);
-void psm_values_write(uint8_t *out, size_t len, const au_table_t *t, uint64_t actor,
-                      uint16_t version, uint8_t hold_exp, const void *values);
+/* The sparse form in one pass, into out (psm_values_len + 8 bytes): its length when it is
+ * shorter than the dense form, else 0 (out then holds nothing of use). */
+size_t psm_values_write_sparse(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
+                               uint8_t hold_exp, const void *values);
+/* The dense form, into out (psm_values_len bytes). */
+void psm_values_write(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
+                      uint8_t hold_exp, const void *values);
 /* Writes the dense form's head into out (psm_values_len bytes); returns where the rows go. */
 uint8_t *psm_values_encode(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
                            uint8_t hold_exp);

@@ -123,23 +123,18 @@ void relocation_ship(struct placer *p, rec_t *r)
     exp--;
   au__trace(n->rt, TRACE_RELOC_START, (uint64_t)t->id, r->actor, (uint64_t)to,
             au__trace_flow((uint64_t)t->id, r->actor, version));
-  au_outbuf_t ob;
-  /* an id table's buckets go as one blob (ids.c) */
+  /* an id table's buckets go as one blob (ids.c); no worker writes now */
   void *blob = t->ids ? ids_actor_pack(t->ids, pa->values) : NULL;
   const void *values = t->ids ? blob : pa->values;
-  const size_t wire = values ? psm_values_wire_len(t, values) : 0; /* no worker writes now */
-  uint8_t *out =
-      values ? au_send_to_start(n->rt, (uint32_t)to, PS_PLACER_PORT, PS_MOVE_DATA, wire, &ob)
-             : NULL;
-  if (!out) {
+  const int rc =
+      values ? placer_send_values(p, (uint32_t)to, PS_MOVE_DATA, t, r->actor, version, exp, values)
+             : AU_ENOMEM;
+  free(blob);
+  if (rc != 0) {
     au__log(AU_LOG_ERROR, n->rank, "cannot ship actor %llu: %s", (unsigned long long)r->actor,
-            au_strerror(values ? ob.rc : AU_ENOMEM));
-    free(blob);
+            au_strerror(rc));
     return;
   }
-  psm_values_write(out, wire, t, r->actor, version, exp, values);
-  au_send_to_finish(&ob);
-  free(blob);
   if (t->ids)
     ids_actor_free(t->ids, r->actor, pa->values);
   else

@@ -125,15 +125,11 @@ int replication_give(struct placer *p, rec_t *r, uint32_t to)
    * the copy's word (the review of 2026-12-02 found it; under a consistency bound a read
    * would have missed an update). The base is the placer's own: it does not change while
    * it is written out. */
-  au_outbuf_t ob;
-  const size_t len = psm_values_wire_len(r->t, r->repl.base);
-  uint8_t *out = au_send_to_start(n->rt, to, PS_PLACER_PORT, PS_REP_DATA, len, &ob);
-  if (!out) {
+  int rc = placer_send_values(p, to, PS_REP_DATA, r->t, r->actor, 0, 0, r->repl.base);
+  if (rc != 0) {
     forget(r, (int)to); /* never sent: no replica to keep track of */
-    return ob.rc;
+    return rc;
   }
-  psm_values_write(out, len, r->t, r->actor, 0, 0, r->repl.base);
-  au_send_to_finish(&ob);
   atomic_store(&pa_of(r)->dirty, 1); /* ... so it must look */
   placer_arm_tick(p);
   /* busy until a tick has sent whatever changed after the copy */

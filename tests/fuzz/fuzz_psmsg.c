@@ -118,11 +118,14 @@ static void values(const uint8_t *p, size_t len)
   uint8_t *rows = malloc(bytes), *rows2 = malloc(bytes);
   CHECK(rows && rows2);
   psm_values_copy(&v, rows);
-  const size_t len2 = psm_values_wire_len(v.t, rows);
-  CHECK(len2 <= psm_values_len(v.t));
-  uint8_t *again = malloc(len2);
+  uint8_t *again = malloc(psm_values_len(v.t) + 8);
   CHECK(again);
-  psm_values_write(again, len2, v.t, v.actor, v.version, v.hold_exp, rows);
+  size_t len2 = psm_values_write_sparse(again, v.t, v.actor, v.version, v.hold_exp, rows);
+  if (!len2) {
+    psm_values_write(again, v.t, v.actor, v.version, v.hold_exp, rows);
+    len2 = psm_values_len(v.t);
+  }
+  CHECK(len2 <= psm_values_len(v.t));
   psm_values_t w;
   CHECK(psm_values_decode(&node, again, len2, &w, NULL) == 0);
   psm_values_copy(&w, rows2);
