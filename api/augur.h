@@ -649,6 +649,13 @@ static inline int au_view_local(const au_view_t *v)
   return v->au__remote == NULL;
 }
 
+/* 1 when row i of the view is held on this node: it may be updated in place as above;
+ * 0 when it was fetched from another node (its updates go through au_view_update). */
+static inline int au_view_row_local(const au_view_t *v, size_t i)
+{
+  return v->au__remote == NULL || !v->au__remote[i];
+}
+
 /* ThreadSanitizer builds take the kernel call (its relaxed-atomic variant) instead of
  * the inline Hogwild loop, which is a deliberate data race. */
 #if defined(__SANITIZE_THREAD__)

@@ -64,16 +64,16 @@ static inline lda_doc_t *doc_at(const shard_t *s, uint32_t block)
 }
 
 /* Applies a word's pending change (wdelta at the topics of its n moves) through its view
- * row, or by au_worker_push without a view; leaves wdelta zero. A view whose rows are all
- * held here takes the moves' counts in place, with the table's own arithmetic (relaxed
- * atomic adds, as its kernel; api/augur.h, au_view_local): a few topics change, and the
- * kernel's pass over the K-wide delta was 6% of the cycles on 4 nodes at K = 1000. */
+ * row, or by au_worker_push without a view; leaves wdelta zero. A row held here takes the
+ * moves' counts in place, with the table's own arithmetic (relaxed atomic adds, as its
+ * kernel; api/augur.h, au_view_row_local): a few topics change, and the kernel's pass over
+ * the K-wide delta was 6% of the cycles on 4 nodes at K = 1000. */
 static int apply_word(au_worker_t *w, shard_t *s, const au_view_t *wv, uint32_t i, au_key_t key,
                       uint32_t n)
 {
   int32_t *d = s->wdelta, any = 0;
   int rc = 0;
-  if (wv && au_view_local(wv)) {
+  if (wv && au_view_row_local(wv, i)) {
     _Atomic int32_t *row = au_view_row(wv, i);
     for (uint32_t j = 0; j < n; j++) {
       const uint32_t from = s->mv[j].from, to = s->mv[j].to;
