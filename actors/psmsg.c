@@ -3,6 +3,10 @@
  */
 #include "actors/psmsg.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -258,44 +262,52 @@ static size_t actor_words(const au_table_t *t)
   return table_actor_bytes(t) / 4;
 }
 
-/* Whether the 16 words (64 bytes) at w are all 0: a topic model's rows are mostly runs of
- * zero counts, skipped a chunk at a time. */
-#define CHUNK_WORDS 16
-
-static int zero_chunk(const uint32_t *w)
+/* The words of w[0..16) that are not 0, bit i for word i: a topic model's rows are mostly
+ * zero counts, and a chunk's nonzero words are visited by their bits. */
+static unsigned nonzero_bits(const uint32_t *w)
 {
-  uint64_t c[CHUNK_WORDS / 2], any = 0;
-  memcpy(c, w, sizeof c);
-  for (int i = 0; i < CHUNK_WORDS / 2; i++) any |= c[i];
-  return any == 0;
-}
-
-/* The pairs of words from..to that are not 0, at q, while q is before end; returns where
- * it stopped. Without a branch per word (the pair is written always, and kept when the word
- * is not 0): zeros and nonzeros alternate at random in a count row. q has room for one
- * pair past end. */
-static uint8_t *put_pairs(uint8_t *q, const uint32_t *w, size_t from, size_t to, uint8_t *end)
-{
-  for (size_t i = from; i < to && q < end; i++) {
-    put_u32(q, (uint32_t)i);
-    memcpy(q + 4, &w[i], 4); /* the word as it is, like the dense form */
-    q += 8 * (size_t)(w[i] != 0);
-  }
-  return q;
+#ifdef __SSE2__
+  const __m128i z = _mm_setzero_si128();
+  const __m128i a = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)w), z),
+                b = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(w + 4)), z),
+                c = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(w + 8)), z),
+                d = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(w + 12)), z);
+  /* lanes of all ones or zeros, narrowed in order to a byte each */
+  const __m128i bytes = _mm_packs_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d));
+  return ~(unsigned)_mm_movemask_epi8(bytes) & 0xffffu;
+#else
+  unsigned m = 0;
+  for (unsigned i = 0; i < 16; i++) m |= (unsigned)(w[i] != 0) << i;
+  return m;
+#endif
 }
 
 size_t psm_values_write_sparse(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
                                uint8_t hold_exp, const void *values)
 {
   uint8_t *body = psm_values_encode(out, t, actor, version, hold_exp);
-  uint8_t *q = body + 4, *end = out + psm_values_len(t); /* the dense form's end */
+  uint8_t *q = body + 4, *const end = out + psm_values_len(t); /* the dense form's end */
   const uint32_t *w = values;
   const size_t words = actor_words(t);
   out[7] = VALUES_SPARSE;
+  /* a pair per nonzero word while the form is shorter than the dense one (q before end;
+   * the buffer has room for one pair past it) */
   size_t i = 0;
-  for (; i + CHUNK_WORDS <= words && q < end; i += CHUNK_WORDS)
-    if (!zero_chunk(w + i)) q = put_pairs(q, w, i, i + CHUNK_WORDS, end);
-  q = put_pairs(q, w, i, words, end);
+  for (; i + 16 <= words; i += 16)
+    for (unsigned m = nonzero_bits(w + i); m; m &= m - 1) {
+      if (q >= end) return 0;
+      const size_t j = i + (size_t)__builtin_ctz(m);
+      put_u32(q, (uint32_t)j);
+      memcpy(q + 4, &w[j], 4); /* the word as it is, like the dense form */
+      q += 8;
+    }
+  for (; i < words; i++)
+    if (w[i]) {
+      if (q >= end) return 0;
+      put_u32(q, (uint32_t)i);
+      memcpy(q + 4, &w[i], 4);
+      q += 8;
+    }
   if (q >= end) return 0; /* the dense form is no longer */
   put_u32(body, (uint32_t)((size_t)(q - body - 4) / 8));
   return (size_t)(q - out);
