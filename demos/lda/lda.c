@@ -182,10 +182,12 @@ static int read_totals(shard_t *s, const au_view_t *tv)
 {
   const lda_t *m = s->m;
   const int32_t *nt = au_view_row(tv, 0);
+  const float beta = (float)m->p.beta;
   for (uint32_t k = 0; k < m->p.K; k++) {
     s->nt[k] = lda_count(nt, k);
     set_inv(s, k);
     s->smooth_inv[k] = s->inv[k];
+    s->f[k] = beta * s->inv[k]; /* between words: every count 0 (sample_words) */
   }
   return lda_alias_build_smooth(&s->smooth, s->inv, m->p.alpha, m->p.beta, m->p.K, &s->build) == 0
              ? 0
@@ -219,18 +221,25 @@ static int sample_words(au_worker_t *w, shard_t *s, uint32_t k0, uint32_t kn, co
     /* The word's factor of every topic, kept current below as this worker's moves change
      * the word's counts (wdelta is zero here; inv stays as the word finds it, see after
      * the tokens), and its table, fresh: built now and again after K draws from it
-     * (LightLDA's rule: an O(K) build amortized over as many draws). */
-    if (lda_word_build(a, f, wq, row, NULL, inv, alpha, beta, K, &s->build) != 0) rc = AU_ENOMEM;
+     * (LightLDA's rule: an O(K) build amortized over as many draws). Between words f is
+     * beta inv and wq 0 at every topic, the values of a count of 0: the word's first
+     * build writes its positive counts' only, and they are put back after its tokens
+     * (on 4 nodes a node visits every word for a quarter of its tokens, and two O(K)
+     * passes a visit cost as much as the draws). */
+    if (lda_word_build_sparse(a, f, wq, row, inv, alpha, beta, K, &s->build) != 0) rc = AU_ENOMEM;
     uint32_t n = 0;
+    int rebuilt = 0;
     for (; tok < end && rc == 0; tok++) {
       if (tok + PREFETCH_TOKENS < end) { /* a coming token's document */
         const char *next = (const char *)doc_at(s, tok[PREFETCH_TOKENS].doc);
         for (uint32_t l = 0; l < tok[PREFETCH_TOKENS].lines && l < PREFETCH_DOC_LINES; l++)
           __builtin_prefetch(next + 64 * l);
       }
-      if (a->draws >= K &&
-          lda_word_build(a, NULL, wq, row, wdelta, inv, alpha, beta, K, &s->build) != 0)
-        rc = AU_ENOMEM;
+      if (a->draws >= K) {
+        rebuilt = 1;
+        if (lda_word_build(a, NULL, wq, row, wdelta, inv, alpha, beta, K, &s->build) != 0)
+          rc = AU_ENOMEM;
+      }
       const uint32_t z0 = tok->z;
       lda_doc_t *doc = doc_at(s, tok->doc);
       /* the token out of the word's and totals' counts (the sampler takes it out of its
@@ -268,13 +277,27 @@ static int sample_words(au_worker_t *w, shard_t *s, uint32_t k0, uint32_t kn, co
 #endif
     }
     moved += n;
+    /* back to the values of a count of 0 where the word had others: its table's topics
+     * and its moves' (below); after a rebuild (an O(K) pass already, and the row may have
+     * lost a topic of the first build to another worker) every topic */
+    for (uint32_t j = 0, all = rebuilt ? K : a->n; j < all; j++) {
+      const uint32_t k = rebuilt ? j : a->key[j];
+      f[k] = beta * inv[k];
+      wq[k] = 0;
+    }
     int r2 = apply_word(w, s, wv, i, s->keys[k0 + i], n);
     if (rc == 0) rc = r2;
     /* The totals' factors of the topics the word's tokens left or joined, for the next
      * words: within a word they stay as the word found them (the worker's own moves
      * change n_k by a few in thousands, less than the other workers' moves it sees only
      * at its next step), which keeps two divisions per token off the sampler's path. */
-    for (uint32_t j = 0; j < n; j++) set_inv(s, s->mv[j].from), set_inv(s, s->mv[j].to);
+    for (uint32_t j = 0; j < n; j++) {
+      const uint32_t from = s->mv[j].from, to = s->mv[j].to;
+      set_inv(s, from);
+      set_inv(s, to);
+      f[from] = beta * inv[from];
+      f[to] = beta * inv[to];
+    }
   }
   s->moved += moved;
   return rc;

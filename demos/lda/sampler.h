@@ -14,8 +14,9 @@
  * With fresh snapshots q = p and every proposal is accepted; stale ones only lower the
  * acceptance rate, never the exactness: the MH test evaluates q exactly, looking the
  * snapshot up. A draw costs O(K_d): it does not grow with K once documents hold
- * fewer topics than K. Per visit of a word there are O(K) passes (lda_word_build: the
- * factors and the table in one; the delta row), reused for all of the word's draws.
+ * fewer topics than K. Per visit of a word there is one O(K) read of its row, 16 counts
+ * at a time, and writes at its nonzero counts only (lda_word_build_sparse: the factors and
+ * the table; a rebuild after K draws is a dense pass), reused for all of the word's draws.
  * Counts read from shared rows may be transiently stale or negative; they are clamped at
  * 0 here and never written.
  */
@@ -108,6 +109,13 @@ void lda_alias_free(lda_alias_t *a);
  * stale), and with relaxed atomic loads under it. */
 int lda_word_build(lda_alias_t *a, float *f, float *wq, const int32_t *row, const int32_t *delta,
                    const float *inv, float alpha, float beta, uint32_t K, lda_build_scratch_t *s);
+/* lda_word_build without a delta, in O(nonzero counts) writes: f and wq must hold
+ * beta inv[k] and 0 for every topic (the state between words, lda.c); the pass finds the
+ * row's nonzero counts 16 at a time and writes f, wq and the table at the positive ones
+ * only, the values lda_word_build writes there. The caller puts them back (the table's
+ * keys) when the word is done. 0 or -1 (out of memory: f and wq as they were). */
+int lda_word_build_sparse(lda_alias_t *a, float *f, float *wq, const int32_t *row, const float *inv,
+                          float alpha, float beta, uint32_t K, lda_build_scratch_t *s);
 /* The smoothing bucket: weights alpha beta inv[k] over all K topics. 0 or -1. */
 int lda_alias_build_smooth(lda_alias_t *a, const float *inv, double alpha, double beta, uint32_t K,
                            lda_build_scratch_t *s);
