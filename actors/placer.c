@@ -240,24 +240,6 @@ void placer_stats(const au_node_t *n, au_node_stats_t *st)
   st->replicas += held > 0 ? (uint64_t)held : 0;
 }
 
-int placer_send_values(struct placer *p, uint32_t to, uint32_t type, const au_table_t *t,
-                       uint64_t actor, uint16_t version, uint8_t hold_exp, const void *values)
-{
-  au_runtime_t *rt = p->node->rt;
-  const size_t dense = psm_values_len(t);
-  /* a topic model's word rows at K = 1000 are mostly zero: counting the words that are not
-   * before writing them read each actor twice (docs/cluster.md, "Relocation") */
-  size_t sparse = 0;
-  if (obuf_reserve(&p->wire, dense + 8) == 0)
-    sparse = psm_values_write_sparse(p->wire.p, t, actor, version, hold_exp, values);
-  if (sparse) return au_send_to(rt, to, PS_PLACER_PORT, type, p->wire.p, sparse);
-  au_outbuf_t ob;
-  uint8_t *out = au_send_to_start(rt, to, PS_PLACER_PORT, type, dense, &ob);
-  if (!out) return ob.rc;
-  psm_values_write(out, t, actor, version, hold_exp, values);
-  return au_send_to_finish(&ob);
-}
-
 void placer_free(au_node_t *n)
 {
   struct placer *p = n->placer;
