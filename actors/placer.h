@@ -141,7 +141,7 @@ struct placer {
   ck_epoch_record_t ck;  /* defers the ends of grace periods (grace.c) */
   u64map_t recs;         /* (table, actor) -> rec_t (records.c) */
   obuf_t scratch;        /* an aligned copy of one update, for pushes it applies itself */
-  obuf_t wire;           /* an actor's sparse form being built (psm_values_send) */
+  obuf_t wire;           /* an actor's sparse form being built (values_send) */
   int tick_armed;        /* the one periodic tick runs (placer_arm_tick) */
   uint64_t sync_next_ns; /* the tick syncs replicas again from then on (placer.c) */
   rec_t **decide;        /* owned actors to decide for after this message (claims) */
@@ -313,6 +313,15 @@ int placer_start(au_node_t *node);
 void placer_free(au_node_t *node);
 /* Adds the placer's counters (moves, forwards, syncs, claims, replicas) to st. */
 void placer_stats(const au_node_t *node, au_node_stats_t *st);
+
+/* --- ship.c ------------------------------------------------------------------------------- */
+
+/* An actor's rows (values, not changing meanwhile) to node `to`'s placer as a PS_MOVE_DATA
+ * or PS_REP_DATA message, in the shorter form, with one pass over them: the sparse form is
+ * built in wire (the placer's buffer, kept between calls) and sent when it is shorter,
+ * else the dense form is written in place. 0 or au_send_to's error. */
+int values_send(au_runtime_t *rt, obuf_t *wire, uint32_t to, uint32_t type, const au_table_t *t,
+                uint64_t actor, uint16_t version, uint8_t hold_exp, const void *values);
 
 /* --- consistency.c: the bound of AU_SSP / AU_BSP ------------------------------------------ */
 

@@ -319,24 +319,6 @@ void psm_values_write(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_
   memcpy(psm_values_encode(out, t, actor, version, hold_exp), values, table_actor_bytes(t));
 }
 
-int psm_values_send(au_runtime_t *rt, obuf_t *wire, uint32_t to, au_port_t port, uint32_t type,
-                    const au_table_t *t, uint64_t actor, uint16_t version, uint8_t hold_exp,
-                    const void *values)
-{
-  const size_t dense = psm_values_len(t);
-  /* a topic model's word rows at K = 1000 are mostly zero: counting the words that are not
-   * before writing them read each actor twice (docs/cluster.md, "Relocation") */
-  size_t sparse = 0;
-  if (obuf_reserve(wire, dense + 8) == 0)
-    sparse = psm_values_write_sparse(wire->p, t, actor, version, hold_exp, values);
-  if (sparse) return au_send_to(rt, to, port, type, wire->p, sparse);
-  au_outbuf_t ob;
-  uint8_t *out = au_send_to_start(rt, to, port, type, dense, &ob);
-  if (!out) return ob.rc;
-  psm_values_write(out, t, actor, version, hold_exp, values);
-  return au_send_to_finish(&ob);
-}
-
 void psm_values_copy(const psm_values_t *v, void *dst)
 {
   const size_t bytes = table_actor_bytes(v->t);

@@ -18,7 +18,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "actors/obuf.h"
 #include "actors/ps.h"
 
 /* Message types (au_msg_t.type). Layouts: psmsg.c, next to each encoder. */
@@ -144,13 +143,6 @@ size_t psm_values_write_sparse(uint8_t *out, const au_table_t *t, uint64_t actor
 /* The dense form, into out (psm_values_len bytes). */
 void psm_values_write(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
                       uint8_t hold_exp, const void *values);
-/* An actor's rows (values, not changing meanwhile) to (to, port) as a PS_MOVE_DATA or
- * PS_REP_DATA message, in the shorter form, with one pass over them: the sparse form is
- * built in wire (the caller's buffer, kept between calls) and sent when it is shorter,
- * else the dense form is written in place. 0 or au_send_to's error. */
-int psm_values_send(au_runtime_t *rt, obuf_t *wire, uint32_t to, au_port_t port, uint32_t type,
-                    const au_table_t *t, uint64_t actor, uint16_t version, uint8_t hold_exp,
-                    const void *values);
 /* Writes the dense form's head into out (psm_values_len bytes); returns where the rows go. */
 uint8_t *psm_values_encode(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
                            uint8_t hold_exp);

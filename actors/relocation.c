@@ -126,8 +126,8 @@ void relocation_ship(struct placer *p, rec_t *r)
   /* an id table's buckets go as one blob (ids.c); no worker writes now */
   void *blob = t->ids ? ids_actor_pack(t->ids, pa->values) : NULL;
   const void *values = t->ids ? blob : pa->values;
-  const int rc = values ? psm_values_send(n->rt, &p->wire, (uint32_t)to, PS_PLACER_PORT,
-                                          PS_MOVE_DATA, t, r->actor, version, exp, values)
+  const int rc = values ? values_send(n->rt, &p->wire, (uint32_t)to, PS_MOVE_DATA, t, r->actor,
+                                      version, exp, values)
                         : AU_ENOMEM;
   free(blob);
   if (rc != 0) {

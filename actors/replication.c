@@ -125,8 +125,7 @@ int replication_give(struct placer *p, rec_t *r, uint32_t to)
    * the copy's word (the review of 2026-12-02 found it; under a consistency bound a read
    * would have missed an update). The base is the placer's own: it does not change while
    * it is written out. */
-  int rc = psm_values_send(n->rt, &p->wire, to, PS_PLACER_PORT, PS_REP_DATA, r->t, r->actor, 0, 0,
-                           r->repl.base);
+  int rc = values_send(n->rt, &p->wire, to, PS_REP_DATA, r->t, r->actor, 0, 0, r->repl.base);
   if (rc != 0) {
     forget(r, (int)to); /* never sent: no replica to keep track of */
     return rc;
