@@ -111,18 +111,66 @@ uint32_t psm_batch_count(const obuf_t *b, size_t count_at)
 }
 
 /* --- rows by key -----------------------------------------------------------------------
- * PS_REQ, PS_FWD_REQ: u32 table, u32 n, u32 reply node, u32 reply port, u64 keys[n].
- * PS_PUSH, PS_FWD_PUSH: the same head, then n x (u64 key, update of t->update_bytes).
+ * PS_REQ, PS_FWD_REQ: u32 table, u32 n, u32 reply node, u16 reply port, u16 form, u64 keys[n].
+ * PS_PUSH, PS_FWD_PUSH: the same head, then n x (u64 key, update of t->update_bytes) in form 0;
+ *   in form 1 (sparse) n x (u64 key, u32 c, then c pairs (u32 word index, u32 word) of the
+ *   update's words that are not 0, indices ascending), or c = PUSH_DENSE and the whole update.
  * PS_ROWS: the request's head and keys, then n rows of t->row_bytes.
- * An id table's (table IDS_TID + i) head has a u64 clock after the reply port, and its
- * keys are ids: any 64-bit value. */
+ * Form 0 but for the pushes of a table whose updates are rows of at least 64 words (a topic
+ * model's: a step's delta row changes a few of K counts; dense, a fetched word's push carried
+ * K words at K = 1000). An id table's (table IDS_TID + i) head has a u64 clock after the
+ * reply port, and its keys are ids: any 64-bit value. */
 
-#define ROWS_HEAD 16
-#define IDS_HEAD  (ROWS_HEAD + 8)
+#define ROWS_HEAD   16
+#define IDS_HEAD    (ROWS_HEAD + 8)
+#define FORM_SPARSE 1u
+#define PUSH_DENSE  0xffffffffu
 
 static size_t rows_head_len(const au_table_t *t)
 {
   return t->ids ? IDS_HEAD : ROWS_HEAD;
+}
+
+/* The form of t's messages: sparse for pushes of rows of 64 words or more. */
+static uint32_t rows_form(const au_table_t *t, int push)
+{
+  return push && !t->ids && t->update_bytes >= 256 && t->update_bytes % 4 == 0 ? FORM_SPARSE : 0;
+}
+
+/* Checks a sparse push's n entries in p[0..len): their lengths, counts and word indices. */
+static int check_sparse(const au_table_t *t, uint32_t n, const uint8_t *p, size_t len,
+                        psm_why_t *why)
+{
+  const size_t words = t->update_bytes / 4;
+  size_t off = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (len - off < 12) {
+      say(why, "%zu bytes do not hold %u sparse updates of table %u", len, n, (unsigned)t->id);
+      return AU_EPROTO;
+    }
+    const uint64_t c = get_u32(p + off + 8);
+    const size_t body = c == PUSH_DENSE ? t->update_bytes : c <= words ? 8 * c : SIZE_MAX;
+    if (body == SIZE_MAX || len - off - 12 < body) {
+      say(why, "sparse update %u of table %u: %llu words in %zu bytes (rows of %zu words)", i,
+          (unsigned)t->id, (unsigned long long)c, len - off - 12, words);
+      return AU_EPROTO;
+    }
+    for (uint64_t j = 0, last = 0; c != PUSH_DENSE && j < c; j++) {
+      uint64_t at = get_u32(p + off + 12 + 8 * j);
+      if (at >= words || (j && at <= last)) {
+        say(why, "sparse update %u: word %llu (pair %llu) is out of order or past the %zu words", i,
+            (unsigned long long)at, (unsigned long long)j, words);
+        return AU_EPROTO;
+      }
+      last = at;
+    }
+    off += 12 + body;
+  }
+  if (off != len) {
+    say(why, "%zu bytes after %u sparse updates of table %u", len - off, n, (unsigned)t->id);
+    return AU_EPROTO;
+  }
+  return 0;
 }
 
 int psm_rows_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t len,
@@ -139,75 +187,178 @@ int psm_rows_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t 
     say(why, "a message of %zu bytes is too short for an id table's head", len);
     return AU_EPROTO;
   }
+  const int push = type == PS_PUSH || type == PS_FWD_PUSH;
+  const uint32_t form = get_u32(p + 12) >> 16;
   *out = (psm_rows_t){.t = t,
                       .n = get_u32(p + 4),
                       .reply_node = get_u32(p + 8),
-                      .reply_port = (au_port_t)get_u32(p + 12),
-                      .push = type == PS_PUSH || type == PS_FWD_PUSH,
+                      .reply_port = (au_port_t)(get_u32(p + 12) & 0xffff),
+                      .push = push,
+                      .sparse = form == FORM_SPARSE,
                       .entries = p + head,
+                      .entries_len = len - head,
                       .clock = t->ids ? get_u64(p + ROWS_HEAD) : 0};
-  if (get_u32(p + 12) > 0xffff) {
-    say(why, "reply port %u is not a port", get_u32(p + 12));
+  if (form != 0 && form != rows_form(t, push)) {
+    say(why, "form %u is not a form of table %u's %s", form, (unsigned)t->id,
+        push ? "pushes" : "messages");
     return AU_EPROTO;
   }
   if (check_node(n, out->reply_node, "reply node", why)) return AU_EPROTO;
-  out->each = sizeof(uint64_t) + (out->push ? t->update_bytes : 0);
-  size_t body = type == PS_ROWS ? sizeof(uint64_t) + t->row_bytes : out->each;
-  if ((len - head) / body < out->n || len != head + (size_t)out->n * body) {
-    say(why, "%zu bytes do not hold %u keys of table %u", len, out->n, (unsigned)t->id);
-    return AU_EPROTO;
-  }
-  if (type == PS_ROWS) out->rows = out->entries + (size_t)out->n * sizeof(uint64_t);
-  for (uint32_t i = 0; !t->ids && i < out->n; i++) {
-    uint64_t k = psm_rows_key(out, i);
-    if (k >= t->keys) {
-      say(why, "key %llu is outside table %u", (unsigned long long)k, (unsigned)t->id);
+  if (out->sparse) {
+    if (check_sparse(t, out->n, out->entries, out->entries_len, why)) return AU_EPROTO;
+  } else {
+    out->each = sizeof(uint64_t) + (push ? t->update_bytes : 0);
+    size_t body = type == PS_ROWS ? sizeof(uint64_t) + t->row_bytes : out->each;
+    if ((len - head) / body < out->n || len != head + (size_t)out->n * body) {
+      say(why, "%zu bytes do not hold %u keys of table %u", len, out->n, (unsigned)t->id);
       return AU_EPROTO;
     }
+    if (type == PS_ROWS) out->rows = out->entries + (size_t)out->n * sizeof(uint64_t);
+    out->entries_len = (size_t)out->n * out->each;
   }
+  psm_rows_entry_t e;
+  for (size_t off = 0; !t->ids && psm_rows_next(out, &off, &e);)
+    if (e.key >= t->keys) {
+      say(why, "key %llu is outside table %u", (unsigned long long)e.key, (unsigned)t->id);
+      return AU_EPROTO;
+    }
   return 0;
+}
+
+int psm_rows_next(const psm_rows_t *m, size_t *off, psm_rows_entry_t *e)
+{
+  if (*off >= m->entries_len) return 0;
+  const uint8_t *p = m->entries + *off;
+  *e = (psm_rows_entry_t){.key = get_u64(p), .at = p, .len = m->each};
+  if (!m->sparse) {
+    if (m->push) e->update = p + sizeof(uint64_t);
+  } else {
+    const uint32_t c = get_u32(p + 8);
+    if (c == PUSH_DENSE) {
+      e->update = p + 12;
+      e->len = 12 + m->t->update_bytes;
+    } else {
+      e->pairs = p + 12;
+      e->npairs = c;
+      e->len = 12 + 8 * (size_t)c;
+    }
+  }
+  *off += e->len;
+  return 1;
+}
+
+void psm_rows_update_copy(const psm_rows_t *m, const psm_rows_entry_t *e, void *dst)
+{
+  if (e->update) {
+    memcpy(dst, e->update, m->t->update_bytes);
+    return;
+  }
+  memset(dst, 0, m->t->update_bytes);
+  uint32_t *w = dst;
+  for (uint32_t i = 0; i < e->npairs; i++)
+    memcpy(&w[get_u32(e->pairs + 8 * (size_t)i)], e->pairs + 8 * (size_t)i + 4, 4);
 }
 
 int psm_rows_reply(const au_node_t *n, const uint8_t *p, size_t len, uint32_t *node,
                    au_port_t *port)
 {
-  if (len < ROWS_HEAD || get_u32(p + 8) >= (uint32_t)n->nodes || get_u32(p + 12) > 0xffff) return 0;
+  if (len < ROWS_HEAD || get_u32(p + 8) >= (uint32_t)n->nodes) return 0;
   *node = get_u32(p + 8);
-  *port = (au_port_t)get_u32(p + 12);
+  *port = (au_port_t)(get_u32(p + 12) & 0xffff);
   return 1;
 }
 
 /* The head for table t (rows_head_len(t) bytes). */
 static void rows_head(uint8_t head[IDS_HEAD], const au_table_t *t, uint32_t reply_node,
-                      au_port_t reply_port, uint64_t clock)
+                      au_port_t reply_port, uint32_t form, uint64_t clock)
 {
   put_u32(head, (uint32_t)t->id);
   put_u32(head + 4, 0);
   put_u32(head + 8, reply_node);
-  put_u32(head + 12, reply_port);
+  put_u32(head + 12, (uint32_t)reply_port | form << 16);
   if (t->ids) put_u64(head + ROWS_HEAD, clock);
+}
+
+/* The words of w[0..16) that are not 0, bit i for word i: a topic model's rows are mostly
+ * zero counts, and a chunk's nonzero words are visited by their bits. */
+static unsigned nonzero_bits(const uint32_t *w)
+{
+#ifdef __SSE2__
+  const __m128i z = _mm_setzero_si128();
+  const __m128i a = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)w), z),
+                b = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(w + 4)), z),
+                c = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(w + 8)), z),
+                d = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(w + 12)), z);
+  /* lanes of all ones or zeros, narrowed in order to a byte each */
+  const __m128i bytes = _mm_packs_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d));
+  return ~(unsigned)_mm_movemask_epi8(bytes) & 0xffffu;
+#else
+  unsigned m = 0;
+  for (unsigned i = 0; i < 16; i++) m |= (unsigned)(w[i] != 0) << i;
+  return m;
+#endif
+}
+
+/* The pairs (u32 index, u32 word) of the words of w[0..words) that are not 0, at q, while
+ * they end before `end` (q + 8 bytes may be written past it); their end, or NULL when they
+ * would not end before `end`. */
+static uint8_t *write_pairs(uint8_t *q, const uint8_t *end, const uint32_t *w, size_t words)
+{
+  size_t i = 0;
+  for (; i + 16 <= words; i += 16)
+    for (unsigned m = nonzero_bits(w + i); m; m &= m - 1) {
+      if (q >= end) return NULL;
+      const size_t j = i + (size_t)__builtin_ctz(m);
+      put_u32(q, (uint32_t)j);
+      memcpy(q + 4, &w[j], 4); /* the word as it is, like the dense form */
+      q += 8;
+    }
+  for (; i < words; i++)
+    if (w[i]) {
+      if (q >= end) return NULL;
+      put_u32(q, (uint32_t)i);
+      memcpy(q + 4, &w[i], 4);
+      q += 8;
+    }
+  return q < end ? q : NULL;
 }
 
 int psm_rows_add(obuf_t *b, const au_table_t *t, uint32_t reply_node, au_port_t reply_port,
                  uint64_t key, const void *update, uint64_t clock)
 {
   uint8_t head[IDS_HEAD];
-  rows_head(head, t, reply_node, reply_port, clock);
-  size_t each = sizeof(key) + (update ? t->update_bytes : 0);
-  uint8_t *e = psm_batch_add(b, head, rows_head_len(t), 4, each);
+  const uint32_t form = rows_form(t, update != NULL);
+  rows_head(head, t, reply_node, reply_port, form, clock);
+  size_t each = sizeof(key) + (update ? t->update_bytes : 0) + (form ? 4 : 0);
+  /* a sparse entry's pairs may run 8 bytes past the dense one before they are dropped */
+  uint8_t *e = psm_batch_add(b, head, rows_head_len(t), 4, each + (form ? 8 : 0));
   if (!e) return AU_ENOMEM;
   put_u64(e, key);
-  if (update) memcpy(e + sizeof(key), update, t->update_bytes);
+  if (!update) {
+    /* a request: the key alone */
+  } else if (!form) {
+    memcpy(e + sizeof(key), update, t->update_bytes);
+  } else {
+    uint8_t *end = write_pairs(e + 12, e + each, update, t->update_bytes / 4);
+    if (end) {
+      put_u32(e + 8, (uint32_t)((size_t)(end - e - 12) / 8));
+    } else {
+      put_u32(e + 8, PUSH_DENSE);
+      memcpy(e + 12, update, t->update_bytes);
+      end = e + each;
+    }
+    b->len -= (size_t)(e + each + 8 - end);
+  }
   return 0;
 }
 
-int psm_rows_add_entry(obuf_t *b, const psm_rows_t *m, uint32_t i)
+int psm_rows_add_entry(obuf_t *b, const psm_rows_t *m, const psm_rows_entry_t *e)
 {
   uint8_t head[IDS_HEAD];
-  rows_head(head, m->t, m->reply_node, m->reply_port, m->clock);
-  uint8_t *e = psm_batch_add(b, head, rows_head_len(m->t), 4, m->each);
-  if (!e) return AU_ENOMEM;
-  memcpy(e, m->entries + (size_t)i * m->each, m->each);
+  rows_head(head, m->t, m->reply_node, m->reply_port, m->sparse ? FORM_SPARSE : 0, m->clock);
+  uint8_t *to = psm_batch_add(b, head, rows_head_len(m->t), 4, e->len);
+  if (!to) return AU_ENOMEM;
+  memcpy(to, e->at, e->len);
   return 0;
 }
 
@@ -224,7 +375,7 @@ size_t psm_rows_answer_len(const psm_rows_t *m)
 uint8_t *psm_rows_answer(uint8_t *out, const psm_rows_t *m)
 {
   const size_t head = rows_head_len(m->t);
-  rows_head(out, m->t, m->reply_node, m->reply_port, m->clock);
+  rows_head(out, m->t, m->reply_node, m->reply_port, 0, m->clock);
   put_u32(out + 4, m->n);
   memcpy(out + head, m->entries, (size_t)m->n * sizeof(uint64_t));
   return out + head + (size_t)m->n * sizeof(uint64_t);
@@ -262,53 +413,15 @@ static size_t actor_words(const au_table_t *t)
   return table_actor_bytes(t) / 4;
 }
 
-/* The words of w[0..16) that are not 0, bit i for word i: a topic model's rows are mostly
- * zero counts, and a chunk's nonzero words are visited by their bits. */
-static unsigned nonzero_bits(const uint32_t *w)
-{
-#ifdef __SSE2__
-  const __m128i z = _mm_setzero_si128();
-  const __m128i a = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)w), z),
-                b = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(w + 4)), z),
-                c = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(w + 8)), z),
-                d = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(w + 12)), z);
-  /* lanes of all ones or zeros, narrowed in order to a byte each */
-  const __m128i bytes = _mm_packs_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d));
-  return ~(unsigned)_mm_movemask_epi8(bytes) & 0xffffu;
-#else
-  unsigned m = 0;
-  for (unsigned i = 0; i < 16; i++) m |= (unsigned)(w[i] != 0) << i;
-  return m;
-#endif
-}
-
 size_t psm_values_write_sparse(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
                                uint8_t hold_exp, const void *values)
 {
   uint8_t *body = psm_values_encode(out, t, actor, version, hold_exp);
-  uint8_t *q = body + 4, *const end = out + psm_values_len(t); /* the dense form's end */
-  const uint32_t *w = values;
-  const size_t words = actor_words(t);
   out[7] = VALUES_SPARSE;
-  /* a pair per nonzero word while the form is shorter than the dense one (q before end;
-   * the buffer has room for one pair past it) */
-  size_t i = 0;
-  for (; i + 16 <= words; i += 16)
-    for (unsigned m = nonzero_bits(w + i); m; m &= m - 1) {
-      if (q >= end) return 0;
-      const size_t j = i + (size_t)__builtin_ctz(m);
-      put_u32(q, (uint32_t)j);
-      memcpy(q + 4, &w[j], 4); /* the word as it is, like the dense form */
-      q += 8;
-    }
-  for (; i < words; i++)
-    if (w[i]) {
-      if (q >= end) return 0;
-      put_u32(q, (uint32_t)i);
-      memcpy(q + 4, &w[i], 4);
-      q += 8;
-    }
-  if (q >= end) return 0; /* the dense form is no longer */
+  /* a pair per nonzero word while the form is shorter than the dense one (the buffer has
+   * room for one pair past the dense form's end) */
+  uint8_t *q = write_pairs(body + 4, out + psm_values_len(t), values, actor_words(t));
+  if (!q) return 0; /* the dense form is no longer */
   put_u32(body, (uint32_t)((size_t)(q - body - 4) / 8));
   return (size_t)(q - out);
 }

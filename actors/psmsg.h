@@ -81,26 +81,40 @@ typedef struct psm_rows {
   uint32_t reply_node;
   au_port_t reply_port; /* the worker that asked (or pushed) */
   int push;             /* entries carry an update (t->update_bytes) after each key */
+  int sparse;           /* a push's entries in the sparse form (psmsg.c): of varying length */
   const uint8_t *entries;
-  size_t each;         /* bytes per entry: 8, or 8 + update_bytes */
+  size_t entries_len;  /* bytes of all n entries */
+  size_t each;         /* bytes per entry: 8, or 8 + update_bytes; 0 when sparse */
   const uint8_t *rows; /* PS_ROWS: n rows of t->row_bytes after the keys */
   uint64_t clock;      /* an id table's (t->ids): the sender's clock, else 0 */
 } psm_rows_t;
 
+/* One entry of a rows message, as psm_rows_next finds it. */
+typedef struct psm_rows_entry {
+  uint64_t key;
+  const uint8_t *at; /* the entry's bytes, len of them */
+  size_t len;
+  const uint8_t *update; /* a push's whole update (unaligned), or NULL: */
+  const uint8_t *pairs;  /* npairs (u32 word index, u32 word) of its nonzero words */
+  uint32_t npairs;
+} psm_rows_entry_t;
+
 /* Checks a message of one of the five types: its table, count, length, keys. */
 int psm_rows_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t len,
                     psm_rows_t *out, psm_why_t *why);
+/* Entry by entry, in order, from *off = 0: 1 and the entry at *off (which moves past it),
+ * or 0 after the last. Every message kind; the only way through a push's entries. */
+int psm_rows_next(const psm_rows_t *m, size_t *off, psm_rows_entry_t *e);
+/* The key of entry i of a message whose entries are all alike (not a sparse push; entry 0
+ * of any message). */
 static inline uint64_t psm_rows_key(const psm_rows_t *m, uint32_t i)
 {
   uint64_t k;
   memcpy(&k, m->entries + (size_t)i * m->each, sizeof(k)); /* entries are `each` apart */
   return k;
 }
-/* Entry i's update (PS_PUSH), unaligned. */
-static inline const uint8_t *psm_rows_update(const psm_rows_t *m, uint32_t i)
-{
-  return m->entries + (size_t)i * m->each + sizeof(uint64_t);
-}
+/* A push entry's update, whole, into dst (t->update_bytes, for the kernel). */
+void psm_rows_update_copy(const psm_rows_t *m, const psm_rows_entry_t *e, void *dst);
 /* Where the answer to a rows message goes, if its head says so (1) and names a node. */
 int psm_rows_reply(const au_node_t *n, const uint8_t *p, size_t len, uint32_t *node,
                    au_port_t *port);
@@ -109,8 +123,8 @@ int psm_rows_reply(const au_node_t *n, const uint8_t *p, size_t len, uint32_t *n
  * the clock of its first entry. 0 or AU_ENOMEM. */
 int psm_rows_add(obuf_t *b, const au_table_t *t, uint32_t reply_node, au_port_t reply_port,
                  uint64_t key, const void *update, uint64_t clock);
-/* Adds entry i of m to b (a batch of m's kind with m's head): splits and forwards. */
-int psm_rows_add_entry(obuf_t *b, const psm_rows_t *m, uint32_t i);
+/* Adds entry e of m to b (a batch of m's kind with m's head): splits and forwards. */
+int psm_rows_add_entry(obuf_t *b, const psm_rows_t *m, const psm_rows_entry_t *e);
 /* The number of keys in a rows batch b. */
 uint32_t psm_rows_count(const obuf_t *b);
 /* A PS_ROWS answer to request m: its length, and (into out, that long) the head and keys;

@@ -73,8 +73,10 @@ static void route_one(struct placer *p, rec_t *r, const au_msg_t *m, uint32_t ty
   }
   int to = rec_forward_to(p->node, r);
   psm_rows_t m1;
+  psm_rows_entry_t e;
+  size_t off = 0;
   if (!out || psm_rows_decode(p->node, type, one, len, &m1, NULL) != 0 ||
-      psm_rows_add_entry(&out[to], &m1, 0) != 0) {
+      !psm_rows_next(&m1, &off, &e) || psm_rows_add_entry(&out[to], &m1, &e) != 0) {
     forward_one(p, type, one, len, to); /* alone: no batch, or no room in it */
     return;
   }

@@ -297,10 +297,11 @@ static void apply(const psm_rows_t *m, obuf_t *update)
     au__log(AU_LOG_ERROR, -1, "out of memory applying a push; %u rows lost", m->n);
     return;
   }
-  for (uint32_t i = 0; i < m->n; i++) {
-    uint64_t k = psm_rows_key(m, i);
-    /* the update follows its key unaligned: the kernel gets an aligned copy */
-    memcpy(update->p, psm_rows_update(m, i), t->update_bytes);
+  psm_rows_entry_t e;
+  for (size_t off = 0; psm_rows_next(m, &off, &e);) {
+    const uint64_t k = e.key;
+    /* the update follows its key unaligned, or sparse: the kernel gets an aligned copy */
+    psm_rows_update_copy(m, &e, update->p);
     if (t->ids) {
       ids_serve_push(t->ids, k, update->p, m->clock);
       continue;
@@ -345,9 +346,10 @@ static uint32_t split(const psm_rows_t *m, obuf_t *here, obuf_t *other)
 {
   here->len = other->len = 0;
   uint32_t nh = 0;
-  for (uint32_t i = 0; i < m->n; i++) {
-    int is_here = held(m->t, psm_rows_key(m, i));
-    if (psm_rows_add_entry(is_here ? here : other, m, i) != 0) continue;
+  psm_rows_entry_t e;
+  for (size_t off = 0; psm_rows_next(m, &off, &e);) {
+    int is_here = held(m->t, e.key);
+    if (psm_rows_add_entry(is_here ? here : other, m, &e) != 0) continue;
     nh += (uint32_t)is_here;
   }
   return nh;
@@ -365,7 +367,8 @@ static void serve(server_t *s, const au_msg_t *m, uint32_t type)
   const int is_push = type == PS_PUSH;
   au_table_t *t = rows.t;
   uint32_t here = 0;
-  for (uint32_t i = 0; i < rows.n; i++) here += held(t, psm_rows_key(&rows, i));
+  psm_rows_entry_t e;
+  for (size_t off = 0; psm_rows_next(&rows, &off, &e);) here += held(t, e.key);
   if (here == rows.n) { /* the common case: serve in place */
     if (is_push)
       apply(&rows, &s->delta);
@@ -415,11 +418,11 @@ void remote_split(au_node_t *n, const au_msg_t *m, uint32_t type, remote_one_fn 
     return;
   }
   obuf_t one = {0};
-  for (uint32_t i = 0; i < rows.n; i++) {
+  psm_rows_entry_t e;
+  for (size_t off = 0; psm_rows_next(&rows, &off, &e);) {
     one.len = 0;
-    if (psm_rows_add_entry(&one, &rows, i) != 0) break;
-    uint64_t k = psm_rows_key(&rows, i);
-    fn(arg, rows.t, table_actor_of(rows.t, k), m, type, one.p, (uint32_t)one.len);
+    if (psm_rows_add_entry(&one, &rows, &e) != 0) break;
+    fn(arg, rows.t, table_actor_of(rows.t, e.key), m, type, one.p, (uint32_t)one.len);
   }
   free(one.p);
 }

@@ -17,6 +17,7 @@
 static au_node_t *node;
 static au_table_t *ti, *tf; /* int32 dim 5 group 4; float32 dim 3 with adagrad, group 2 */
 static au_table_t *tb;      /* int32 dim 37 group 4: 148 words an actor, chunks and a tail */
+static au_table_t *ts;      /* int32 dim 100 group 2: pushes in the sparse form */
 static au_ids_t *ids;       /* an id table: float32 dim 4 with adagrad */
 
 static int never(au_worker_t *w, void *arg)
@@ -43,6 +44,9 @@ static int setup(void **state)
     return -1;
   if (au_table_create(node, &(au_table_opts_t){.keys = 8, .dim = 37, .type = AU_I32, .group = 4},
                       &tb) != 0)
+    return -1;
+  if (au_table_create(node, &(au_table_opts_t){.keys = 6, .dim = 100, .type = AU_I32, .group = 2},
+                      &ts) != 0)
     return -1;
   au_ids_opts_t io = {.row = {.dim = 4, .type = AU_F32, .optim = AU_OPTIM_ADAGRAD, .lr = 0.1f},
                       .budget = 1 << 20};
@@ -135,22 +139,113 @@ static void test_rows_requests_and_pushes(void **state)
   assert_int_equal(psm_rows_decode(node, PS_PUSH, p.p, p.len, &m, &why), 0);
   assert_true(m.push);
   assert_int_equal(m.n, 2);
+  assert_false(m.sparse); /* rows of 3 words: dense */
+  psm_rows_entry_t e;
+  size_t off = 0;
+  assert_true(psm_rows_next(&m, &off, &e) && e.key == 3);
+  assert_true(psm_rows_next(&m, &off, &e) && e.key == 8);
+  assert_false(psm_rows_next(&m, &off, &(psm_rows_entry_t){0}));
   float back[3];
-  memcpy(back, psm_rows_update(&m, 1), sizeof(back));
+  psm_rows_update_copy(&m, &e, back);
   assert_true(back[0] == 9 && back[1] == -2 && back[2] == 0.25f);
   obuf_t one = {0};
-  assert_int_equal(psm_rows_add_entry(&one, &m, 1), 0);
+  assert_int_equal(psm_rows_add_entry(&one, &m, &e), 0);
   psm_rows_t o;
   assert_int_equal(psm_rows_decode(node, PS_FWD_PUSH, one.p, one.len, &o, &why), 0);
   assert_int_equal(o.n, 1);
   assert_int_equal(psm_rows_key(&o, 0), 8);
   assert_int_equal(o.reply_port, 5);
-  assert_memory_equal(psm_rows_update(&o, 0), psm_rows_update(&m, 1), tf->update_bytes);
+  psm_rows_entry_t oe;
+  off = 0;
+  assert_true(psm_rows_next(&o, &off, &oe));
+  assert_memory_equal(oe.update, e.update, tf->update_bytes);
   /* read as a request, a push's length is wrong */
   assert_int_not_equal(psm_rows_decode(node, PS_REQ, p.p, p.len, &m, &why), 0);
   rows_type = PS_PUSH;
   refuses_other_lengths(dec_rows, p.p, p.len);
   free(b.p), free(bad.p), free(p.p), free(one.p);
+}
+
+/* Pushes of wide rows go sparse: the nonzero words of each update, or the whole update
+ * where pairs would be no shorter; decoded, each is the update that was pushed. */
+static void test_rows_sparse_pushes(void **state)
+{
+  (void)state;
+  int32_t u[3][100] = {{0}};
+  u[0][0] = 5, u[0][17] = -1, u[0][99] = 3;      /* 3 pairs */
+  for (int j = 0; j < 100; j++) u[1][j] = j + 1; /* every word: dense */
+  /* u[2]: none */
+  obuf_t b = {0};
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(psm_rows_add(&b, ts, 0, 0x4321, 2 * i + 1, u[i], 0), 0);
+  assert_int_equal(b.len, 16 + (12 + 3 * 8) + (12 + 400) + 12);
+  psm_rows_t m;
+  psm_why_t why;
+  assert_int_equal(psm_rows_decode(node, PS_PUSH, b.p, b.len, &m, &why), 0);
+  assert_true(m.sparse && m.push && m.n == 3 && m.reply_port == 0x4321);
+  psm_rows_entry_t e;
+  int32_t back[100];
+  obuf_t again = {0};
+  int i = 0;
+  for (size_t off = 0; psm_rows_next(&m, &off, &e); i++) {
+    assert_int_equal(e.key, 2 * i + 1);
+    assert_int_equal(e.npairs, i == 0 ? 3 : 0);
+    assert_true((e.update != NULL) == (i == 1));
+    memset(back, 0x55, sizeof(back));
+    psm_rows_update_copy(&m, &e, back);
+    assert_memory_equal(back, u[i], sizeof(back));
+    assert_int_equal(psm_rows_add_entry(&again, &m, &e), 0);
+  }
+  assert_int_equal(i, 3);
+  assert_int_equal(again.len, b.len); /* entry by entry, the same message */
+  assert_memory_equal(again.p, b.p, b.len);
+  uint32_t node_out;
+  au_port_t port_out;
+  assert_int_equal(psm_rows_reply(node, b.p, b.len, &node_out, &port_out), 1);
+  assert_int_equal(port_out, 0x4321);
+  rows_type = PS_PUSH;
+  refuses_other_lengths(dec_rows, b.p, b.len);
+  rows_type = PS_FWD_PUSH;
+  refuses_other_lengths(dec_rows, b.p, b.len);
+  /* requests of the same table stay dense (form 0) */
+  obuf_t r = {0};
+  assert_int_equal(psm_rows_add(&r, ts, 0, 1, 4, NULL, 0), 0);
+  assert_int_equal(r.len, 16 + 8);
+  assert_int_equal(psm_rows_decode(node, PS_REQ, r.p, r.len, &m, &why), 0);
+  assert_false(m.sparse);
+  /* bad pairs are refused, by name */
+  uint8_t *c = malloc(b.len);
+  const size_t pair0 = 16 + 12;
+  memcpy(c, b.p, b.len);
+  memcpy(c + pair0 + 8, &(uint32_t){0}, 4); /* pair 1's index 17 -> 0: out of order */
+  assert_int_not_equal(psm_rows_decode(node, PS_PUSH, c, b.len, &m, &why), 0);
+  assert_non_null(strstr(why.text, "out of order"));
+  memcpy(c, b.p, b.len);
+  memcpy(c + pair0 + 16, &(uint32_t){100}, 4); /* pair 2's index 99 -> 100: past the row */
+  assert_int_not_equal(psm_rows_decode(node, PS_PUSH, c, b.len, &m, &why), 0);
+  assert_non_null(strstr(why.text, "past the 100 words"));
+  memcpy(c, b.p, b.len);
+  memcpy(c + 16 + 8, &(uint32_t){101}, 4); /* more pairs than words */
+  assert_int_not_equal(psm_rows_decode(node, PS_PUSH, c, b.len, &m, &why), 0);
+  assert_non_null(strstr(why.text, "101 words"));
+  memcpy(c, b.p, b.len);
+  memcpy(c + 16 + 8, &(uint32_t){4}, 4); /* 4 pairs where 3 are: lengths no longer add up */
+  assert_int_not_equal(psm_rows_decode(node, PS_PUSH, c, b.len, &m, &why), 0);
+  memcpy(c, b.p, b.len);
+  c[14] = 2; /* form 2 */
+  assert_int_not_equal(psm_rows_decode(node, PS_PUSH, c, b.len, &m, &why), 0);
+  assert_non_null(strstr(why.text, "form 2"));
+  /* form 1 is a push's, of a table of wide rows */
+  memcpy(c, b.p, b.len);
+  assert_int_not_equal(psm_rows_decode(node, PS_REQ, c, b.len, &m, &why), 0);
+  assert_non_null(strstr(why.text, "form 1"));
+  obuf_t p = {0};
+  float g[3] = {1, 2, 3};
+  assert_int_equal(psm_rows_add(&p, tf, 0, 5, 3, g, 0), 0);
+  p.p[14] = 1;
+  assert_int_not_equal(psm_rows_decode(node, PS_PUSH, p.p, p.len, &m, &why), 0);
+  assert_non_null(strstr(why.text, "form 1"));
+  free(c), free(b.p), free(again.p), free(r.p), free(p.p);
 }
 
 /* An id table's rows messages: any 64-bit key, the sender's clock in the head. */
@@ -177,11 +272,15 @@ static void test_rows_of_id_tables(void **state)
   assert_int_equal(m.n, 2);
   assert_true(m.clock == 123456789012ULL);
   assert_true(psm_rows_key(&m, 0) == UINT64_MAX);
-  assert_memory_equal(psm_rows_update(&m, 1), g, sizeof(g));
+  psm_rows_entry_t e;
+  size_t off = 0;
+  assert_true(psm_rows_next(&m, &off, &e) && psm_rows_next(&m, &off, &e));
+  assert_false(m.sparse); /* an id table's pushes are dense */
+  assert_memory_equal(e.update, g, sizeof(g));
   rows_type = PS_PUSH;
   refuses_other_lengths(dec_rows, b.p, b.len);
   obuf_t one = {0};
-  assert_int_equal(psm_rows_add_entry(&one, &m, 1), 0);
+  assert_int_equal(psm_rows_add_entry(&one, &m, &e), 0);
   psm_rows_t o;
   assert_int_equal(psm_rows_decode(node, PS_PUSH, one.p, one.len, &o, &why), 0);
   assert_true(o.clock == m.clock && psm_rows_key(&o, 0) == 5);
@@ -530,8 +629,8 @@ static void test_lookup(void **state)
   (void)state;
   psm_why_t why;
   assert_ptr_equal(psm_table(node, 1, &why), tf);
-  assert_null(psm_table(node, 3, &why));
-  assert_non_null(strstr(why.text, "no table 3 (this node has 3)"));
+  assert_null(psm_table(node, 4, &why));
+  assert_non_null(strstr(why.text, "no table 4 (this node has 4)"));
   assert_ptr_equal(psm_actor(node, 0, 9, &why), ti);
   assert_null(psm_actor(node, 0, 10, &why));
   assert_non_null(strstr(why.text, "actor 10 is outside table 0"));
@@ -542,6 +641,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lookup),
       cmocka_unit_test(test_rows_requests_and_pushes),
+      cmocka_unit_test(test_rows_sparse_pushes),
       cmocka_unit_test(test_rows_of_id_tables),
       cmocka_unit_test(test_values),
       cmocka_unit_test(test_values_sparse_patterns),
