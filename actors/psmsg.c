@@ -131,43 +131,46 @@ static size_t rows_head_len(const au_table_t *t)
   return t->ids ? IDS_HEAD : ROWS_HEAD;
 }
 
-/* The form of t's messages: sparse for pushes of rows of 64 words or more. */
-static uint32_t rows_form(const au_table_t *t, int push)
+/* The form of t's messages of a type: sparse for pushes of updates, and answers of rows, of 64
+ * words or more. */
+static uint32_t rows_form(const au_table_t *t, uint32_t type)
 {
-  return push && !t->ids && t->update_bytes >= 256 && t->update_bytes % 4 == 0 ? FORM_SPARSE : 0;
+  const int push = type == PS_PUSH || type == PS_FWD_PUSH;
+  const size_t bytes = push ? t->update_bytes : type == PS_ROWS ? t->row_bytes : 0;
+  return !t->ids && bytes >= 256 && bytes % 4 == 0 ? FORM_SPARSE : 0;
 }
 
-/* Checks a sparse push's n entries in p[0..len): their lengths, counts and word indices. */
-static int check_sparse(const au_table_t *t, uint32_t n, const uint8_t *p, size_t len,
-                        psm_why_t *why)
+/* Checks n sparse entries in p[0..len) (each: `key` bytes, u32 count, pairs or `words`
+ * words): their lengths, counts and word indices. */
+static int check_sparse(const au_table_t *t, uint32_t n, const uint8_t *p, size_t len, size_t key,
+                        size_t words, const char *what, psm_why_t *why)
 {
-  const size_t words = t->update_bytes / 4;
   size_t off = 0;
   for (uint32_t i = 0; i < n; i++) {
-    if (len - off < 12) {
-      say(why, "%zu bytes do not hold %u sparse updates of table %u", len, n, (unsigned)t->id);
+    if (len - off < key + 4) {
+      say(why, "%zu bytes do not hold %u sparse %s of table %u", len, n, what, (unsigned)t->id);
       return AU_EPROTO;
     }
-    const uint64_t c = get_u32(p + off + 8);
-    const size_t body = c == PUSH_DENSE ? t->update_bytes : c <= words ? 8 * c : SIZE_MAX;
-    if (body == SIZE_MAX || len - off - 12 < body) {
-      say(why, "sparse update %u of table %u: %llu words in %zu bytes (rows of %zu words)", i,
-          (unsigned)t->id, (unsigned long long)c, len - off - 12, words);
+    const uint64_t c = get_u32(p + off + key);
+    const size_t body = c == PUSH_DENSE ? 4 * words : c <= words ? 8 * c : SIZE_MAX;
+    if (body == SIZE_MAX || len - off - key - 4 < body) {
+      say(why, "sparse %s %u of table %u: %llu words in %zu bytes (rows of %zu words)", what, i,
+          (unsigned)t->id, (unsigned long long)c, len - off - key - 4, words);
       return AU_EPROTO;
     }
     for (uint64_t j = 0, last = 0; c != PUSH_DENSE && j < c; j++) {
-      uint64_t at = get_u32(p + off + 12 + 8 * j);
+      uint64_t at = get_u32(p + off + key + 4 + 8 * j);
       if (at >= words || (j && at <= last)) {
-        say(why, "sparse update %u: word %llu (pair %llu) is out of order or past the %zu words", i,
-            (unsigned long long)at, (unsigned long long)j, words);
+        say(why, "sparse %s %u: word %llu (pair %llu) is out of order or past the %zu words", what,
+            i, (unsigned long long)at, (unsigned long long)j, words);
         return AU_EPROTO;
       }
       last = at;
     }
-    off += 12 + body;
+    off += key + 4 + body;
   }
   if (off != len) {
-    say(why, "%zu bytes after %u sparse updates of table %u", len - off, n, (unsigned)t->id);
+    say(why, "%zu bytes after %u sparse %s of table %u", len - off, n, what, (unsigned)t->id);
     return AU_EPROTO;
   }
   return 0;
@@ -198,14 +201,27 @@ int psm_rows_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t 
                       .entries = p + head,
                       .entries_len = len - head,
                       .clock = t->ids ? get_u64(p + ROWS_HEAD) : 0};
-  if (form != 0 && form != rows_form(t, push)) {
+  if (form != 0 && form != rows_form(t, type)) {
     say(why, "form %u is not a form of table %u's %s", form, (unsigned)t->id,
         push ? "pushes" : "messages");
     return AU_EPROTO;
   }
   if (check_node(n, out->reply_node, "reply node", why)) return AU_EPROTO;
-  if (out->sparse) {
-    if (check_sparse(t, out->n, out->entries, out->entries_len, why)) return AU_EPROTO;
+  if (out->sparse && type == PS_ROWS) {
+    out->each = sizeof(uint64_t);
+    out->entries_len = (size_t)out->n * sizeof(uint64_t);
+    if ((len - head) / sizeof(uint64_t) < out->n) {
+      say(why, "%zu bytes do not hold %u keys of table %u", len, out->n, (unsigned)t->id);
+      return AU_EPROTO;
+    }
+    out->rows = out->entries + out->entries_len;
+    out->rows_len = len - head - out->entries_len;
+    if (check_sparse(t, out->n, out->rows, out->rows_len, 0, t->row_bytes / 4, "rows", why))
+      return AU_EPROTO;
+  } else if (out->sparse) {
+    if (check_sparse(t, out->n, out->entries, out->entries_len, 8, t->update_bytes / 4, "updates",
+                     why))
+      return AU_EPROTO;
   } else {
     out->each = sizeof(uint64_t) + (push ? t->update_bytes : 0);
     size_t body = type == PS_ROWS ? sizeof(uint64_t) + t->row_bytes : out->each;
@@ -215,6 +231,7 @@ int psm_rows_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t 
     }
     if (type == PS_ROWS) out->rows = out->entries + (size_t)out->n * sizeof(uint64_t);
     out->entries_len = (size_t)out->n * out->each;
+    out->rows_len = len - head - out->entries_len;
   }
   psm_rows_entry_t e;
   for (size_t off = 0; !t->ids && psm_rows_next(out, &off, &e);)
@@ -230,7 +247,7 @@ int psm_rows_next(const psm_rows_t *m, size_t *off, psm_rows_entry_t *e)
   if (*off >= m->entries_len) return 0;
   const uint8_t *p = m->entries + *off;
   *e = (psm_rows_entry_t){.key = get_u64(p), .at = p, .len = m->each};
-  if (!m->sparse) {
+  if (!m->sparse || !m->push) {
     if (m->push) e->update = p + sizeof(uint64_t);
   } else {
     const uint32_t c = get_u32(p + 8);
@@ -327,7 +344,7 @@ int psm_rows_add(obuf_t *b, const au_table_t *t, uint32_t reply_node, au_port_t 
                  uint64_t key, const void *update, uint64_t clock)
 {
   uint8_t head[IDS_HEAD];
-  const uint32_t form = rows_form(t, update != NULL);
+  const uint32_t form = rows_form(t, update ? PS_PUSH : PS_REQ);
   rows_head(head, t, reply_node, reply_port, form, clock);
   size_t each = sizeof(key) + (update ? t->update_bytes : 0) + (form ? 4 : 0);
   /* a sparse entry's pairs may run 8 bytes past the dense one before they are dropped */
@@ -379,6 +396,62 @@ uint8_t *psm_rows_answer(uint8_t *out, const psm_rows_t *m)
   put_u32(out + 4, m->n);
   memcpy(out + head, m->entries, (size_t)m->n * sizeof(uint64_t));
   return out + head + (size_t)m->n * sizeof(uint64_t);
+}
+
+int psm_rows_answer_sparse(const psm_rows_t *m)
+{
+  return rows_form(m->t, PS_ROWS) == FORM_SPARSE;
+}
+
+int psm_rows_answer_begin(obuf_t *b, const psm_rows_t *m)
+{
+  const size_t head = rows_head_len(m->t), keys = (size_t)m->n * sizeof(uint64_t);
+  b->len = 0;
+  if (obuf_reserve(b, head + keys) != 0) return AU_ENOMEM;
+  rows_head(b->p, m->t, m->reply_node, m->reply_port, FORM_SPARSE, m->clock);
+  put_u32(b->p + 4, m->n);
+  memcpy(b->p + head, m->entries, keys);
+  b->len = head + keys;
+  return 0;
+}
+
+int psm_rows_answer_row(obuf_t *b, const au_table_t *t, const void *row)
+{
+  const size_t dense = 4 + t->row_bytes;
+  if (obuf_reserve(b, dense + 8) != 0) return AU_ENOMEM;
+  uint8_t *e = b->p + b->len, *end = write_pairs(e + 4, e + dense, row, t->row_bytes / 4);
+  if (end) {
+    put_u32(e, (uint32_t)((size_t)(end - e - 4) / 8));
+  } else {
+    put_u32(e, PUSH_DENSE);
+    memcpy(e + 4, row, t->row_bytes);
+    end = e + dense;
+  }
+  b->len += (size_t)(end - e);
+  return 0;
+}
+
+void psm_rows_row_next(const psm_rows_t *m, size_t *off, void *dst)
+{
+  const size_t bytes = m->t->row_bytes;
+  const uint8_t *p = m->rows + *off;
+  if (!m->sparse) {
+    if (dst) memcpy(dst, p, bytes);
+    *off += bytes;
+    return;
+  }
+  const uint32_t c = get_u32(p);
+  if (c == PUSH_DENSE) {
+    if (dst) memcpy(dst, p + 4, bytes);
+    *off += 4 + bytes;
+    return;
+  }
+  *off += 4 + 8 * (size_t)c;
+  if (!dst) return;
+  memset(dst, 0, bytes);
+  uint32_t *w = dst;
+  for (uint32_t i = 0; i < c; i++)
+    memcpy(&w[get_u32(p + 4 + 8 * (size_t)i)], p + 8 + 8 * (size_t)i, 4);
 }
 
 /* --- an actor's rows: PS_MOVE_DATA, PS_REP_DATA ------------------------------------------

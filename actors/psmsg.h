@@ -85,8 +85,9 @@ typedef struct psm_rows {
   const uint8_t *entries;
   size_t entries_len;  /* bytes of all n entries */
   size_t each;         /* bytes per entry: 8, or 8 + update_bytes; 0 when sparse */
-  const uint8_t *rows; /* PS_ROWS: n rows of t->row_bytes after the keys */
-  uint64_t clock;      /* an id table's (t->ids): the sender's clock, else 0 */
+  const uint8_t *rows; /* PS_ROWS: n rows after the keys (of t->row_bytes, or sparse) */
+  size_t rows_len;
+  uint64_t clock; /* an id table's (t->ids): the sender's clock, else 0 */
 } psm_rows_t;
 
 /* One entry of a rows message, as psm_rows_next finds it. */
@@ -131,6 +132,16 @@ uint32_t psm_rows_count(const obuf_t *b);
  * returns where the n rows go. */
 size_t psm_rows_answer_len(const psm_rows_t *m);
 uint8_t *psm_rows_answer(uint8_t *out, const psm_rows_t *m);
+/* The sparse answer, for tables whose rows are 64 words or more (psm_rows_answer_sparse):
+ * begin puts the head and keys into b, then each row in key order goes in by
+ * psm_rows_answer_row (its nonzero words as pairs, or whole where they are no shorter;
+ * `row` a private copy). 0 or AU_ENOMEM. */
+int psm_rows_answer_sparse(const psm_rows_t *m);
+int psm_rows_answer_begin(obuf_t *b, const psm_rows_t *m);
+int psm_rows_answer_row(obuf_t *b, const au_table_t *t, const void *row);
+/* The next row of a PS_ROWS answer, from *off = 0, whole into dst (t->row_bytes), or
+ * passed over (dst NULL). */
+void psm_rows_row_next(const psm_rows_t *m, size_t *off, void *dst);
 
 /* --- an actor's rows: PS_MOVE_DATA, PS_REP_DATA ---------------------------------------- */
 

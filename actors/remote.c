@@ -222,10 +222,14 @@ int remote_on_reply(au_worker_t *w, const au_msg_t *m)
   }
   au_table_t *t = rows.t;
   r->pending = r->pending > (int)rows.n ? r->pending - (int)rows.n : 0;
+  size_t off = 0;
   for (uint32_t i = 0; i < rows.n; i++) {
     struct rslot *s = cache_find(r, t->id, psm_rows_key(&rows, i));
-    if (!s) continue; /* not asked for in this step: ignore */
-    memcpy(r->arena + s->off, rows.rows + (size_t)i * t->row_bytes, t->row_bytes);
+    if (!s) { /* not asked for in this step: ignore */
+      psm_rows_row_next(&rows, &off, NULL);
+      continue;
+    }
+    psm_rows_row_next(&rows, &off, r->arena + s->off);
     s->ready = 1;
   }
   return r->pending == 0;
@@ -262,10 +266,37 @@ static void bad_request(au_node_t *n, const au_msg_t *m, const char *why)
   au_send_to(n->rt, node, port, PS_ERR, why, strlen(why));
 }
 
-/* Answers a request whose keys are all here, into the outgoing frame. */
-static void answer(au_node_t *n, const psm_rows_t *m)
+/* Answers a request of a table of wide rows: each row read into `scratch`, then written
+ * sparse into the answer where that is shorter (a topic model's rows are mostly zero). */
+static void answer_sparse(au_node_t *n, const psm_rows_t *m, obuf_t *scratch)
 {
   au_table_t *t = m->t;
+  obuf_t b = {0};
+  int rc = psm_rows_answer_begin(&b, m);
+  scratch->len = 0;
+  if (rc == 0) rc = obuf_reserve(scratch, t->row_bytes);
+  for (uint32_t i = 0; rc == 0 && i < m->n; i++) {
+    const void *row = table_row_held(t, psm_rows_key(m, i));
+    if (row)
+      kernel_copy_row(scratch->p, row, t->width);
+    else
+      memset(scratch->p, 0, t->row_bytes);
+    rc = psm_rows_answer_row(&b, t, scratch->p);
+  }
+  if (rc == 0) rc = au_send_to(n->rt, m->reply_node, m->reply_port, PS_ROWS, b.p, b.len);
+  if (rc != 0)
+    au__log(AU_LOG_ERROR, n->rank, "cannot answer node %u: %s", m->reply_node, au_strerror(rc));
+  free(b.p);
+}
+
+/* Answers a request whose keys are all here, into the outgoing frame. */
+static void answer(au_node_t *n, const psm_rows_t *m, obuf_t *scratch)
+{
+  au_table_t *t = m->t;
+  if (!t->ids && psm_rows_answer_sparse(m)) {
+    answer_sparse(n, m, scratch);
+    return;
+  }
   au_outbuf_t ob;
   uint8_t *out =
       au_send_to_start(n->rt, m->reply_node, m->reply_port, PS_ROWS, psm_rows_answer_len(m), &ob);
@@ -328,7 +359,7 @@ void remote_serve_local(au_node_t *n, uint32_t type, const uint8_t *p, size_t le
     return;
   }
   if (type == PS_REQ)
-    answer(n, &m);
+    answer(n, &m, scratch);
   else
     apply(&m, scratch);
 }
@@ -373,7 +404,7 @@ static void serve(server_t *s, const au_msg_t *m, uint32_t type)
     if (is_push)
       apply(&rows, &s->delta);
     else
-      answer(n, &rows);
+      answer(n, &rows, &s->delta);
     return;
   }
   if (t->ids && t->place == AU_PLACE_CLASSIC) {
@@ -393,7 +424,7 @@ static void serve(server_t *s, const au_msg_t *m, uint32_t type)
       if (is_push)
         apply(&part, &s->delta);
       else
-        answer(n, &part);
+        answer(n, &part, &s->delta);
     }
   }
   if (s->other.len == 0) return; /* all here after all */

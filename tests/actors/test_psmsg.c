@@ -213,6 +213,30 @@ static void test_rows_sparse_pushes(void **state)
   assert_int_equal(r.len, 16 + 8);
   assert_int_equal(psm_rows_decode(node, PS_REQ, r.p, r.len, &m, &why), 0);
   assert_false(m.sparse);
+  /* its answer: rows sparse where shorter, each back whole */
+  assert_true(psm_rows_answer_sparse(&m));
+  obuf_t a = {0};
+  assert_int_equal(psm_rows_add(&r, ts, 0, 1, 5, NULL, 0), 0);
+  assert_int_equal(psm_rows_decode(node, PS_REQ, r.p, r.len, &m, &why), 0);
+  int32_t rows2[2][100] = {{0}};
+  rows2[0][3] = 7, rows2[0][90] = -4;
+  for (int j = 0; j < 100; j++) rows2[1][j] = j - 50;
+  assert_int_equal(psm_rows_answer_begin(&a, &m), 0);
+  for (int k = 0; k < 2; k++) assert_int_equal(psm_rows_answer_row(&a, ts, rows2[k]), 0);
+  assert_int_equal(a.len, 16 + 16 + (4 + 16) + (4 + 400));
+  psm_rows_t ra;
+  assert_int_equal(psm_rows_decode(node, PS_ROWS, a.p, a.len, &ra, &why), 0);
+  assert_true(ra.sparse && ra.n == 2 && psm_rows_key(&ra, 1) == 5);
+  size_t off = 0;
+  for (int k = 0; k < 2; k++) {
+    int32_t got[100];
+    psm_rows_row_next(&ra, &off, got);
+    assert_memory_equal(got, rows2[k], sizeof(got));
+  }
+  assert_int_equal(off, ra.rows_len);
+  rows_type = PS_ROWS;
+  refuses_other_lengths(dec_rows, a.p, a.len);
+  free(a.p);
   /* bad pairs are refused, by name */
   uint8_t *c = malloc(b.len);
   const size_t pair0 = 16 + 12;

@@ -96,15 +96,16 @@ static void rows(uint32_t type, const uint8_t *p, size_t len)
   obuf_t again = {0};
   psm_rows_entry_t e;
   uint32_t i = 0;
-  uint8_t *update = malloc(m.t->update_bytes);
-  CHECK(update);
+  uint8_t *update = malloc(m.t->update_bytes), *row = malloc(m.t->row_bytes);
+  CHECK(update && row);
+  size_t roff = 0;
   for (size_t off = 0; psm_rows_next(&m, &off, &e); i++) {
     CHECK(i < m.n && (m.t->ids || e.key < m.t->keys));
     if (m.push) psm_rows_update_copy(&m, &e, update), sink += update[m.t->update_bytes - 1];
-    if (m.rows) sink += m.rows[(size_t)(i + 1) * m.t->row_bytes - 1];
+    if (m.rows) psm_rows_row_next(&m, &roff, row), sink += row[m.t->row_bytes - 1];
     CHECK(psm_rows_add_entry(&again, &m, &e) == 0);
   }
-  CHECK(i == m.n);
+  CHECK(i == m.n && (!m.rows || roff == m.rows_len));
   free(update);
   if (type != PS_ROWS && m.n) { /* the same message again, entry by entry */
     CHECK(again.len == len && memcmp(again.p, p, len) == 0);
@@ -122,6 +123,27 @@ static void rows(uint32_t type, const uint8_t *p, size_t len)
     CHECK(a.n == m.n && psm_rows_key(&a, m.n - 1) == psm_rows_key(&m, m.n - 1));
     free(ans);
   }
+  if (type == PS_REQ && m.n && psm_rows_answer_sparse(&m)) { /* sparse rows come back whole */
+    obuf_t b = {0};
+    uint32_t *w = (uint32_t *)(void *)row;
+    const size_t words = m.t->row_bytes / 4;
+    CHECK(psm_rows_answer_begin(&b, &m) == 0);
+    for (uint32_t k = 0; k < m.n; k++) {
+      for (size_t j = 0; j < words; j++) w[j] = (k + j) % (k % 5 + 1) ? 0 : (uint32_t)(j + k);
+      CHECK(psm_rows_answer_row(&b, m.t, row) == 0);
+    }
+    psm_rows_t a;
+    CHECK(psm_rows_decode(&node, PS_ROWS, b.p, b.len, &a, &why) == 0 && a.n == m.n);
+    size_t off = 0;
+    for (uint32_t k = 0; k < m.n; k++) {
+      psm_rows_row_next(&a, &off, row);
+      for (size_t j = 0; j < words; j++)
+        CHECK(w[j] == ((k + j) % (k % 5 + 1) ? 0 : (uint32_t)(j + k)));
+    }
+    CHECK(off == a.rows_len);
+    free(b.p);
+  }
+  free(row);
   free(again.p);
 }
 
