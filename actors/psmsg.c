@@ -114,17 +114,18 @@ uint32_t psm_batch_count(const obuf_t *b, size_t count_at)
  * PS_REQ, PS_FWD_REQ: u32 table, u32 n, u32 reply node, u16 reply port, u16 form, u64 keys[n].
  * PS_PUSH, PS_FWD_PUSH: the same head, then n x (u64 key, update of t->update_bytes) in form 0;
  *   in form 1 (sparse) n x (u64 key, u32 c, then c pairs (u32 word index, u32 word) of the
- *   update's words that are not 0, indices ascending), or c = PUSH_DENSE and the whole update.
- * PS_ROWS: the request's head and keys, then n rows of t->row_bytes.
- * Form 0 but for the pushes of a table whose updates are rows of at least 64 words (a topic
- * model's: a step's delta row changes a few of K counts; dense, a fetched word's push carried
- * K words at K = 1000). An id table's (table IDS_TID + i) head has a u64 clock after the
- * reply port, and its keys are ids: any 64-bit value. */
+ *   update's words that are not 0, indices ascending), or c = SPARSE_WHOLE and the whole update.
+ * PS_ROWS: the request's head and keys, then n rows of t->row_bytes in form 0; in form 1 n x
+ *   (u32 c, then c pairs or, c = SPARSE_WHOLE, the whole row).
+ * Form 0 but for the pushes and answers of a table whose updates (rows) are at least 64
+ * words (a topic model's: a step's delta row changes a few of K counts, and a word's row
+ * holds a few of K topics; dense, each carried K words at K = 1000). An id table's (table IDS_TID +
+ * i) head has a u64 clock after the reply port, and its keys are ids: any 64-bit value. */
 
-#define ROWS_HEAD   16
-#define IDS_HEAD    (ROWS_HEAD + 8)
-#define FORM_SPARSE 1u
-#define PUSH_DENSE  0xffffffffu
+#define ROWS_HEAD    16
+#define IDS_HEAD     (ROWS_HEAD + 8)
+#define FORM_SPARSE  1u
+#define SPARSE_WHOLE 0xffffffffu
 
 static size_t rows_head_len(const au_table_t *t)
 {
@@ -152,13 +153,13 @@ static int check_sparse(const au_table_t *t, uint32_t n, const uint8_t *p, size_
       return AU_EPROTO;
     }
     const uint64_t c = get_u32(p + off + key);
-    const size_t body = c == PUSH_DENSE ? 4 * words : c <= words ? 8 * c : SIZE_MAX;
+    const size_t body = c == SPARSE_WHOLE ? 4 * words : c <= words ? 8 * c : SIZE_MAX;
     if (body == SIZE_MAX || len - off - key - 4 < body) {
       say(why, "sparse %s %u of table %u: %llu words in %zu bytes (rows of %zu words)", what, i,
           (unsigned)t->id, (unsigned long long)c, len - off - key - 4, words);
       return AU_EPROTO;
     }
-    for (uint64_t j = 0, last = 0; c != PUSH_DENSE && j < c; j++) {
+    for (uint64_t j = 0, last = 0; c != SPARSE_WHOLE && j < c; j++) {
       uint64_t at = get_u32(p + off + key + 4 + 8 * j);
       if (at >= words || (j && at <= last)) {
         say(why, "sparse %s %u: word %llu (pair %llu) is out of order or past the %zu words", what,
@@ -174,6 +175,13 @@ static int check_sparse(const au_table_t *t, uint32_t n, const uint8_t *p, size_
     return AU_EPROTO;
   }
   return 0;
+}
+
+/* The words of n pairs into w, whose other words the caller zeroed. */
+static void scatter_pairs(uint32_t *w, const uint8_t *pairs, uint32_t n)
+{
+  for (uint32_t i = 0; i < n; i++)
+    memcpy(&w[get_u32(pairs + 8 * (size_t)i)], pairs + 8 * (size_t)i + 4, 4);
 }
 
 int psm_rows_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t len,
@@ -203,7 +211,9 @@ int psm_rows_decode(const au_node_t *n, uint32_t type, const uint8_t *p, size_t 
                       .clock = t->ids ? get_u64(p + ROWS_HEAD) : 0};
   if (form != 0 && form != rows_form(t, type)) {
     say(why, "form %u is not a form of table %u's %s", form, (unsigned)t->id,
-        push ? "pushes" : "messages");
+        push              ? "pushes"
+        : type == PS_ROWS ? "answers"
+                          : "requests");
     return AU_EPROTO;
   }
   if (check_node(n, out->reply_node, "reply node", why)) return AU_EPROTO;
@@ -251,7 +261,7 @@ int psm_rows_next(const psm_rows_t *m, size_t *off, psm_rows_entry_t *e)
     if (m->push) e->update = p + sizeof(uint64_t);
   } else {
     const uint32_t c = get_u32(p + 8);
-    if (c == PUSH_DENSE) {
+    if (c == SPARSE_WHOLE) {
       e->update = p + 12;
       e->len = 12 + m->t->update_bytes;
     } else {
@@ -271,9 +281,7 @@ void psm_rows_update_copy(const psm_rows_t *m, const psm_rows_entry_t *e, void *
     return;
   }
   memset(dst, 0, m->t->update_bytes);
-  uint32_t *w = dst;
-  for (uint32_t i = 0; i < e->npairs; i++)
-    memcpy(&w[get_u32(e->pairs + 8 * (size_t)i)], e->pairs + 8 * (size_t)i + 4, 4);
+  scatter_pairs(dst, e->pairs, e->npairs);
 }
 
 int psm_rows_reply(const au_node_t *n, const uint8_t *p, size_t len, uint32_t *node,
@@ -340,6 +348,21 @@ static uint8_t *write_pairs(uint8_t *q, const uint8_t *end, const uint32_t *w, s
   return q < end ? q : NULL;
 }
 
+/* One sparse body at e: u32 c and the c pairs of w's nonzero words, or, where those would
+ * be no shorter, SPARSE_WHOLE and w's `bytes` whole. e has room for 12 + bytes bytes.
+ * Returns its length. */
+static size_t write_sparse(uint8_t *e, const void *w, size_t bytes)
+{
+  uint8_t *end = write_pairs(e + 4, e + 4 + bytes, w, bytes / 4);
+  if (!end) {
+    put_u32(e, SPARSE_WHOLE);
+    memcpy(e + 4, w, bytes);
+    return 4 + bytes;
+  }
+  put_u32(e, (uint32_t)((size_t)(end - e - 4) / 8));
+  return (size_t)(end - e);
+}
+
 int psm_rows_add(obuf_t *b, const au_table_t *t, uint32_t reply_node, au_port_t reply_port,
                  uint64_t key, const void *update, uint64_t clock)
 {
@@ -351,21 +374,10 @@ int psm_rows_add(obuf_t *b, const au_table_t *t, uint32_t reply_node, au_port_t 
   uint8_t *e = psm_batch_add(b, head, rows_head_len(t), 4, each + (form ? 8 : 0));
   if (!e) return AU_ENOMEM;
   put_u64(e, key);
-  if (!update) {
-    /* a request: the key alone */
-  } else if (!form) {
+  if (update && form)
+    b->len -= each - write_sparse(e + 8, update, t->update_bytes);
+  else if (update)
     memcpy(e + sizeof(key), update, t->update_bytes);
-  } else {
-    uint8_t *end = write_pairs(e + 12, e + each, update, t->update_bytes / 4);
-    if (end) {
-      put_u32(e + 8, (uint32_t)((size_t)(end - e - 12) / 8));
-    } else {
-      put_u32(e + 8, PUSH_DENSE);
-      memcpy(e + 12, update, t->update_bytes);
-      end = e + each;
-    }
-    b->len -= (size_t)(e + each + 8 - end);
-  }
   return 0;
 }
 
@@ -417,17 +429,8 @@ int psm_rows_answer_begin(obuf_t *b, const psm_rows_t *m)
 
 int psm_rows_answer_row(obuf_t *b, const au_table_t *t, const void *row)
 {
-  const size_t dense = 4 + t->row_bytes;
-  if (obuf_reserve(b, dense + 8) != 0) return AU_ENOMEM;
-  uint8_t *e = b->p + b->len, *end = write_pairs(e + 4, e + dense, row, t->row_bytes / 4);
-  if (end) {
-    put_u32(e, (uint32_t)((size_t)(end - e - 4) / 8));
-  } else {
-    put_u32(e, PUSH_DENSE);
-    memcpy(e + 4, row, t->row_bytes);
-    end = e + dense;
-  }
-  b->len += (size_t)(end - e);
+  if (obuf_reserve(b, 12 + t->row_bytes) != 0) return AU_ENOMEM;
+  b->len += write_sparse(b->p + b->len, row, t->row_bytes);
   return 0;
 }
 
@@ -441,7 +444,7 @@ void psm_rows_row_next(const psm_rows_t *m, size_t *off, void *dst)
     return;
   }
   const uint32_t c = get_u32(p);
-  if (c == PUSH_DENSE) {
+  if (c == SPARSE_WHOLE) {
     if (dst) memcpy(dst, p + 4, bytes);
     *off += 4 + bytes;
     return;
@@ -449,9 +452,7 @@ void psm_rows_row_next(const psm_rows_t *m, size_t *off, void *dst)
   *off += 4 + 8 * (size_t)c;
   if (!dst) return;
   memset(dst, 0, bytes);
-  uint32_t *w = dst;
-  for (uint32_t i = 0; i < c; i++)
-    memcpy(&w[get_u32(p + 4 + 8 * (size_t)i)], p + 8 + 8 * (size_t)i, 4);
+  scatter_pairs(dst, p + 4, c);
 }
 
 /* --- an actor's rows: PS_MOVE_DATA, PS_REP_DATA ------------------------------------------
@@ -513,9 +514,7 @@ void psm_values_copy(const psm_values_t *v, void *dst)
     return;
   }
   memset(dst, 0, bytes);
-  uint32_t *w = dst;
-  for (uint32_t i = 0; i < v->npairs; i++)
-    memcpy(&w[get_u32(v->values + 8 * (size_t)i)], v->values + 8 * (size_t)i + 4, 4);
+  scatter_pairs(dst, v->values, v->npairs);
 }
 
 int psm_values_decode(const au_node_t *n, const uint8_t *p, size_t len, psm_values_t *out,

@@ -293,7 +293,7 @@ static void answer_sparse(au_node_t *n, const psm_rows_t *m, obuf_t *scratch)
 static void answer(au_node_t *n, const psm_rows_t *m, obuf_t *scratch)
 {
   au_table_t *t = m->t;
-  if (!t->ids && psm_rows_answer_sparse(m)) {
+  if (psm_rows_answer_sparse(m)) { /* never an id table's */
     answer_sparse(n, m, scratch);
     return;
   }
