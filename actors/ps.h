@@ -134,6 +134,8 @@ struct au_worker {
   obuf_t intent_buf;        /* an intent's message to the placer, built here */
   uint64_t *seen;           /* ... and intent_send's scratch, seen_cap slots of each part */
   size_t seen_cap;
+  uint32_t *named;      /* au_worker_ids_pull's ids per actor (relocate), 0 between pulls */
+  size_t named_cap;     /* ... its entries */
   atomic_int kicked;    /* a step message is on its way (worker_kick) */
   uint64_t barrier_gen; /* generation of the barrier this worker waits at, or 0 */
   uint64_t fence_gen;   /* ... whose fence it sends after this step's pushes (barrier.c) */

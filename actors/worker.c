@@ -84,6 +84,9 @@ void worker_release_memory(au_worker_t *w)
   free(w->seen);
   w->seen = NULL;
   w->seen_cap = 0;
+  free(w->named);
+  w->named = NULL;
+  w->named_cap = 0;
   remote_free(w);
 }
 
@@ -700,6 +703,39 @@ static void ids_mark(au_table_t *f, uint64_t id, uint64_t *last)
   *last = actor;
 }
 
+/* A contended relocating id table's actor is hinted at (asked to move here by the way,
+ * relocation.c) only if the step names at least an eighth of its bytes: a move ships the
+ * whole actor. With every contended actor hinted, augur-kge --entity-table ids --mode
+ * relocate on 4 nodes at 200 us, whose batches name about 14 entities (22 KB) of each of
+ * the 84 actors of 1.7 MB, moved every actor every few ms, saturated both cores with
+ * copies and finished no epoch in 200 s (docs/kge.md). */
+#define HINT_IDS_SHARE 8
+
+/* Counts the ids of a pull per actor in w->named (relocate: hint_worth reads them); 0,
+ * or AU_ENOMEM. named_clear sets them back to 0. */
+static int named_count(au_worker_t *w, const au_table_t *f, const uint64_t *ids, size_t n)
+{
+  if (w->named_cap < f->nactors) {
+    uint32_t *c = realloc(w->named, f->nactors * sizeof(*c));
+    if (!c) return AU_ENOMEM;
+    memset(c + w->named_cap, 0, (f->nactors - w->named_cap) * sizeof(*c));
+    w->named = c;
+    w->named_cap = f->nactors;
+  }
+  for (size_t i = 0; i < n; i++) w->named[table_actor_of(f, ids[i])]++;
+  return 0;
+}
+
+static void named_clear(au_worker_t *w, const au_table_t *f, const uint64_t *ids, size_t n)
+{
+  for (size_t i = 0; i < n; i++) w->named[table_actor_of(f, ids[i])] = 0;
+}
+
+static int hint_worth(const au_worker_t *w, const au_table_t *f, uint64_t actor)
+{
+  return (uint64_t)w->named[actor] * f->row_bytes * HINT_IDS_SHARE >= table_actor_bytes(f);
+}
+
 int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t n, void *out)
 {
   if (!w || !t || (n && (!ids || !out))) return AU_EINVAL;
@@ -714,6 +750,8 @@ int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t 
   uint8_t *away =
       w->node->nodes > 1 ? (uint8_t *)(void *)rows_alloc(w, n / sizeof(void *) + 1) : NULL;
   if (w->node->nodes > 1 && !away) return AU_ENOMEM;
+  const int relocating = away && f->place == AU_PLACE_RELOCATE && f->contended;
+  if (relocating && named_count(w, f, ids, n) != 0) return AU_ENOMEM;
   /* first what other nodes hold, so that a step re-run for them counts its uses here once:
    * fetched, or (relocate) their actors asked to move here and waited for, unless they are
    * contended (fetched then, and hinted at) */
@@ -728,7 +766,8 @@ int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t 
           f->contended && atomic_load_explicit(&f->contended[actor], memory_order_relaxed);
       wants_t *to = fetch ? &hs : &ws;
       to->t = f;
-      if (want(to, f, actor) != 0) w->remote.failed = AU_ENOMEM;
+      if ((!fetch || !relocating || hint_worth(w, f, actor)) && want(to, f, actor) != 0)
+        w->remote.failed = AU_ENOMEM;
       if (!fetch) {
         ws.rows++;
         missing++;
@@ -740,10 +779,12 @@ int au_worker_ids_pull(au_worker_t *w, au_ids_t *t, const uint64_t *ids, size_t 
     if (!w->remote.failed && !remote_row(w, f, ids[i], &requested)) missing++;
     if (w->remote.failed) {
       free(ws.buf.p), free(hs.buf.p);
+      if (relocating) named_clear(w, f, ids, n);
       return w->remote.failed;
     }
     nremote++;
   }
+  if (relocating) named_clear(w, f, ids, n);
   if (missing) return lacking(w, &ws, &hs, missing);
   if (hs.n) send_wants(w, &hs, PS_HINT);
   void *scratch = rows_alloc(w, f->row_bytes / sizeof(void *) + 1);
