@@ -206,7 +206,8 @@ ids)
   # sanitizer: 4 steps there, on 2 nodes. On 3 nodes under tsan 4 steps moved 8,700-10,400
   # per node in 13 s on 2026-12-05, and 74,000-96,000 in 280 s on 2026-12-06, old code and
   # new alike: the contended actors, slower to move there than their 1 ms hold, went back
-  # and forth; 2 nodes moved 4,700-4,800 in 12 s)
+  # and forth; 2 nodes moved 4,700-4,800 in 12 s. Since contended id actors are hinted at
+  # only by pulls that name an eighth of their bytes, 2026-12-07: 430-680 per node, 0.25 s)
   steps=20 rn=3
   case $build in *-asan | *-tsan) steps=4 rn=2 ;; esac
   export IDS_NODE_STEPS=$steps
