@@ -45,12 +45,14 @@ static float load_f32(_Atomic uint32_t *v)
   return f;
 }
 
+#ifdef AU__TSAN /* (optim_hogwild's atomic form only) */
 static void store_f32(_Atomic uint32_t *v, float f)
 {
   uint32_t bits;
   memcpy(&bits, &f, sizeof(bits));
   atomic_store_explicit(v, bits, memory_order_relaxed);
 }
+#endif
 
 void kernel_add_f32(void *row, const void *delta, uint32_t dim, void *arg)
 {
@@ -165,10 +167,41 @@ static void optim_exact(const au_table_t *t, _Atomic uint32_t *r, const float *g
   }
 }
 
-/* Hogwild: the inline loops of au_view_update, called (relaxed atomics under TSan). */
-static void optim_hogwild(const au_table_t *t, _Atomic uint32_t *r, const float *g)
+/* Hogwild: the inline loops of au_view_update, called (relaxed atomics under TSan). The
+ * plain loops vectorize (kernel.c is built with -fno-math-errno, so sqrtf does too) and
+ * give the same values as the scalar ones, to the bit: only elementwise IEEE operations.
+ * Id tables apply every push this way, under the bucket's lock (ids.c). */
+static void optim_hogwild(const au_table_t *t, _Atomic uint32_t *ra, const float *restrict g)
 {
   const uint32_t dim = t->dim;
+#ifndef AU__TSAN
+  float *restrict r = (float *)(void *)ra;
+  const float lr = t->lr;
+  switch (t->optim) {
+  case AU_OPTIM_SGD:
+    for (uint32_t j = 0; j < dim; j++) r[j] -= lr * g[j];
+    return;
+  case AU_OPTIM_ADAGRAD_ROW: {
+    const float eta = lr / sqrtf(r[dim]);
+    const float ms = mean_square(g, dim);
+    for (uint32_t j = 0; j < dim; j++) r[j] -= eta * g[j];
+    r[dim] += ms;
+    return;
+  }
+  case AU_OPTIM_ADAGRAD: {
+    float *restrict acc = r + dim; /* (disjoint from r[0, dim): both restrict, so it vectorizes) */
+    for (uint32_t j = 0; j < dim; j++) {
+      const float G = acc[j] + g[j] * g[j];
+      acc[j] = G;
+      r[j] -= lr * g[j] / sqrtf(G);
+    }
+    return;
+  }
+  default:
+    return;
+  }
+#else
+  _Atomic uint32_t *r = ra;
   switch (t->optim) {
   case AU_OPTIM_SGD:
     for (uint32_t j = 0; j < dim; j++) store_f32(&r[j], load_f32(&r[j]) - t->lr * g[j]);
@@ -189,6 +222,7 @@ static void optim_hogwild(const au_table_t *t, _Atomic uint32_t *r, const float 
   default:
     break;
   }
+#endif
 }
 
 void table_apply(const au_table_t *t, void *row, const void *update)
