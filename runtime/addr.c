@@ -39,8 +39,7 @@ int addr_split(const char *hostport, int zero_ok, char *host, size_t hostlen, in
   return 0;
 }
 
-/* The length of ss's address for connect() and bind(). */
-static socklen_t addr_len(const struct sockaddr_storage *ss)
+socklen_t addr_len(const struct sockaddr_storage *ss)
 {
   return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
@@ -152,17 +151,6 @@ int addr_bind_spec(const char *spec, int family, struct sockaddr_storage *out, c
     return -1;
   }
   return 0;
-}
-
-int addr_port_free(const struct sockaddr_storage *ss)
-{
-  int fd = socket(ss->ss_family, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  int one = 1; /* as the listener will: a port in TIME_WAIT is free */
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  int ok = bind(fd, (const struct sockaddr *)ss, addr_len(ss)) == 0;
-  close(fd);
-  return ok;
 }
 
 int addr_is_numeric(const char *host)

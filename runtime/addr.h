@@ -23,8 +23,6 @@ int addr_toward(const struct sockaddr_storage *to, struct sockaddr_storage *out,
  * its first address of the family `family`, else any). 0, or -1 with a reason. */
 int addr_bind_spec(const char *spec, int family, struct sockaddr_storage *out, char *err,
                    size_t errlen);
-/* 1 if a TCP listener could bind ss (address and port) now. */
-int addr_port_free(const struct sockaddr_storage *ss);
 /* 1 if host is a numeric IPv4 or IPv6 address. */
 int addr_is_numeric(const char *host);
 /* 1 if ss is a loopback address (127/8, ::1). */
@@ -33,6 +31,8 @@ int addr_is_loopback(const struct sockaddr_storage *ss);
 void addr_any(const struct sockaddr_storage *ss, struct sockaddr_storage *out);
 int addr_port(const struct sockaddr_storage *ss);
 void addr_set_port(struct sockaddr_storage *ss, int port);
+/* The length of ss's address for connect() and bind(). */
+socklen_t addr_len(const struct sockaddr_storage *ss);
 /* "1.2.3.4:port" or "[::1]:port". */
 void addr_name(const struct sockaddr_storage *ss, char *out, size_t len);
 

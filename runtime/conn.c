@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "runtime/addr.h"
 #include "runtime/cluster.h"
@@ -407,21 +409,52 @@ int conn_dial(net_t *net, int peer, const struct sockaddr *addr)
   return 0;
 }
 
-int conn_listen(net_t *net, const struct sockaddr *addr, char *err, size_t errlen)
+/* A socket bound to and listening on the first port of lo..hi that it can take, or -1.
+ * Bound and listening before the next port is tried: a port probed free and bound after
+ * was taken meanwhile by another node on this host with the same range (1 run in 6 of 8
+ * local nodes) */
+static int listen_range(const struct sockaddr_storage *ss, int lo, int hi)
 {
+  struct sockaddr_storage a = *ss;
+  for (int p = lo; p <= hi; p++) {
+    int fd = socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int one = 1; /* as libuv's bind: a port in TIME_WAIT is free */
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    addr_set_port(&a, p);
+    if (bind(fd, (const struct sockaddr *)&a, addr_len(&a)) == 0 && listen(fd, 128) == 0) return fd;
+    close(fd);
+  }
+  return -1;
+}
+
+int conn_listen(net_t *net, const struct sockaddr_storage *ss, int lo, int hi, char *err,
+                size_t errlen)
+{
+  int fd = -1;
+  if (lo > 0 && (fd = listen_range(ss, lo, hi)) < 0) {
+    struct sockaddr_storage a = *ss;
+    char name[80];
+    addr_set_port(&a, 0);
+    addr_name(&a, name, sizeof(name));
+    snprintf(err, errlen, "AU_PORTS=%d-%d: no free port on %s", lo, hi, name);
+    return AU_EINVAL;
+  }
   uv_tcp_init(&net->rt->io.loop, &net->listener);
   net->listener.data = net;
   net->listening = 1;
-  int rc = uv_tcp_bind(&net->listener, addr, 0);
+  int rc = fd >= 0 ? uv_tcp_open(&net->listener, fd)
+                   : uv_tcp_bind(&net->listener, (const struct sockaddr *)ss, 0);
+  if (rc != 0 && fd >= 0) close(fd); /* (not the handle's yet) */
   if (rc == 0) rc = uv_listen((uv_stream_t *)&net->listener, 128, on_accept);
   if (rc != 0) {
     snprintf(err, errlen, "cannot listen on %s: %s", net->listen_name, uv_strerror(rc));
     return AU_EPROTO;
   }
-  struct sockaddr_storage ss;
-  int len = sizeof(ss);
-  uv_tcp_getsockname(&net->listener, (struct sockaddr *)&ss, &len);
-  addr_name(&ss, net->listen_name, sizeof(net->listen_name)); /* what the peers dial */
+  struct sockaddr_storage at;
+  int len = sizeof(at);
+  uv_tcp_getsockname(&net->listener, (struct sockaddr *)&at, &len);
+  addr_name(&at, net->listen_name, sizeof(net->listen_name)); /* what the peers dial */
   return 0;
 }
 

@@ -122,8 +122,11 @@ void conn_close(conn_t *c);
 void conn_fail(conn_t *c, const char *why);
 /* Dials `peer` at addr; the handshake follows. 0 or AU_ENOMEM. */
 int conn_dial(net_t *net, int peer, const struct sockaddr *addr);
-/* Listens on addr; net->listen_name then says host:port. 0, or AU_EPROTO with err. */
-int conn_listen(net_t *net, const struct sockaddr *addr, char *err, size_t errlen);
+/* Listens on ss; net->listen_name then says host:port. With lo > 0 on the first port of
+ * lo..hi that it can take (AU_PORTS; ss's port is ignored). 0, or AU_EPROTO (AU_EINVAL:
+ * no port of the range free) with err. */
+int conn_listen(net_t *net, const struct sockaddr_storage *ss, int lo, int hi, char *err,
+                size_t errlen);
 /* One write per connection with queued frames (after a batch of commands). */
 void conn_flush_all(net_t *net);
 /* Closes every connection and the listener. */

@@ -371,19 +371,7 @@ static int listen_addr(net_t *net, const struct sockaddr_storage *coord,
     return -1;
   }
   addr_set_port(ss, net->rank == 0 ? addr_port(coord) : 0);
-  if (net->rank == 0 || !net->opts.port_lo) return 0;
-  /* AU_PORTS: the first port of the range that is free here (a probe; the listener binds
-   * it right after) */
-  for (int p = net->opts.port_lo; p <= net->opts.port_hi; p++) {
-    addr_set_port(ss, p);
-    if (addr_port_free(ss)) return 0;
-  }
-  char name[80];
-  addr_set_port(ss, 0);
-  addr_name(ss, name, sizeof(name));
-  snprintf(err, errlen, "AU_PORTS=%d-%d: no free port on %s", net->opts.port_lo, net->opts.port_hi,
-           name);
-  return -1;
+  return 0; /* (AU_PORTS: conn_listen takes a port of the range) */
 }
 
 void member_start(net_t *net)
@@ -415,12 +403,14 @@ void member_start(net_t *net)
     member_fail(net, AU_EINVAL, msg);
     return;
   }
-  if (conn_listen(net, (struct sockaddr *)&ss, err, sizeof(err)) != 0) {
+  const int lo = net->rank == 0 ? 0 : net->opts.port_lo;
+  const int lrc = conn_listen(net, &ss, lo, net->opts.port_hi, err, sizeof(err));
+  if (lrc != 0) {
     if (net->rank == 0)
       snprintf(err + strlen(err), sizeof(err) - strlen(err),
                " (the coordinator address; set AU_COORD to a free host:port)");
     net_log(net, AU_LOG_ERROR, "%s", err);
-    member_fail(net, AU_EPROTO, err);
+    member_fail(net, lrc, err);
     return;
   }
   uv_timer_init(&net->rt->io.loop, &m->timer);
