@@ -133,8 +133,11 @@ static char *row_of(const au_ids_t *t, char *blk, uint32_t slot)
 }
 
 /* The slot of id among B digests d and ids, or -1: eight digests per word, the id where
- * one matches (a byte-equality test may also flag a byte above a true match; the id check
- * sorts it). */
+ * one matches. The byte-equality test may also flag the byte above a true match; the
+ * digest is compared again before the id, since a free slot keeps the id it last held
+ * (until 2026-12-07 a free slot whose old id was looked up, above a row of digest 1, was
+ * taken for that id's row: the bucket's counts then ran behind its slots, and a later
+ * scan for a free slot wrote past the bucket). */
 static int find_slot(const au_ids_t *t, const uint8_t *d, const uint64_t *ids, uint64_t id,
                      uint8_t dg)
 {
@@ -145,7 +148,7 @@ static int find_slot(const au_ids_t *t, const uint8_t *d, const uint64_t *ids, u
     uint64_t m = (x - ONES) & ~x & HIGHS;
     while (m) {
       uint32_t s = i + (uint32_t)(__builtin_ctzll(m) >> 3);
-      if (ids[s] == id) return (int)s;
+      if (d[s] == dg && ids[s] == id) return (int)s;
       m &= m - 1;
     }
   }
@@ -398,6 +401,7 @@ static int lookup(au_ids_t *t, where_t *w, uint64_t id, uint64_t clock, int use)
   if (use && expired(t, b->block, (uint32_t)s, clock)) {
     drop_slot(b, (uint32_t)s);
     b->expired++;
+    b->changed = 1; /* (a replica drops it too) */
     return -1;
   }
   if (use) {
@@ -756,6 +760,11 @@ void *ids_actor_pack(au_ids_t *t, void *values)
   return blob;
 }
 
+void *ids_home_buckets(au_ids_t *t, uint64_t actor)
+{
+  return is_home(t, actor) ? &t->buckets[actor / t->nodes * t->abuckets] : NULL;
+}
+
 /* A group of buckets for an actor arriving here: its home slot, else one of its own
  * (locks ready, blocks not yet in use); NULL when out of memory. */
 static bucket_t *group_alloc(au_ids_t *t, uint64_t actor)
@@ -796,7 +805,26 @@ static uint32_t live(const uint8_t *d, uint32_t B)
   return n;
 }
 
-/* 0 if every bucket's head in the blob agrees with its block, else -1 with why. */
+/* The first slot among B digests d and the ids at `ids` (read unaligned) whose id is not
+ * one of bucket g with that digest, or that holds an id an earlier slot holds; B if none. */
+static uint32_t bad_slot(const au_ids_t *t, const uint8_t *d, const uint8_t *ids, uint64_t g)
+{
+  for (uint32_t s = 0; s < t->B; s++) {
+    if (!d[s]) continue;
+    uint64_t id, h;
+    memcpy(&id, ids + 8 * (size_t)s, 8);
+    h = id_hash(id);
+    if (d[s] != ((uint8_t)h ? (uint8_t)h : 1) || cluster_bucket(t, h) != g) return s;
+    for (uint32_t r = 0; r < s; r++)
+      if (d[r] == d[s] && memcmp(ids + 8 * (size_t)r, &id, 8) == 0) return s;
+  }
+  return t->B;
+}
+
+/* 0 if every bucket's head in the blob agrees with its block, and each live row and
+ * candidate is an id of its bucket with its digest, once; else -1 with why. A bad peer's
+ * blob would otherwise plant ids of other actors or duplicates, or break the counts that
+ * the scans for a free slot rely on. */
 static int check_blob(const au_ids_t *t, uint64_t actor, const char *blob, char *why,
                       size_t why_len)
 {
@@ -812,6 +840,28 @@ static int check_blob(const au_ids_t *t, uint64_t actor, const char *blob, char 
                "bucket %llu of id table %u's actor %llu: its head (block %u, %u rows, %u "
                "candidates, hand %u) does not match its block",
                (unsigned long long)i, t->index, (unsigned long long)actor, h[0], h[1], h[2], h[3]);
+      return -1;
+    }
+    const uint64_t g = actor * t->abuckets + i;
+    if (!used) {
+      for (size_t j = 0; j < t->block_bytes; j++)
+        if (blk[j]) {
+          snprintf(why, why_len,
+                   "bucket %llu of id table %u's actor %llu: a block not in use that is not "
+                   "empty (byte %zu)",
+                   (unsigned long long)i, t->index, (unsigned long long)actor, j);
+          return -1;
+        }
+      continue;
+    }
+    const uint32_t rs = bad_slot(t, blk, blk + t->off_ids, g),
+                   cs = bad_slot(t, blk + t->off_cdig, blk + t->off_cids, g);
+    if (rs < t->B || cs < t->B) {
+      snprintf(why, why_len,
+               "bucket %llu of id table %u's actor %llu: %s slot %u holds an id of another "
+               "bucket, under another digest, or twice",
+               (unsigned long long)i, t->index, (unsigned long long)actor,
+               rs < t->B ? "row" : "candidate", rs < t->B ? rs : cs);
       return -1;
     }
   }

@@ -268,6 +268,9 @@ size_t ids_actor_bytes(const au_ids_t *t);
 void *ids_actor_pack(au_ids_t *t, void *values);
 void *ids_actor_unpack(au_ids_t *t, uint64_t actor, const void *blob, char *why, size_t why_len);
 void ids_actor_free(au_ids_t *t, uint64_t actor, void *values);
+/* The buckets of an actor whose home is here, in its home slot (on one node, actor 0 is
+ * all the table's buckets; tests pack and unpack them). */
+void *ids_home_buckets(au_ids_t *t, uint64_t actor);
 /* Replicas (replication.c). The owner: a snapshot of its actor into a blob of
  * ids_actor_bytes, each bucket under its lock; the words that changed since (buckets
  * written since the last look: indices into the blob's words and their values, the

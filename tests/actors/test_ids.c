@@ -438,6 +438,89 @@ static void test_read_is_not_a_use(void **state)
   assert_int_equal(au_ids_read(t, NULL, 1, r), AU_EINVAL);
 }
 
+/* ids.c's id hash, bucket and digest, mirrored: which slots a lookup compares depends on
+ * them (a white-box test) */
+static void id_place(uint64_t id, uint64_t buckets, uint64_t *bucket, unsigned *digest)
+{
+  uint64_t z = id ^ 0x2545f4914f6cdd1dULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  *bucket = ((z >> 32) * buckets) >> 32;
+  *digest = (uint8_t)z ? (uint8_t)z : 1;
+}
+
+static int count_row(void *arg, uint64_t id, const void *values)
+{
+  (void)id, (void)values;
+  ++*(int *)arg;
+  return 0;
+}
+
+/* A free slot keeps the id it last held: a lookup of that id must not take it for the
+ * id's row, even where the eight-at-once digest test flags it (digest 1, the byte above a
+ * live row of digest 1). Until 2026-12-07 it did: an expired row was dropped twice, the
+ * bucket's row count ran behind its slots, and filling the bucket then wrote a row over
+ * the next bucket's. Two buckets of 8, ttl 10. */
+static void test_free_slot_never_matched(void **state)
+{
+  (void)state;
+  au_ids_opts_t o = int_rows(4);
+  o.bucket = 8;
+  o.ttl = 10;
+  au_ids_t *t = NULL;
+  au_ids_stats_t st = {0};
+  for (o.budget = 1024; o.budget < 100000; o.budget += 16) { /* (the smallest takes 2) */
+    if (au_ids_create(node, &o, &t) != 0) continue;
+    au_ids_stats(t, &st);
+    if (st.capacity == 16) break;
+  }
+  assert_int_equal(st.capacity, 16);
+  uint64_t z = 0, x = 0, v = 0, w = 0, fill[7];
+  int nf = 0;
+  for (uint64_t id = 1; !(z && x && v && w && nf == 7); id++) {
+    uint64_t b;
+    unsigned dg;
+    id_place(id, 2, &b, &dg);
+    if (b == 0 && dg == 1) {
+      if (!z)
+        z = id;
+      else if (!x)
+        x = id;
+    } else if (b == 0) {
+      if (nf < 7)
+        fill[nf++] = id;
+      else if (!w)
+        w = id;
+    } else if (!v) {
+      v = id;
+    }
+  }
+  int32_t one[4] = {1, 1, 1, 1}, out[4];
+  assert_int_equal(au_ids_push(t, &v, 1, one, 0), 0); /* bucket 1: v = 2 */
+  assert_int_equal(au_ids_push(t, &v, 1, one, 0), 0);
+  assert_int_equal(au_ids_push(t, &z, 1, one, 0), 0); /* bucket 0: slots 0 and 1 */
+  assert_int_equal(au_ids_push(t, &x, 1, one, 0), 0);
+  assert_int_equal(au_ids_pull(t, &x, 1, out, 20), 0); /* expired: its slot freed */
+  assert_int_equal(au_ids_pull(t, &x, 1, out, 20), 0); /* no row now: a miss */
+  au_ids_stats(t, &st);
+  assert_int_equal(st.expired, 1);
+  assert_int_equal(st.misses, 2);
+  assert_int_equal(st.rows, 2);
+  assert_false(au_ids_contains(t, x));
+  for (int i = 0; i < 7; i++) assert_int_equal(au_ids_push(t, &fill[i], 1, one, 20), 0);
+  assert_int_equal(au_ids_push(t, &w, 1, one, 20), 0); /* bucket 0 full: evicts */
+  int rows = 0;
+  assert_int_equal(au_ids_foreach(t, count_row, &rows), 0);
+  au_ids_stats(t, &st);
+  assert_int_equal(st.rows, 9);
+  assert_int_equal(rows, 9);
+  assert_true(au_ids_contains(t, v));
+  assert_int_equal(au_ids_read(t, &v, 1, out), 0);
+  assert_int_equal(out[0], 2);
+  assert_true(au_ids_contains(t, w));
+}
+
 /* Ids pushed fewer than `admit` times never get a row, whatever else is pushed: 20,000
  * ids pushed 1..5 times in a shuffled order, admit 4, a budget far below their rows. */
 static void test_rare_ids_never_materialized(void **state)
@@ -842,6 +925,7 @@ int main(void)
       cmocka_unit_test(test_evicted_row_restarts),
       cmocka_unit_test(test_clock_behind),
       cmocka_unit_test(test_read_is_not_a_use),
+      cmocka_unit_test(test_free_slot_never_matched),
       cmocka_unit_test(test_rare_ids_never_materialized),
       cmocka_unit_test(test_doorkeeper),
       cmocka_unit_test(test_door_forgets),

@@ -426,6 +426,68 @@ static void test_values_sparse_patterns(void **state)
   free(rows), free(back), free(msg);
 }
 
+/* An id actor's blob is checked before it replaces any bucket: whole, it goes back in;
+ * two buckets swapped (each head true to its block, but the ids another bucket's), or an
+ * unused bucket's block not empty, are refused and leave the rows as they were. On one
+ * node actor 0 is the whole table. */
+static void test_ids_blob_checked(void **state)
+{
+  (void)state;
+  au_ids_t *t;
+  au_ids_opts_t io = {.row = {.dim = 4, .type = AU_I32}, .bucket = 8, .budget = 8192};
+  assert_int_equal(au_ids_create(node, &io, &t), 0);
+  au_ids_stats_t st;
+  au_ids_stats(t, &st);
+  const uint64_t nb = st.capacity / 8;
+  assert_true(nb >= 3);
+  const int32_t one[4] = {1, 2, 3, 4};
+  uint64_t id = 0;
+  /* rows in most buckets, not all: at least one unused */
+  for (int i = 0; i < (int)nb; i++) {
+    id = (uint64_t)i * 7919 + 1;
+    assert_int_equal(au_ids_push(t, &id, 1, one, 0), 0);
+  }
+  au_ids_stats(t, &st);
+  const uint64_t rows = st.rows;
+  const size_t bytes = ids_actor_bytes(t), stride = bytes / nb;
+  char *blob = ids_actor_pack(t, ids_home_buckets(t, 0)), why[300];
+  assert_non_null(blob);
+  /* the buckets in use (a record's first word), and one that is not */
+  int used[2] = {-1, -1}, unused = -1;
+  for (uint64_t b = 0; b < nb; b++) {
+    uint32_t flag;
+    memcpy(&flag, blob + b * stride, 4);
+    if (flag && used[0] < 0)
+      used[0] = (int)b;
+    else if (flag && used[1] < 0)
+      used[1] = (int)b;
+    else if (!flag && unused < 0)
+      unused = (int)b;
+  }
+  assert_true(used[1] >= 0 && unused >= 0);
+  char *bad = malloc(bytes), *rec = malloc(stride);
+  memcpy(bad, blob, bytes);
+  memcpy(rec, bad + used[0] * stride, stride);
+  memcpy(bad + used[0] * stride, bad + used[1] * stride, stride);
+  memcpy(bad + used[1] * stride, rec, stride);
+  assert_null(ids_actor_unpack(t, 0, bad, why, sizeof(why)));
+  assert_non_null(strstr(why, "another bucket"));
+  memcpy(bad, blob, bytes);
+  bad[unused * stride + stride - 1] = 1; /* the last byte of its block */
+  assert_null(ids_actor_unpack(t, 0, bad, why, sizeof(why)));
+  assert_non_null(strstr(why, "not in use that is not empty"));
+  au_ids_stats(t, &st);
+  assert_int_equal(st.rows, rows);
+  int32_t v[4];
+  assert_int_equal(au_ids_read(t, &id, 1, v), 0);
+  assert_memory_equal(v, one, sizeof(one));
+  assert_non_null(ids_actor_unpack(t, 0, blob, why, sizeof(why)));
+  au_ids_stats(t, &st);
+  assert_int_equal(st.rows, rows);
+  assert_true(au_ids_contains(t, id));
+  free(bad), free(rec), free(blob);
+}
+
 static uint32_t actor_type;
 static int dec_actor(const uint8_t *p, size_t len)
 {
@@ -669,6 +731,7 @@ int main(void)
       cmocka_unit_test(test_rows_of_id_tables),
       cmocka_unit_test(test_values),
       cmocka_unit_test(test_values_sparse_patterns),
+      cmocka_unit_test(test_ids_blob_checked),
       cmocka_unit_test(test_actor_messages),
       cmocka_unit_test(test_want),
       cmocka_unit_test(test_intent),
