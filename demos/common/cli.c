@@ -23,6 +23,30 @@ int cli_fail_flag(const char *flag, const char *val, const char *want)
   return 2;
 }
 
+int cli_path(const char *flag, const char *v)
+{
+  if (!v || !*v) return cli_fail_flag(flag, v, "a path");
+  if (v[0] == '-' && v[1] == '-') {
+    fprintf(stderr,
+            "%s: %s: expected a path, got the flag '%s' (a path that starts with -- "
+            "can be given as ./%s)\n",
+            prog, flag, v, v);
+    return 2;
+  }
+  return 0;
+}
+
+int cli_check_memory(const char *what, double bytes)
+{
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0; /* (unknown: let the allocation say) */
+  const double have = (double)pages * (double)page;
+  if (bytes <= have) return 0;
+  fprintf(stderr, "%s: %s needs %.1f GB, more than this machine's %.1f GB of memory\n", prog, what,
+          bytes / 1e9, have / 1e9);
+  return 2;
+}
+
 int cli_unknown_flag(const char *flag)
 {
   fprintf(stderr, "%s: unknown flag '%s' (see --help)\n", prog, flag);
@@ -96,7 +120,7 @@ int cli_ckpt_set(cli_ckpt_t *c, const char *flag, const char *v)
     c->tuned = every ? "--checkpoint-every" : "--checkpoint-keep";
     return 0;
   }
-  if (!v) return cli_fail_flag(flag, "", "a directory");
+  if ((rc = cli_path(flag, v)) != 0) return rc;
   *(!strcmp(flag, "--resume") ? &c->resume : &c->dir) = v;
   return 0;
 }
@@ -134,6 +158,25 @@ int cli_check_outputs(const char *save, const char *ckdir, const char *trace)
   if (trace && stat(trace, &st) == 0 && S_ISDIR(st.st_mode)) {
     fprintf(stderr, "%s: --trace %s: a directory, not a file\n", prog, trace);
     return 2;
+  }
+  if (trace) { /* its directory must be one to write in (the files are TRACE.RANK) */
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", trace);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+      snprintf(dir, sizeof(dir), ".");
+    else if (slash == dir)
+      dir[1] = 0;
+    else
+      *slash = 0;
+    const char *why = stat(dir, &st) != 0      ? strerror(errno)
+                      : !S_ISDIR(st.st_mode)   ? "not a directory"
+                      : access(dir, W_OK) != 0 ? strerror(errno)
+                                               : NULL;
+    if (why) {
+      fprintf(stderr, "%s: --trace %s: %s: %s\n", prog, trace, dir, why);
+      return 2;
+    }
   }
   return 0;
 }

@@ -18,6 +18,16 @@ int cli_fail_flag(const char *flag, const char *val, const char *want);
 /* Reports an unknown flag. Returns 2. */
 int cli_unknown_flag(const char *flag);
 
+/* A path flag's value: 0 when v is one, else 2 after the message: missing, empty, or a
+ * flag ("--save --biases" would save into ./--biases and drop --biases; a path that
+ * starts with "--" can be given as ./--NAME). */
+int cli_path(const char *flag, const char *v);
+
+/* 0 when `bytes` fit in this machine's memory, else 2 after one line: "PROG: WHAT needs
+ * N GB, more than this machine's M GB" (before the allocation, not an OOM kill minutes
+ * later). */
+int cli_check_memory(const char *what, double bytes);
+
 /* A decimal whole number in [min, max]; rejects a sign, which strtoull would accept
  * (and wrap, for '-'). */
 int cli_parse_u64(const char *flag, const char *s, uint64_t min, uint64_t max, uint64_t *out);

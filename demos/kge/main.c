@@ -158,7 +158,7 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (!strcmp(f, "--sync-ms")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, 1000, &u))) a->sync_ms = (int)u;
     } else if (!strcmp(f, "--trace")) {
-      if (!(a->trace = VALUE())) rc = cli_fail_flag(f, "", "a file name");
+      rc = cli_path(f, a->trace = VALUE());
     } else if (!strcmp(f, "--eval-every")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 0, 100000, &u))) a->eval_every = (int)u;
     } else if (!strcmp(f, "--eval-triples")) {
@@ -168,11 +168,11 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (cli_ckpt_is(f)) {
       rc = cli_ckpt_set(&a->ck, f, VALUE());
     } else if (!strcmp(f, "--save")) {
-      if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a directory");
+      rc = cli_path(f, a->save = VALUE());
     } else if (!strcmp(f, "--valid")) {
-      if (!(a->valid = VALUE())) rc = cli_fail_flag(f, "", "a file name");
+      rc = cli_path(f, a->valid = VALUE());
     } else if (!strcmp(f, "--test")) {
-      if (!(a->test = VALUE())) rc = cli_fail_flag(f, "", "a file name");
+      rc = cli_path(f, a->test = VALUE());
     } else if (!strcmp(f, "--entities")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 2, KG_MAX_ENTITIES, &u))) a->gen.entities = (uint32_t)u;
     } else if (!strcmp(f, "--pairs")) {

@@ -158,7 +158,7 @@ static int parse_args(int argc, char **argv, args_t *a)
       if (au_place_parse(v, &a->lda.place) != 0)
         rc = cli_fail_flag(f, v, "classic, replicate, relocate, hot or adaptive");
     } else if (!strcmp(f, "--trace")) {
-      if (!(a->trace = VALUE())) rc = cli_fail_flag(f, "", "a file name");
+      rc = cli_path(f, a->trace = VALUE());
     } else if (!strcmp(f, "--format")) {
       const char *v = VALUE();
       if (v && !strcmp(v, "uci"))
@@ -168,7 +168,7 @@ static int parse_args(int argc, char **argv, args_t *a)
       else
         rc = cli_fail_flag(f, v, "uci or text");
     } else if (!strcmp(f, "--vocab")) {
-      if (!(a->vocab = VALUE())) rc = cli_fail_flag(f, "", "a file name");
+      rc = cli_path(f, a->vocab = VALUE());
     } else if (!strcmp(f, "--min-count")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, UINT32_MAX, &u)))
         a->min_count = (uint32_t)u, a->have_min_count = 1;
@@ -189,7 +189,7 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (cli_ckpt_is(f)) {
       rc = cli_ckpt_set(&a->ck, f, VALUE());
     } else if (!strcmp(f, "--save")) {
-      if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a folder name");
+      rc = cli_path(f, a->save = VALUE());
     } else if (f[0] == '-' && f[1]) {
       return cli_unknown_flag(f);
     } else if (!a->file) {
@@ -395,7 +395,7 @@ int main(int argc, char **argv)
     fprintf(stderr, PROG ": --trace %s: %s\n", a.trace, au_strerror(rc));
     au_node_destroy(node);
     lda_corpus_free(&c);
-    return 1;
+    return 2; /* (as the other demos: a flag's file) */
   }
   if (talk) {
     printf("data=%s docs=%llu vocab=%u tokens=%llu load_seconds=%.2f%s\n",

@@ -5,7 +5,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -277,6 +276,11 @@ static int parse_u64(const char *b, const char *e, uint64_t *out)
 
 enum { VAL_OK, VAL_SYNTAX, VAL_NONFINITE };
 
+/* The largest rating magnitude taken: training squares the errors in single precision,
+ * and ratings near the float range (1e38) overflowed them, which then read as a learning
+ * rate too large. Counts and scores up to a billion fit. */
+#define MAX_RATING 1e9
+
 /* Parses [b, e) as a float. Fast path: [sign]digits[.digits] with at most 15 digits is
  * mantissa / 10^k, both exact in a double, so the division rounds correctly, like
  * strtod. Everything else (exponents, long mantissas, nan, inf) goes to strtod, which
@@ -297,6 +301,7 @@ static int parse_value(const char *b, const char *e, float *out)
   }
   if (p == e && digits > 0 && digits <= 15) {
     double d = (double)mant / pow10[frac];
+    if (d > MAX_RATING) return VAL_NONFINITE;
     *out = (float)(neg ? -d : d);
     return VAL_OK;
   }
@@ -306,7 +311,7 @@ static int parse_value(const char *b, const char *e, float *out)
   char *end;
   double d = strtod(b, &end);
   if (end != e) return VAL_SYNTAX;
-  if (!isfinite(d) || fabs(d) > FLT_MAX) return VAL_NONFINITE;
+  if (!isfinite(d) || fabs(d) > MAX_RATING) return VAL_NONFINITE;
   *out = (float)d;
   return VAL_OK;
 }
@@ -432,7 +437,7 @@ static int rating_line(loader_t *L, const char *line, size_t len)
   if (vr != VAL_OK) {
     char what[96];
     snprintf(what, sizeof(what), "%s%s", expected_line[L->fmt],
-             vr == VAL_NONFINITE ? " with a finite rating" : "");
+             vr == VAL_NONFINITE ? " with a rating within +-1e9" : "");
     return bad_line(L, what, line, len);
   }
   return add_rating(L, rid, cid, v);
@@ -493,7 +498,8 @@ static int mm_line(loader_t *L, const char *line, size_t len)
   if (n == 3 && parse_u64(f[0].b, f[0].e, &i) && parse_u64(f[1].b, f[1].e, &j))
     vr = parse_value(f[2].b, f[2].e, &v);
   if (vr == VAL_SYNTAX) return bad_line(L, "'row col value'", line, len);
-  if (vr == VAL_NONFINITE) return bad_line(L, "'row col value' with a finite value", line, len);
+  if (vr == VAL_NONFINITE)
+    return bad_line(L, "'row col value' with a value within +-1e9", line, len);
   char what[128];
   if (i < 1 || i > L->mm_rows || j < 1 || j > L->mm_cols) {
     snprintf(what, sizeof(what), "'row col value' with row in 1..%llu and col in 1..%llu",

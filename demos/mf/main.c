@@ -183,20 +183,20 @@ static int parse_args(int argc, char **argv, args_t *a)
     } else if (!strcmp(f, "--hot")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, UINT64_MAX, &u))) a->mf.hot = u;
     } else if (!strcmp(f, "--trace")) {
-      if (!(a->trace = VALUE())) rc = cli_fail_flag(f, "", "a file name");
+      rc = cli_path(f, a->trace = VALUE());
     } else if (!strcmp(f, "--format")) {
       const char *v = VALUE();
       if (!v || mf_format_parse(v, &a->format) != 0)
         rc = cli_fail_flag(f, v, "one of auto csv udata dat triples mm");
     } else if (!strcmp(f, "--test")) {
-      if (!(a->test = VALUE())) rc = cli_fail_flag(f, "", "a file name");
+      rc = cli_path(f, a->test = VALUE());
     } else if (!strcmp(f, "--test-ratio")) {
       if (!(rc = cli_parse_double(f, VALUE(), 0, 0.9, &d)))
         a->test_ratio = d, a->have_test_ratio = 1;
     } else if (cli_ckpt_is(f)) {
       rc = cli_ckpt_set(&a->ck, f, VALUE());
     } else if (!strcmp(f, "--save")) {
-      if (!(a->save = VALUE())) rc = cli_fail_flag(f, "", "a directory");
+      rc = cli_path(f, a->save = VALUE());
     } else if (!strcmp(f, "--rows")) {
       if (!(rc = cli_parse_u64(f, VALUE(), 1, UINT32_MAX - 1, &u))) a->gen.rows = (uint32_t)u;
     } else if (!strcmp(f, "--cols")) {
@@ -412,6 +412,16 @@ int main(int argc, char **argv)
     if (d.test_skipped) printf(" test_skipped=%zu", d.test_skipped);
     printf(" load_seconds=%.2f\n", load_s);
     fflush(stdout);
+  }
+  /* a node's share of the factors (and AdaGrad's accumulators) at the least: a --rank
+   * no machine holds is refused now, not OOM-killed after minutes of allocating */
+  const double model_bytes = ((double)d.nrows + (double)d.ncols) * a.mf.rank * sizeof(float) *
+                             (a.mf.optim == MF_ADAGRAD ? 2 : 1) / nodes;
+  if ((rc = cli_check_memory("the model (rows and columns times --rank, a node's share)",
+                             model_bytes)) != 0) {
+    au_node_destroy(node);
+    dataset_free(&d);
+    return rc;
   }
   mf_t *m;
   const size_t ntest = d.test.n; /* mf_create takes the ratings */

@@ -98,6 +98,10 @@ int mf_predict_main(int argc, char **argv)
   if ((rc = mf_load(ratings, fmt, &rows, &cols, 0, &r, &skipped, err, sizeof(err))) != 0) {
     fprintf(stderr, PROG ": %s\n", err);
     status = rc == MF_ENOMEM ? 1 : 2;
+  } else if (r.n == 0) { /* (as training's --test: nothing to score is not a result) */
+    fprintf(stderr, PROG ": %s: no rating of a known row and column (%zu skipped)\n", ratings,
+            skipped);
+    status = 2;
   } else if (outp && !(out = fopen(outp, "w"))) {
     fprintf(stderr, PROG ": --out %s: %s\n", outp, strerror(errno));
     status = 2; /* (a path the user gave) */

@@ -39,6 +39,10 @@ expect_error "--checkpoint-every without --checkpoint" "--checkpoint-every needs
   --checkpoint-every 2
 expect_error "--resume of nothing" "--resume $tmp/nowhere: No such file" --resume "$tmp/nowhere"
 expect_error "bad model" "--model: expected complex or distmult" --model transe
+expect_error "--save followed by a flag" "--save: expected a path, got the flag '--help'" --save --help
+expect_error "--valid ''" "--valid: expected a path, got ''" --valid ''
+expect_error "--trace where no file can be" "--trace /nonexistent/x: /nonexistent: No such file" \
+  --trace /nonexistent/x
 expect_error "bad number" "--rank: expected" --rank abc
 expect_error "missing value" "--lr: expected" --lr
 expect_error "unknown mode" "--mode: expected classic, replicate, relocate, hot or adaptive" \

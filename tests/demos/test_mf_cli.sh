@@ -57,6 +57,22 @@ expect_error "--save where no directory can be" "--save /nonexistent/x: No such 
 expect_error "--checkpoint where no directory can be" "--checkpoint /nonexistent/x: No such file" \
   --rows 200 --cols 100 --ratings 3000 --epochs 1 --checkpoint /nonexistent/x
 expect_error "--trace naming a directory" "--trace $tmp: a directory" --rows 200 --cols 100 --ratings 3000 --epochs 1 --trace "$tmp"
+expect_error "--trace where no file can be" "--trace /nonexistent/x: /nonexistent: No such file" \
+  --rows 200 --cols 100 --ratings 3000 --epochs 1 --trace /nonexistent/x
+# a path flag whose value is missing does not take the next flag as its path
+(cd "$tmp" && "$mf" --rows 200 --cols 100 --ratings 3000 --epochs 1 --save --biases >/dev/null 2>&1)
+check "--save --biases: no directory named --biases" test ! -e "$tmp/--biases"
+expect_error "--save followed by a flag" "--save: expected a path, got the flag '--biases'" \
+  --rows 200 --cols 100 --ratings 3000 --epochs 1 --save --biases
+expect_error "--checkpoint followed by a flag" "--checkpoint: expected a path, got the flag '--resume'" \
+  --epochs 1 --checkpoint --resume x
+expect_error "--test ''" "--test: expected a path, got ''" --epochs 1 --test ''
+# a model no machine of this size holds (rows and columns x rank 1024 x 4 bytes x 2 for
+# AdaGrad above MemTotal) is refused before it is allocated, not OOM-killed later
+mem=$(($(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 1024))
+big=$((mem / 16384 + 100000))
+expect_error "a model larger than the memory" "needs [0-9.]* GB, more than this machine's" \
+  --rank 1024 --rows $big --cols $big --ratings $((2 * big)) --epochs 1
 "$mf" --rows 200 --cols 100 --ratings 3000 --epochs 1 >/dev/full 2>"$tmp/err"
 check "stdout on a full disk: exit 1, said" test $? -eq 1 -a "$(grep -c 'writing the output' "$tmp/err")" -eq 1
 expect_error "bad number" "--rank: expected" --rank abc
@@ -147,6 +163,11 @@ got=$(grep -o 'rmse=[0-9.]*' <<<"$pout" | cut -d= -f2)
 check "predict: the run's test RMSE to the printed digits ($want, $got)" \
   awk -v w="$want" -v g="$got" 'BEGIN { exit !(w != "" && g != "" && g >= w - 0.0000505 && g <= w + 0.0000505) }'
 check "predict: the unknown row skipped" grep -q '^predict ratings=1 skipped=1 rmse=' <<<"$pout"
+# nothing to score: an error, as training's --test (it printed rmse=nan and exited 0)
+printf '9999,9999,3\n' >"$tmp/unknown.csv"
+uout=$("$mf" predict "$tmp/model" "$tmp/unknown.csv" 2>&1); rc=$?
+check "predict of unknown ratings only: exit 2, says so" \
+  test $rc -eq 2 -a "$(grep -c 'unknown.csv: no rating of a known row and column (1 skipped)' <<<"$uout")" -eq 1
 # each prediction is mean + P[row] . Q[col], from the text files
 p1=$(awk -v r=0 'NR == FNR { if ($1 == 1) row = FNR; next } FNR == row { print }' "$tmp/model/row_ids.txt" "$tmp/model/P.txt")
 q1=$(awk 'NR == FNR { if ($1 == 1001) col = FNR; next } FNR == col { print }' "$tmp/model/col_ids.txt" "$tmp/model/Q.txt")

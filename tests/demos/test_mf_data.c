@@ -266,7 +266,7 @@ static void test_malformed(void **state)
       {MF_FMT_CSV, "abc,3\n", ":1:", "got 'abc,3'"},
       {MF_FMT_CSV, "1,2,3\n1,2\n", ":2:", "got '1,2'"},
       {MF_FMT_CSV, "1,2,3,4,5\n", ":1:", "expected"},
-      {MF_FMT_CSV, "1,2,3\n\n1,3,nan\n", ":3:", "finite"},
+      {MF_FMT_CSV, "1,2,3\n\n1,3,nan\n", ":3:", "within +-1e9"},
       {MF_FMT_CSV, "1,2,3,noon\n", ":1:", "noon"},
       {MF_FMT_CSV, "1,2,3\nuserId,movieId,rating\n", ":2:", "userId"},
       {MF_FMT_CSV, "1,2,3x\n", ":1:", "3x"},
@@ -275,7 +275,7 @@ static void test_malformed(void **state)
       {MF_FMT_UDATA, "1\t2\t3\t4\n5\t6\n", ":2:", "expected 'user<TAB>item"},
       {MF_FMT_UDATA, "1\t2\tx\t4\n", ":1:", "got '1\t2\tx\t4'"},
       {MF_FMT_DAT, "1::2::3::4\n1::2:3::4\n", ":2:", "expected 'user::item::rating"},
-      {MF_FMT_DAT, "1::2::inf\n", ":1:", "finite"},
+      {MF_FMT_DAT, "1::2::inf\n", ":1:", "within +-1e9"},
       {MF_FMT_TRIPLES, "0 0 1\n# c\n0 1\n", ":3:", "expected 'row col value', got '0 1'"},
       {MF_FMT_TRIPLES, "0 0 1 5\n", ":1:", "got '0 0 1 5'"},
       {MF_FMT_TRIPLES, "-1 0 1\n", ":1:", "-1"},
@@ -284,7 +284,9 @@ static void test_malformed(void **state)
        ":2:", "expected ids below 18446744073709551615"},
       {MF_FMT_CSV, "-1,10,4\n", ":1:", "got '-1,10,4'"}, /* not a header: a bad first line */
       {MF_FMT_CSV, "1.5,10,4\n", ":1:", "got '1.5,10,4'"},
-      {MF_FMT_TRIPLES, "0 0 1\n0 1 1e999\n", ":2:", "finite"},
+      {MF_FMT_TRIPLES, "0 0 1\n0 1 1e999\n", ":2:", "within +-1e9"},
+      {MF_FMT_TRIPLES, "0 0 1\n0 1 1e38\n", ":2:", "within +-1e9"},      /* float range, */
+      {MF_FMT_TRIPLES, "0 0 1\n0 1 -1000000001\n", ":2:", "within +-1e9"}, /* or past 1e9 */
       {MF_FMT_MM, "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n2 2 2\n",
        ":4:", "expected 3 entries"},
       {MF_FMT_MM, "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1\n2 2 2\n",
@@ -294,7 +296,7 @@ static void test_malformed(void **state)
       {MF_FMT_MM, "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 0 1.0\n",
        ":3:", "col in 1..2"},
       {MF_FMT_MM, "%%MatrixMarket matrix coordinate real general\n%\n2 2 1\n1 1 nan\n",
-       ":4:", "finite"},
+       ":4:", "within +-1e9"},
       {MF_FMT_MM, "%%MatrixMarket matrix coordinate real general\n2 2\n", ":2:", "size line"},
       {MF_FMT_MM, "%%MatrixMarket matrix coordinate real general\n% only comments\n",
        ":2:", "end of the file"},
