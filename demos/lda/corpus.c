@@ -149,6 +149,22 @@ const char *lda__where(char *buf, size_t cap, const char *path, size_t lineno, l
   return buf;
 }
 
+int lda__check_cr(const char *path, size_t lineno, long long at, const char *line, size_t len,
+                  char *err, size_t errlen)
+{
+  const char *cr = memchr(line, '\r', len), *q = cr;
+  while (q && q < line + len && is_ws(*q)) q++;
+  if (!cr || q == line + len) return 0; /* none, or only whitespace after it */
+  char buf[80], where[600];
+  lda__set_err(err, errlen,
+               "%s: expected lines that end in \\n or \\r\\n, got a carriage return (\\r) "
+               "within the line, after '%s' (classic Mac line ends? tr '\\r' '\\n' converts "
+               "them)",
+               lda__where(where, sizeof(where), path, lineno, at),
+               lda__shown(buf, sizeof(buf), line, (size_t)(cr - line)));
+  return LDA_EPARSE;
+}
+
 /* The last non-blank line that starts in [body, s) (s a line start), into *line (malloc'd,
  * without its '\n'). 1 if there is one, 0 if not, LDA_EIO / LDA_ENOMEM. */
 static int prev_line(FILE *f, long long body, long long s, char **line, size_t *len)
@@ -286,6 +302,8 @@ static int uci_line(void *state, char *line, size_t len, size_t lineno)
   field_t f[4];
   int n = split_ws(line, line + len, f, 3);
   if (n == 0) return 0; /* blank */
+  int rc = lda__check_cr(u->path, lineno, u->at, line, len, u->err, u->errlen);
+  if (rc) return rc;
   if (u->header < 3) {
     static const char *const what[] = {"the number of documents D (line 1 of a UCI docword file)",
                                        "the vocabulary size W (line 2 of a UCI docword file)",
@@ -302,6 +320,14 @@ static int uci_line(void *state, char *line, size_t len, size_t lineno)
                "NNZ (line 3) near D = %llu (line 1): more than 2^20 of its documents would be "
                "empty (a header that does not describe the file?)",
                (unsigned long long)u->d);
+      return uci_bad(u, lineno, what, line, len);
+    }
+    if (u->header == 2 && u->w > v + (1u << 20)) { /* and the model's tables go by W */
+      char what[200];
+      snprintf(what, sizeof(what),
+               "NNZ (line 3) near W = %llu (line 2): more than 2^20 of its words would be in "
+               "no entry (a header that does not describe the file?)",
+               (unsigned long long)u->w);
       return uci_bad(u, lineno, what, line, len);
     }
     if (u->header == 2) {
@@ -333,7 +359,9 @@ static int uci_line(void *state, char *line, size_t len, size_t lineno)
   }
   if (count > LDA_MAX_TOKENS || (u->tokens += count) > LDA_MAX_TOKENS) {
     char where[600];
-    lda__set_err(u->err, u->errlen, "%s: more than %u tokens in all",
+    lda__set_err(u->err, u->errlen,
+                 "%s: more than %u tokens in all (the count tables are int32: one topic may hold "
+                 "every token)",
                  lda__where(where, sizeof(where), u->path, lineno, u->at), LDA_MAX_TOKENS);
     return LDA_ERANGE;
   }
@@ -404,6 +432,15 @@ int lda_load_uci(const char *path, lda_corpus_t *out, char *err, size_t errlen)
   free(u.e);
   if (rc) lda_corpus_free(out);
   return rc;
+}
+
+void lda_uci_hint(char *err, size_t errlen)
+{
+  size_t n = err ? strnlen(err, errlen) : errlen;
+  if (n < errlen)
+    snprintf(err + n, errlen - n,
+             " (the file was taken for UCI because its first line is a number: give --format "
+             "text for a text corpus)");
 }
 
 /* A line of a part of a UCI file (lda__each_line_part): a document is the part's in which
@@ -491,7 +528,8 @@ typedef struct {
   char *err;
   size_t errlen;
   uint32_t want, n; /* words expected, read */
-  size_t *off;      /* start of word i in blob */
+  size_t blank;     /* the first blank line after the last word (0: none yet) */
+  size_t *off;      /* start of word i in blob (the word of line i + 1) */
   char *blob;
   size_t len, cap;
 } vocab_t;
@@ -503,9 +541,17 @@ static int vocab_line(void *state, char *line, size_t len, size_t lineno)
   while (b < e && is_ws(*b)) b++;
   while (e > b && is_ws(e[-1])) e--;
   char buf[80];
-  if (b == e) {
-    lda__set_err(v->err, v->errlen, "%s:%zu: expected a word (one per line), got '%s'", v->path,
-                 lineno, lda__shown(buf, sizeof(buf), line, len));
+  int rc = lda__check_cr(v->path, lineno, -1, line, len, v->err, v->errlen);
+  if (rc) return rc;
+  if (b == e) { /* fine at the end; before a word it would shift every word after it */
+    if (!v->blank) v->blank = lineno;
+    return 0;
+  }
+  if (v->blank) {
+    lda__set_err(v->err, v->errlen,
+                 "%s:%zu: expected a word (one per line: line i names word i), got a blank line "
+                 "before '%s' on line %zu",
+                 v->path, v->blank, lda__shown(buf, sizeof(buf), line, len), lineno);
     return LDA_EPARSE;
   }
   if (memchr(b, '\0', (size_t)(e - b))) {
@@ -545,6 +591,46 @@ static int vocab_line(void *state, char *line, size_t len, size_t lineno)
   return 0;
 }
 
+typedef struct {
+  const char *w;
+  uint32_t i;
+} vocab_word_t;
+
+static int vocab_cmp(const void *a, const void *b)
+{
+  const vocab_word_t *x = a, *y = b;
+  int c = strcmp(x->w, y->w);
+  return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* 0 if the n words of blob (word i at off[i], on line i + 1) differ, else LDA_EPARSE with
+ * a message naming the first line that repeats a word, and the line it repeats. */
+static int vocab_unique(const char *path, const char *blob, const size_t *off, uint32_t n,
+                        char *err, size_t errlen)
+{
+  vocab_word_t *s = malloc(((size_t)n + 1) * sizeof(*s));
+  if (!s) {
+    lda__set_err(err, errlen, "%s: out of memory", path);
+    return LDA_ENOMEM;
+  }
+  for (uint32_t i = 0; i < n; i++) s[i] = (vocab_word_t){blob + off[i], i};
+  qsort(s, n, sizeof(*s), vocab_cmp);
+  /* the earliest repeat is a second occurrence: right after its first in the order */
+  uint32_t first = 0, again = UINT32_MAX;
+  for (uint32_t i = 1; i < n; i++)
+    if (s[i].i < again && !strcmp(s[i].w, s[i - 1].w)) first = s[i - 1].i, again = s[i].i;
+  int rc = 0;
+  if (again != UINT32_MAX) {
+    char buf[80];
+    const char *w = blob + off[again];
+    lda__set_err(err, errlen, "%s:%u: expected each word once, got '%s' again (line %u)", path,
+                 again + 1, lda__shown(buf, sizeof(buf), w, strlen(w)), first + 1);
+    rc = LDA_EPARSE;
+  }
+  free(s);
+  return rc;
+}
+
 int lda_load_vocab(const char *path, lda_corpus_t *c, char *err, size_t errlen)
 {
   vocab_t v = {.path = path, .err = err, .errlen = errlen, .want = c->nwords};
@@ -562,6 +648,7 @@ int lda_load_vocab(const char *path, lda_corpus_t *c, char *err, size_t errlen)
                  path, lines ? lines : 1, v.want, v.n);
     rc = LDA_EPARSE;
   }
+  if (!rc) rc = vocab_unique(path, v.blob, v.off, v.n, err, errlen);
   char **vocab = NULL;
   if (!rc && !(vocab = malloc(((size_t)v.n + 1) * sizeof(char *)))) {
     lda__set_err(err, errlen, "%s: out of memory", path);

@@ -22,8 +22,8 @@ enum {
   LDA_ERANGE = -5, /* more tokens, words or documents than the corpus holds */
 };
 const char *lda_strerror(int err);
-/* Internal to the loaders (corpus.c, text.c): formats a message into err (may be NULL),
- * and shows an offending line as at most 60 characters, control bytes as '?'. */
+/* Internal to the loaders (corpus.c, text.c, and infer.c's of a model): formats a message into err
+ * (may be NULL), and shows an offending line as at most 60 characters, control bytes as '?'. */
 void lda__set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 const char *lda__shown(char *buf, size_t cap, const char *line, size_t len);
@@ -33,6 +33,11 @@ const char *lda__shown(char *buf, size_t cap, const char *line, size_t len);
 typedef int (*lda__line_fn)(void *state, char *line, size_t len, size_t lineno);
 int lda__each_line(const char *path, lda__line_fn fn, void *state, size_t *lines, char *err,
                    size_t errlen);
+/* Internal: LDA_EPARSE with a message when line holds a carriage return followed by more
+ * than whitespace (a classic Mac line end, which getline does not split at: the file would
+ * be one long line), else 0. where as lda__where takes it. */
+int lda__check_cr(const char *path, size_t lineno, long long at, const char *line, size_t len,
+                  char *err, size_t errlen);
 
 /* Internal: "PATH:LINE", or "PATH: the line at byte AT" when at >= 0 (a line of a part). */
 const char *lda__where(char *buf, size_t cap, const char *path, size_t lineno, long long at);
@@ -51,7 +56,9 @@ typedef int (*lda__part_fn)(void *state, char *line, size_t len, size_t lineno, 
 int lda__each_line_part(const char *path, long long body, size_t body_lines, int part, int nparts,
                         int extend, lda__part_fn fn, void *state, char *err, size_t errlen);
 
-#define LDA_MAX_TOKENS 0xffffffffu /* tokens one corpus holds */
+/* tokens one corpus holds: the count tables are int32 (one topic may come to hold every
+ * token of the corpus), so 2^31 - 1 */
+#define LDA_MAX_TOKENS 0x7fffffffu
 #define LDA_MAX_WORDS  0x7fffffffu /* vocabulary size */
 
 typedef struct lda_corpus {
@@ -74,10 +81,16 @@ const char *lda_corpus_word(const lda_corpus_t *c, uint32_t w, char *buf, size_t
 
 /* UCI bag-of-words (docword.*.txt): three header lines D, W, NNZ, then NNZ lines
  * "docID wordID count", 1-based ids, in any order. Blank lines are skipped. Document d
- * (1-based) becomes document d - 1; a document with no entries is empty.
+ * (1-based) becomes document d - 1; a document with no entries is empty. A header whose D
+ * or W is more than 2^20 above its NNZ is refused (memory goes by them), and so are more
+ * than LDA_MAX_TOKENS tokens in all.
  * 0, or LDA_EIO / LDA_EPARSE / LDA_ENOMEM / LDA_ERANGE with a one-line message in err
  * ("PATH:LINE: expected 'docID wordID count', got 'abc'"). On failure out is empty. */
 int lda_load_uci(const char *path, lda_corpus_t *out, char *err, size_t errlen);
+/* After lda_load_uci failed with LDA_EPARSE on a file taken for UCI only because its first
+ * line is a number (no --format given): appends to err that a text corpus needs --format
+ * text (a text whose first line is "1984" fails at line 2 otherwise). */
+void lda_uci_hint(char *err, size_t errlen);
 
 /* Part `part` of `nparts` of a UCI file, for a cluster whose nodes each read one
  * (demos/lda/shard.c): every part reads the header, then the entries of the documents
@@ -99,15 +112,18 @@ int lda_load_uci_part(const char *path, int part, int nparts, lda_uci_part_t *ou
                       size_t errlen);
 
 /* A vocabulary for c (vocab.*.txt): one word per line, line i naming word i - 1; exactly
- * c->nwords non-blank lines. 0, or an error with a message (c's vocabulary unchanged). */
+ * c->nwords words, each once, then only blank lines if any. 0, or an error with a message
+ * (c's vocabulary unchanged): a blank line before a word, a word twice (naming both
+ * lines). */
 int lda_load_vocab(const char *path, lda_corpus_t *c, char *err, size_t errlen);
 
 /* Plain text, one document per line: bytes are lower-cased, words are runs of letters
  * (ASCII letters and any byte >= 0x80, so UTF-8 words stay whole), words of one letter
  * and the built-in English stop words are dropped, then words occurring fewer than
  * min_count times in the whole file. Every line is a document (possibly empty). The
- * vocabulary is the kept words in order of first appearance. A NUL byte is malformed
- * input. 0, or an error with a message. */
+ * vocabulary is the kept words in order of first appearance. A NUL byte, and a carriage
+ * return that does not end its line (lines end in \n or \r\n), are malformed input. 0,
+ * or an error with a message. */
 int lda_load_text(const char *path, uint32_t min_count, lda_corpus_t *out, char *err,
                   size_t errlen);
 /* Plain text in parts, for a cluster whose nodes each read one (demos/lda/shard.c) and

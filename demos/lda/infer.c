@@ -50,39 +50,84 @@ static int bad(const char *fmt, const char *a, const char *b)
   return 2;
 }
 
-/* The counts of one word_topic.txt file into n (V x K). */
-static int read_counts(const char *path, model_t *md, int32_t *n)
+/* A decimal number at *p (before end), at most max; *p moves past it. */
+static int parse_num(const char **p, const char *end, uint64_t max, uint64_t *out)
+{
+  const char *q = *p;
+  uint64_t v = 0;
+  for (; q < end && *q >= '0' && *q <= '9'; q++) {
+    const uint64_t d = (uint64_t)(*q - '0');
+    if (d > max || v > (max - d) / 10) return 0;
+    v = v * 10 + d;
+  }
+  if (q == *p) return 0;
+  *p = q, *out = v;
+  return 1;
+}
+
+/* The rows of one word_topic.txt file, "id word topic:count ..." as lda_save writes them,
+ * into n (V x K): each word's row once over all the files (seen), under its word in
+ * vocab.txt, each topic once in it; *rows and *tokens add up what was read. */
+static int read_counts(const char *path, model_t *md, int32_t *n, uint8_t *seen, uint64_t *rows,
+                       uint64_t *tokens)
 {
   FILE *f = fopen(path, "r");
   if (!f) return bad("%s: %s", path, strerror(errno));
-  char *line = NULL;
+  char *line = NULL, buf[80];
   size_t cap = 0, lineno = 0;
+  ssize_t len;
   int rc = 0;
-  while (!rc && getline(&line, &cap, f) >= 0) {
+  while (!rc && (len = getline(&line, &cap, f)) >= 0) {
     lineno++;
-    if (line[0] == '#' || line[0] == '\n') continue;
-    char *p = line, *e;
-    unsigned long long w = strtoull(p, &e, 10);
-    if (e == p || w >= md->V) {
-      fprintf(stderr, PROG ": %s:%zu: expected 'id word topic:count ...' with id below %u\n", path,
-              lineno, md->V);
+    if (len > 0 && line[len - 1] == '\n') len--;
+    if (len > 0 && line[len - 1] == '\r') len--;
+    if (len == 0 || line[0] == '#') continue;
+    const char *p = line, *end = line + len, *word;
+    uint64_t w, k, c;
+    if (!parse_num(&p, end, md->V - 1, &w) || p == end || *p != ' ') {
+      fprintf(stderr,
+              PROG ": %s:%zu: expected 'id word topic:count ...' with an id below %u, "
+                   "got '%s'\n",
+              path, lineno, md->V, lda__shown(buf, sizeof(buf), line, (size_t)len));
       rc = 2;
       break;
     }
-    p = strchr(e + 1, ' '); /* past the word */
-    while (!rc && p && *p == ' ') {
-      unsigned long k = strtoul(p + 1, &e, 10);
-      long c = *e == ':' ? strtol(e + 1, &e, 10) : -1;
-      if (k >= md->K || c < 0) {
-        fprintf(stderr, PROG ": %s:%zu: expected topic:count with a topic below %u\n", path, lineno,
-                md->K);
+    for (word = ++p; p < end && *p != ' ';) p++;
+    const char *want = md->vocab.vocab[w];
+    if ((size_t)(p - word) != strlen(want) || memcmp(word, want, (size_t)(p - word))) {
+      fprintf(stderr,
+              PROG ": %s:%zu: expected word %llu to be '%s' (vocab.txt line %llu), got '%s'\n",
+              path, lineno, (unsigned long long)w, want, (unsigned long long)w + 1,
+              lda__shown(buf, sizeof(buf), word, (size_t)(p - word)));
+      rc = 2;
+      break;
+    }
+    if (seen[w]) {
+      fprintf(stderr, PROG ": %s:%zu: expected each word's row once, got word %llu ('%s') again\n",
+              path, lineno, (unsigned long long)w, want);
+      rc = 2;
+      break;
+    }
+    seen[w] = 1;
+    ++*rows;
+    int32_t *row = n + (size_t)w * md->K;
+    while (!rc && p < end) { /* " topic:count", counts of an int32 table */
+      const char *at = ++p;
+      if (!parse_num(&p, end, md->K - 1, &k) || p == end || *p++ != ':' ||
+          !parse_num(&p, end, INT32_MAX, &c) || (p < end && *p != ' ') || row[k]) {
+        while (p < end && *p != ' ') p++;
+        fprintf(stderr,
+                PROG ": %s:%zu: expected topic:count with a topic below %u, a count below 2^31 "
+                     "and each topic once, got '%s'\n",
+                path, lineno, md->K, lda__shown(buf, sizeof(buf), at, (size_t)(p - at)));
         rc = 2;
       } else {
-        n[(size_t)w * md->K + k] += (int32_t)c;
+        row[k] = (int32_t)c;
+        *tokens += c;
       }
-      p = e;
     }
   }
+  if (!rc && ferror(f)) rc = bad("%s: %s", path, strerror(errno));
   free(line);
   fclose(f);
   return rc;
@@ -95,6 +140,7 @@ static int load_model(const char *dir, model_t *md)
   FILE *f = fopen(path, "r");
   if (!f) return bad("%s: %s (a directory that augur-lda --save wrote?)", path, strerror(errno));
   double topics = -1, words = -1, format = -1, nodes = 1; /* (nodes=: since 2026-12-01) */
+  double tokens = -1;
   md->alpha = md->beta = -1;
   while (fgets(line, sizeof(line), f)) {
     char key[32];
@@ -106,33 +152,59 @@ static int load_model(const char *dir, model_t *md)
     if (!strcmp(key, "alpha")) md->alpha = v;
     if (!strcmp(key, "beta")) md->beta = v;
     if (!strcmp(key, "nodes")) nodes = v;
+    if (!strcmp(key, "tokens")) tokens = v;
   }
   fclose(f);
-  if (format != 1 || topics < 1 || topics > 65535 || words < 1 || words > LDA_MAX_WORDS ||
-      !(md->alpha > 0) || !(md->beta > 0))
-    return bad("%s: expected format=1, topics, words, alpha and beta%s", path, "");
+  if (format != 1 || topics < 1 || topics > 65535 || topics != (uint32_t)topics || words < 1 ||
+      words > LDA_MAX_WORDS || words != (uint32_t)words || !(md->alpha > 0) || !(md->beta > 0) ||
+      !(tokens == -1 || (tokens >= 0 && tokens <= LDA_MAX_TOKENS && tokens == (uint64_t)tokens)))
+    return bad("%s: expected format=1, topics, words, alpha and beta (and tokens) in range%s", path,
+               "");
   md->K = (uint32_t)topics, md->V = (uint32_t)words;
+  /* before anything that size: the counts, phi and the vocabulary's offsets */
+  int rc = cli_check_memory("the model (words x topics counts)",
+                            (double)md->V * md->K * (sizeof(int32_t) + sizeof(float)) +
+                                (double)md->V * 32);
+  if (rc) return rc;
   char err[512];
   md->vocab = (lda_corpus_t){.nwords = md->V};
   snprintf(path, sizeof(path), "%s/vocab.txt", dir);
   if (lda_load_vocab(path, &md->vocab, err, sizeof(err)) != 0) return bad("%s%s", err, "");
   int32_t *n = calloc((size_t)md->V * md->K, sizeof(int32_t));
+  uint8_t *seen = calloc(md->V, 1);
   md->phi = malloc((size_t)md->V * md->K * sizeof(float));
-  if (!n || !md->phi) {
+  if (!n || !seen || !md->phi) {
     free(n);
+    free(seen);
     return bad("%s: out of memory for the model%s", dir, "");
   }
   /* exactly the files the save wrote: word_topic.txt, or one per node (not whatever else
      a directory holds: another save's, by another node count) */
-  int rc = nodes >= 1 && nodes <= 65536 && nodes == (int)nodes
-               ? 0
-               : bad("%s: nodes= is not a node count%s", dir, "");
+  rc = nodes >= 1 && nodes <= 65536 && nodes == (int)nodes
+           ? 0
+           : bad("%s: nodes= is not a node count%s", dir, "");
+  uint64_t rows = 0, sum = 0;
   for (int r = 0; !rc && r < (int)nodes; r++) {
     if (nodes == 1)
       snprintf(path, sizeof(path), "%s/word_topic.txt", dir);
     else
       snprintf(path, sizeof(path), "%s/word_topic.txt.%d", dir, r);
-    rc = read_counts(path, md, n);
+    rc = read_counts(path, md, n, seen, &rows, &sum);
+  }
+  free(seen);
+  /* every row, and every token: a file cut short is not a smaller model */
+  const char *files = nodes > 1 ? "word_topic.txt.*" : "word_topic.txt";
+  if (!rc && rows != md->V) {
+    fprintf(stderr,
+            PROG ": %s: expected %u word rows (model.txt's words=), got %llu in %s (a file cut "
+                 "short?)\n",
+            dir, md->V, (unsigned long long)rows, files);
+    rc = 2;
+  } else if (!rc && tokens >= 0 && sum != (uint64_t)tokens) {
+    fprintf(stderr,
+            PROG ": %s: expected %.0f tokens (model.txt's tokens=), got %llu in the rows of %s\n",
+            dir, tokens, (unsigned long long)sum, files);
+    rc = 2;
   }
   double *nk = calloc(md->K, sizeof(double));
   if (!rc && !nk) rc = bad("%s: out of memory%s", dir, "");
@@ -239,19 +311,21 @@ int lda_infer_main(int argc, char **argv)
   lda_corpus_t c = {0};
   uint64_t unknown = 0;
   char err[512];
-  int uci = !strcmp(format, "uci");
+  int uci = !strcmp(format, "uci"), guessed = 0;
   if (!strcmp(format, "auto")) { /* a first line that is one number: UCI's D */
     FILE *f = fopen(docs, "r");
     char buf[256];
     if (f && fgets(buf, sizeof(buf), f)) {
       char *e;
       strtoul(buf, &e, 10);
-      uci = e != buf && (*e == '\n' || *e == '\r' || *e == '\0');
+      guessed = uci = e != buf && (*e == '\n' || *e == '\r' || *e == '\0');
     }
     if (f) fclose(f);
   }
   if (!status && uci) {
-    if (lda_load_uci(docs, &c, err, sizeof(err)) != 0) {
+    int rc = lda_load_uci(docs, &c, err, sizeof(err));
+    if (rc == LDA_EPARSE && guessed) lda_uci_hint(err, sizeof(err));
+    if (rc != 0) {
       status = bad("%s%s", err, "");
     } else if (c.nwords != md.V) {
       fprintf(stderr, PROG ": %s: its vocabulary has %u words, the model's %u\n", docs, c.nwords,

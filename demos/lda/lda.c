@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 /* On a cluster a step's rows from one node travel in one message: keep it well under the
  * transport's 64 MiB frame limit. */
@@ -630,6 +631,26 @@ static int check_opts(const lda_opts_t *o, const lda_corpus_t *c, char *err, siz
   return AU_EINVAL;
 }
 
+/* The model must fit in this machine's memory, or it is bad input (a vocabulary or K too
+ * large), said before the tables are made, not an OOM kill later. What scales, on this
+ * node: the word-topic table, W x K int32 (any node may come to hold every row: replicas,
+ * moved rows), about 32 bytes a word (counts, keys, marks), and per token its topic and
+ * document block (8 + 8), its word while dealt (4) and in the corpus given (4); per
+ * document its block and ids (about 80). */
+static int check_memory(const lda_opts_t *o, const lda_corpus_t *c, char *err, size_t errlen)
+{
+  const double need = (double)c->nwords * o->topics * sizeof(int32_t) + 32.0 * c->nwords +
+                      24.0 * (double)c->ntokens + 80.0 * c->ndocs;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const double have = (double)pages * (double)page;
+  if (pages <= 0 || page <= 0 || need <= have) return 0; /* (unknown: let malloc say) */
+  snprintf(err, errlen,
+           "the model needs %.1f GB (%u words x %u topics of int32 counts, %zu tokens), more "
+           "than this machine's %.1f GB of memory: fewer topics or a smaller vocabulary",
+           need / 1e9, c->nwords, o->topics, c->ntokens, have / 1e9);
+  return AU_EINVAL;
+}
+
 typedef struct word_freq {
   uint64_t n;
   uint32_t w;
@@ -669,6 +690,17 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
 {
   int rc = check_opts(o, c, err, errlen);
   if (rc != 0) return rc;
+  /* collective: all nodes stop if one lacks the memory (its share may be the larger) */
+  const int mine = check_memory(o, c, err, errlen);
+  double short_of = mine != 0;
+  if ((rc = au_allreduce_sum(au_node_runtime(node), &short_of, 1)) != 0) {
+    snprintf(err, errlen, "checking the memory across the cluster: %s", au_strerror(rc));
+    return rc;
+  }
+  if (short_of > 0) {
+    if (!mine) snprintf(err, errlen, "another node lacks the memory for the model");
+    return AU_EINVAL;
+  }
   lda_t *m = calloc(1, sizeof(*m));
   if (!m) goto nomem;
   m->node = node;

@@ -58,7 +58,9 @@ typedef struct lda lda_t;
  * random initial topics, whose counts it adds to the tables (one collective run of the
  * workers). Every node passes the same whole corpus and keeps documents d % nodes ==
  * rank. The corpus is copied and may be freed afterwards. 0 or a negative AU_E* code with
- * a message in err. */
+ * a message in err: AU_EINVAL for bad options or a model larger than this machine's
+ * memory (W x K int32 counts and the tokens' state; on any node: all stop), which is
+ * bad input rather than a failure. */
 int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_t **out, char *err,
                size_t errlen);
 /* One sweep over every token. */

@@ -278,6 +278,8 @@ static int load_data(args_t *a, lda_corpus_t *c)
     if (fmt < 0) return 2;
     rc = fmt == FMT_UCI ? lda_load_uci(a->file, c, err, sizeof(err))
                         : lda_load_text(a->file, a->min_count, c, err, sizeof(err));
+    /* taken for UCI by its first line only (a text corpus may start with "1984") */
+    if (rc == LDA_EPARSE && fmt == FMT_UCI && a->format == FMT_AUTO) lda_uci_hint(err, sizeof(err));
     if (rc == 0 && a->vocab) rc = lda_load_vocab(a->vocab, c, err, sizeof(err));
     if (rc != 0) {
       lda_corpus_free(c);
@@ -305,6 +307,7 @@ static int load_part(args_t *a, au_node_t *node, lda_corpus_t *c, lda_shard_t *s
   int fmt = file_format(a);
   if (fmt < 0) return 2; /* every node sees the same flags and file */
   int rc = lda_shard_load(node, a->file, fmt == FMT_UCI, a->min_count, c, sh, err, sizeof(err));
+  if (rc == LDA_EPARSE && fmt == FMT_UCI && a->format == FMT_AUTO) lda_uci_hint(err, sizeof(err));
   if (rc == 0 && sh->whole) return load_data(a, c);
   if (rc == 0 && a->vocab) rc = lda_load_vocab(a->vocab, c, err, sizeof(err));
   if (rc != 0) {
@@ -413,7 +416,7 @@ int main(int argc, char **argv)
     fprintf(stderr, PROG ": %s\n", err);
     au_node_destroy(node);
     lda_corpus_free(&c);
-    return 1;
+    return rc == AU_EINVAL ? 2 : 1; /* (a model larger than the memory: the flags' or the data's) */
   }
   double init_s = (double)(au_now_ns() - t0) / 1e9, llh;
   int status = 0;

@@ -223,6 +223,8 @@ static int text_line(void *state, char *line, size_t len, size_t lineno)
                  lda__shown(buf, sizeof(buf), line, len));
     return LDA_EPARSE;
   }
+  int rc = lda__check_cr(t->path, lineno, t->at, line, len, t->err, t->errlen);
+  if (rc) return rc;
   if (t->ndocs + 1 >= 0xffffffffu) {
     lda__set_err(t->err, t->errlen, "%s: more than %u documents",
                  lda__where(where, sizeof(where), t->path, lineno, t->at), 0xfffffffeu);
@@ -240,8 +242,7 @@ static int text_line(void *state, char *line, size_t len, size_t lineno)
     if (is_letter(c)) {
       t->word[n++] = (char)(c < 0x80 ? (c | 0x20) : c);
     } else if (n) {
-      int rc = add_word(t, n, lineno);
-      if (rc) return rc;
+      if ((rc = add_word(t, n, lineno)) != 0) return rc;
       n = 0;
     }
   }

@@ -58,7 +58,7 @@ expect_error "--checkpoint where no directory can be" "--checkpoint /nonexistent
 expect_error "--trace naming a directory" "--trace $tmp: a directory" --docs 100 --iterations 1 --top-words 0 --trace "$tmp"
 "$lda" --docs 100 --iterations 1 --top-words 0 >/dev/full 2>"$tmp/err"
 check "stdout on a full disk: exit 1, said" test $? -eq 1 -a "$(grep -c 'writing the output' "$tmp/err")" -eq 1
-expect_error "trace without a file" "--trace: expected a file name" --trace
+expect_error "trace without a file" "--trace: expected a path" --trace
 expect_error "bad number" "--topics: expected" --topics abc
 expect_error "too many topics" "--topics: expected a whole number in \[1, 65535\]" --topics 70000
 expect_error "negative number" "--iterations: expected" --iterations -3
@@ -96,6 +96,102 @@ printf 'cats purr\n' >"$tmp/plain.txt"
 expect_error "vocab is for uci" "--vocab goes with uci" "$tmp/plain.txt" --vocab "$tmp/vocab.small.txt"
 printf 'the of and\n' >"$tmp/stop.txt"
 expect_error "nothing left" "no tokens" "$tmp/stop.txt" --min-count 1
+# what the sampler holds: 2^31 - 1 tokens (int32 counts), checked on the line (4294967295
+# of them grew to 24 GB), and a W far above NNZ refused at line 3 (W = 2^31 - 1 was an OOM
+# kill: the W x K tables go by it)
+printf '1\n3\n1\n1 1 4294967296\n' >"$tmp/bc.txt"
+expect_error "a count beyond the int32 tables" "bc.txt:4: more than 2147483647 tokens in all" \
+  --topics 2 --iterations 1 "$tmp/bc.txt"
+printf '1\n2147483647\n1\n1 1 1\n' >"$tmp/bigW.txt"
+expect_error "a UCI header of far more words than entries" \
+  "bigW.txt:3: expected NNZ (line 3) near W = 2147483647" --topics 2 "$tmp/bigW.txt"
+# a model larger than the machine's memory: said before the tables are made, exit 2
+if [ "$(awk '/^MemTotal:/ { print ($2 < 250e6) }' /proc/meminfo)" = 1 ]; then # (275 GB)
+  printf '1\n1048577\n1\n1 1 3\n' >"$tmp/wideW.txt"
+  err=$("$lda" --topics 65535 --iterations 1 --top-words 0 "$tmp/wideW.txt" 2>&1 >/dev/null); rc=$?
+  check "W x K beyond memory: refused, not killed ($rc)" test $rc -eq 2
+  check "W x K beyond memory: says so" grep -q \
+    "the model needs 27[0-9.]* GB (1048577 words x 65535 topics of int32 counts, 3 tokens), more than this machine's" \
+    <<<"$err"
+fi
+# classic Mac line ends (\r alone) were one document: refused, naming the line and the \r
+printf 'apple banana apple\rbanana apple cherry\r' >"$tmp/cr.txt"
+expect_error "carriage returns as line ends" \
+  "cr.txt:1: expected lines that end in \\\\n or \\\\r\\\\n, got a carriage return" "$tmp/cr.txt"
+# --vocab: blank lines after the last word are fine; a word twice names both lines
+printf '3\n3\n3\n1 1 2\n2 2 2\n3 3 2\n' >"$tmp/three.uci"
+printf 'pear\nplum\nfig\n\n' >"$tmp/three.vocab"
+"$lda" "$tmp/three.uci" --vocab "$tmp/three.vocab" --topics 2 --iterations 1 --top-words 3 \
+  >"$tmp/out" 2>&1
+rc=$?
+check "a vocabulary's trailing blank line: exit 0, its words ($(tail -1 "$tmp/out"))" \
+  test $rc -eq 0 -a "$(grep -c '^topic=.*words=.*fig' "$tmp/out")" -ge 1
+printf 'pear\nplum\npear\n' >"$tmp/dup.vocab"
+expect_error "a vocabulary word twice" "dup.vocab:3: expected each word once, got 'pear' again (line 1)" \
+  "$tmp/three.uci" --vocab "$tmp/dup.vocab"
+
+# infer on a damaged model: every row and token of model.txt, each row once under its
+# vocab.txt word, topic:count within int32, each topic once; exit 2 naming FILE:LINE
+awk 'BEGIN { split("apple pear plum fig kiwi lime date melon", w, " "); srand(3);
+       for (d = 0; d < 60; d++) { line = ""; for (k = 0; k < 8; k++) line = line " " w[1 + int(rand() * 8)]; print line } }' \
+  >"$tmp/fruit.txt"
+"$lda" "$tmp/fruit.txt" --topics 3 --iterations 2 --top-words 0 --save "$tmp/fm" >/dev/null 2>&1
+check "infer: a model to damage" test -s "$tmp/fm/word_topic.txt"
+"$lda" infer "$tmp/fm" "$tmp/fruit.txt" --iterations 2 >/dev/null 2>&1
+check "infer: the model as saved: exit 0" test $? -eq 0
+expect_infer_error() { # expect_infer_error NAME PATTERN SED_SCRIPT|+APPENDED
+  local name=$1 pattern=$2 edit=$3 err rc
+  rm -rf "$tmp/fmx"
+  cp -r "$tmp/fm" "$tmp/fmx"
+  if [ "${edit:0:1}" = + ]; then printf '%b' "${edit:1}" >>"$tmp/fmx/word_topic.txt"
+  else sed -i "$edit" "$tmp/fmx/word_topic.txt"; fi
+  err=$("$lda" infer "$tmp/fmx" "$tmp/fruit.txt" --iterations 2 2>&1 >/dev/null); rc=$?
+  check "infer, $name: exit 2" test $rc -eq 2
+  check "infer, $name: one line" test "$(printf '%s\n' "$err" | wc -l)" -eq 1
+  check "infer, $name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
+}
+# (a last line "1" without a newline was read on past its end, into the line before)
+expect_infer_error "an id alone" \
+  "fmx/word_topic.txt:11: expected 'id word topic:count ...' with an id below 8, got '1'" '+1'
+expect_infer_error "a row of another word" \
+  "fmx/word_topic.txt:11: expected word 5 to be '[a-z]*' (vocab.txt line 6), got 'zzzzzzzz'" \
+  '+5 zzzzzzzz 0:1000\n1'
+expect_infer_error "a row twice" "fmx/word_topic.txt:4: expected each word's row once, got word 0" \
+  '3p'
+expect_infer_error "rows cut short" \
+  "fmx: expected 8 word rows (model.txt's words=), got 2 in word_topic.txt (a file cut short?)" '5,$d'
+expect_infer_error "a topic twice" \
+  "word_topic.txt:3: expected topic:count with a topic below 3, a count below 2^31 and each topic once, got '0:2147483647'" \
+  's/^0 \([a-z]*\) .*/0 \1 0:2147483647 0:2147483647/'
+expect_infer_error "a topic beyond K" "word_topic.txt:3: expected topic:count with a topic below 3, .*, got '7:5'" \
+  's/^0 \([a-z]*\) .*/0 \1 7:5/'
+expect_infer_error "a count beyond int32" "word_topic.txt:3: expected topic:count .*, got '0:99999999999'" \
+  's/^0 \([a-z]*\) .*/0 \1 0:99999999999/'
+expect_infer_error "tokens that are not model.txt's" \
+  "fmx: expected 480 tokens (model.txt's tokens=), got 4[0-9]* in the rows of word_topic.txt" \
+  '3s/ [0-9]*:[0-9]*$//'
+# words x topics beyond memory: said before the counts (or the vocabulary) are allocated
+rm -rf "$tmp/fmx"
+cp -r "$tmp/fm" "$tmp/fmx"
+sed -i 's/^words=.*/words=2147483647/; s/^topics=.*/topics=65535/' "$tmp/fmx/model.txt"
+err=$("$lda" infer "$tmp/fmx" "$tmp/fruit.txt" 2>&1); rc=$?
+check "infer, a model beyond memory: exit 2, said" \
+  test $rc -eq 2 -a "$(grep -c '^augur-lda: the model (words x topics counts) needs [0-9.]* GB, more than' <<<"$err")" -eq 1
+# a text whose first line is a number was taken for UCI: say to give --format text
+printf '1984\nbig brother apple\n' >"$tmp/num.txt"
+err=$("$lda" infer "$tmp/fm" "$tmp/num.txt" 2>&1); rc=$?
+check "infer, a text taken for UCI: exit 2, the hint" \
+  test $rc -eq 2 -a "$(grep -c 'num.txt:2: expected the vocabulary size W.*give --format text' <<<"$err")" -eq 1
+err=$("$lda" infer "$tmp/fm" "$tmp/num.txt" --format uci 2>&1); rc=$?
+check "infer, --format uci: no hint" test $rc -eq 2 -a "$(grep -c 'format text' <<<"$err")" -eq 0
+"$lda" infer "$tmp/fm" "$tmp/num.txt" --format text >/dev/null 2>&1
+check "infer, --format text: reads it" test $? -eq 0
+err=$("$lda" "$tmp/num.txt" --iterations 1 2>&1 >/dev/null); rc=$?
+check "training, a text taken for UCI: exit 2, the hint" \
+  test $rc -eq 2 -a "$(grep -c 'num.txt:2: expected the vocabulary size W.*give --format text' <<<"$err")" -eq 1
+err=$("$lda" "$tmp/num.txt" --trace "$tmp/nowhere/t" --iterations 1 2>&1 >/dev/null); rc=$?
+check "--trace where no file can be: exit 2, said before loading" \
+  test $rc -eq 2 -a "$(grep -c -- "--trace $tmp/nowhere/t: $tmp/nowhere: No such file" <<<"$err")" -eq 1
 
 out=$("$lda" "$tmp/docword.small.txt" --vocab "$tmp/vocab.small.txt" --topics 2 --iterations 20 \
   --top-words 4 --threads 2 --save "$tmp/model" 2>&1); rc=$?

@@ -185,8 +185,33 @@ static void test_uci_malformed(void **state)
   expect_uci_error("bad9.txt", "2\n5\n3\n1 1 1\n", LDA_EPARSE, want, NULL);
   snprintf(want, sizeof(want), "%s/bad10.txt:4: expected 'docID wordID count'", dir);
   expect_uci_error("bad10.txt", "2\n5\n1\n1 1 1 1\n", LDA_EPARSE, want, NULL);
-  snprintf(want, sizeof(want), "%s/bad11.txt:5: more than 4294967295 tokens", dir);
-  expect_uci_error("bad11.txt", "2\n5\n2\n1 1 4000000000\n2 1 400000000\n", LDA_ERANGE, want, NULL);
+  /* tokens: what the int32 count tables hold, 2^31 - 1 (the count on line 4 took 8 GB) */
+  snprintf(want, sizeof(want), "%s/bad11.txt:4: more than 2147483647 tokens", dir);
+  expect_uci_error("bad11.txt", "2\n5\n2\n1 1 2147483648\n2 1 4000000000\n", LDA_ERANGE, want,
+                   NULL);
+  snprintf(want, sizeof(want), "%s/bad12.txt:5: more than 2147483647 tokens", dir);
+  expect_uci_error("bad12.txt", "2\n5\n2\n1 1 2000000000\n2 1 200000000\n", LDA_ERANGE, want, NULL);
+  /* a W far above NNZ: the model's W x K tables would go by it (2^31 - 1 words were an OOM
+   * kill); 2^20 unused words are still fine */
+  snprintf(want, sizeof(want), "%s/bad13.txt:3: expected NNZ (line 3) near W = 2147483647", dir);
+  expect_uci_error("bad13.txt", "1\n2147483647\n1\n1 1 1\n", LDA_EPARSE, want, "got '1'");
+  lda_corpus_t w;
+  char werr[512];
+  const char *wp = write_file("wide.txt", "1\n1048577\n1\n1 1048577 2\n");
+  assert_int_equal(lda_load_uci(wp, &w, werr, sizeof(werr)), 0);
+  assert_int_equal(w.nwords, 1048577);
+  lda_corpus_free(&w);
+  /* classic Mac line ends: one line, named with its carriage return */
+  snprintf(want, sizeof(want), "%s/bad14.txt:1: expected lines that end in \\n or \\r\\n", dir);
+  expect_uci_error("bad14.txt", "1\r3\r1\r1 1 1\r", LDA_EPARSE, want, "after '1'");
+  /* a text whose first line is a number, taken for UCI: the hint, appended */
+  snprintf(want, sizeof(want), "%s/bad15.txt:2: expected the vocabulary size W", dir);
+  const char *hp = write_file("bad15.txt", "1984\nbig brother\n");
+  assert_int_equal(lda_load_uci(hp, &w, werr, sizeof(werr)), LDA_EPARSE);
+  lda_uci_hint(werr, sizeof(werr));
+  assert_non_null(strstr(werr, want));
+  assert_non_null(strstr(werr, "got 'big brother' (the file was taken for UCI because its first "
+                               "line is a number: give --format text for a text corpus)"));
 
   /* a missing file: the path and the system's reason */
   lda_corpus_t c;
@@ -221,7 +246,33 @@ static void test_vocab_malformed(void **state)
   assert_int_equal(lda_load_vocab(v, &c, err, sizeof(err)), LDA_EPARSE);
   snprintf(want, sizeof(want), "%s:2: expected a word", v);
   assert_non_null(strstr(err, want));
+  assert_non_null(strstr(err, "got a blank line before 'c' on line 3"));
   assert_null(c.vocab); /* a failed load leaves the corpus as it was */
+
+  /* a word twice: both lines named */
+  v = write_file("vocab.dup.txt", "pear\nplum\npear\n");
+  assert_int_equal(lda_load_vocab(v, &c, err, sizeof(err)), LDA_EPARSE);
+  snprintf(want, sizeof(want), "%s:3: expected each word once, got 'pear' again (line 1)", v);
+  assert_string_equal(err, want);
+  v = write_file("vocab.dup2.txt", "b\na\nc\na\nb\n"); /* the first repeat: line 4 */
+  c.nwords = 5;
+  assert_int_equal(lda_load_vocab(v, &c, err, sizeof(err)), LDA_EPARSE);
+  snprintf(want, sizeof(want), "%s:4: expected each word once, got 'a' again (line 2)", v);
+  assert_string_equal(err, want);
+  c.nwords = 3;
+  assert_null(c.vocab);
+
+  /* classic Mac line ends: refused, as in the corpus */
+  v = write_file("vocab.cr.txt", "a\rb\rc\r");
+  assert_int_equal(lda_load_vocab(v, &c, err, sizeof(err)), LDA_EPARSE);
+  snprintf(want, sizeof(want), "%s:1: expected lines that end in", v);
+  assert_non_null(strstr(err, want));
+
+  /* blank lines after the last word are fine (an editor's trailing newline), as is \r\n */
+  v = write_file("vocab.trail.txt", "a\r\nb\nc\n\n  \n");
+  assert_int_equal(lda_load_vocab(v, &c, err, sizeof(err)), 0);
+  char buf[32];
+  assert_string_equal(lda_corpus_word(&c, 2, buf, sizeof(buf)), "c");
   lda_corpus_free(&c);
 }
 
@@ -277,7 +328,7 @@ static void test_text_malformed(void **state)
   const char bytes[] = "fine words here\nbroken \0 line\n";
   const char *p = write_bytes("text.nul.txt", bytes, sizeof(bytes) - 1);
   lda_corpus_t c;
-  char err[512], want[600];
+  char err[512], want[800];
   assert_int_equal(lda_load_text(p, 1, &c, err, sizeof(err)), LDA_EPARSE);
   snprintf(want, sizeof(want), "%s:2: expected text without NUL bytes, got 'broken ? line'", p);
   assert_string_equal(err, want);
@@ -286,6 +337,22 @@ static void test_text_malformed(void **state)
   snprintf(want, sizeof(want), "%s/none.txt", dir);
   assert_int_equal(lda_load_text(want, 1, &c, err, sizeof(err)), LDA_EIO);
   assert_non_null(strstr(err, want));
+
+  /* classic Mac line ends (\r alone) were one document: refused, naming the line and what
+   * came before the carriage return; \r\n and a last line's \r stay fine */
+  p = write_file("text.cr.txt", "apple banana apple\rbanana apple cherry\r");
+  assert_int_equal(lda_load_text(p, 1, &c, err, sizeof(err)), LDA_EPARSE);
+  snprintf(want, sizeof(want),
+           "%s:1: expected lines that end in \\n or \\r\\n, got a carriage return (\\r) "
+           "within the line, after 'apple banana apple'",
+           p);
+  assert_memory_equal(err, want, strlen(want));
+  assert_null(c.words);
+  p = write_file("text.crlf.txt", "apple banana\r\npear plum \r\r\nfig kiwi\r");
+  assert_int_equal(lda_load_text(p, 1, &c, err, sizeof(err)), 0);
+  assert_int_equal(c.ndocs, 3);
+  assert_int_equal(c.ntokens, 6);
+  lda_corpus_free(&c);
 }
 
 /* ---- reading in parts (a cluster's nodes, demos/lda/shard.c) ---------------------------- */
