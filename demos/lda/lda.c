@@ -633,19 +633,21 @@ static int check_opts(const lda_opts_t *o, const lda_corpus_t *c, char *err, siz
 
 /* The model must fit in this machine's memory, or it is bad input (a vocabulary or K too
  * large), said before the tables are made, not an OOM kill later. What scales, on this
- * node: the word-topic table, W x K int32 (any node may come to hold every row: replicas,
- * moved rows), about 32 bytes a word (counts, keys, marks), and per token its topic and
- * document block (8 + 8), its word while dealt (4) and in the corpus given (4); per
- * document its block and ids (about 80). */
-static int check_memory(const lda_opts_t *o, const lda_corpus_t *c, char *err, size_t errlen)
+ * node: its share of the word-topic table, W x K int32 over the nodes (at the least: the
+ * placement may bring it more rows, as replicas or moved actors), about 32 bytes a word
+ * (counts, keys, marks), and per token its topic and document block (8 + 8), its word
+ * while dealt (4) and in the corpus given (4); per document its block and ids (about 80). */
+static int check_memory(const lda_opts_t *o, const lda_corpus_t *c, int nodes, char *err,
+                        size_t errlen)
 {
-  const double need = (double)c->nwords * o->topics * sizeof(int32_t) + 32.0 * c->nwords +
-                      24.0 * (double)c->ntokens + 80.0 * c->ndocs;
+  const double need = (double)c->nwords * o->topics * sizeof(int32_t) / nodes +
+                      32.0 * c->nwords + 24.0 * (double)c->ntokens + 80.0 * c->ndocs;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   const double have = (double)pages * (double)page;
   if (pages <= 0 || page <= 0 || need <= have) return 0; /* (unknown: let malloc say) */
   snprintf(err, errlen,
-           "the model needs %.1f GB (%u words x %u topics of int32 counts, %zu tokens), more "
+           "the model needs %.1f GB (%u words x %u topics of int32 counts, %zu tokens: a node's "
+           "share), more "
            "than this machine's %.1f GB of memory: fewer topics or a smaller vocabulary",
            need / 1e9, c->nwords, o->topics, c->ntokens, have / 1e9);
   return AU_EINVAL;
@@ -691,7 +693,7 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
   int rc = check_opts(o, c, err, errlen);
   if (rc != 0) return rc;
   /* collective: all nodes stop if one lacks the memory (its share may be the larger) */
-  const int mine = check_memory(o, c, err, errlen);
+  const int mine = check_memory(o, c, au_node_nodes(node), err, errlen);
   double short_of = mine != 0;
   if ((rc = au_allreduce_sum(au_node_runtime(node), &short_of, 1)) != 0) {
     snprintf(err, errlen, "checking the memory across the cluster: %s", au_strerror(rc));

@@ -111,7 +111,7 @@ if [ "$(awk '/^MemTotal:/ { print ($2 < 250e6) }' /proc/meminfo)" = 1 ]; then # 
   err=$("$lda" --topics 65535 --iterations 1 --top-words 0 "$tmp/wideW.txt" 2>&1 >/dev/null); rc=$?
   check "W x K beyond memory: refused, not killed ($rc)" test $rc -eq 2
   check "W x K beyond memory: says so" grep -q \
-    "the model needs 27[0-9.]* GB (1048577 words x 65535 topics of int32 counts, 3 tokens), more than this machine's" \
+    "the model needs 27[0-9.]* GB (1048577 words x 65535 topics of int32 counts, 3 tokens: a node.s share), more than this machine's" \
     <<<"$err"
 fi
 # classic Mac line ends (\r alone) were one document: refused, naming the line and the \r
