@@ -76,7 +76,8 @@ int cli_parse_double(const char *flag, const char *s, double min, double max, do
   errno = 0;
   if (!s || !*s) return cli_fail_flag(flag, "", "a number");
   double v = strtod(s, &end);
-  if (errno || *end || !isfinite(v) || v < min || v > max) {
+  /* decimal only, as the data files: strtod also reads hex ("0x0.8" is 0.5) */
+  if (errno || *end || !isfinite(v) || v < min || v > max || strpbrk(s, "xX")) {
     char want[96];
     snprintf(want, sizeof(want), "a number in [%g, %g]", min, max);
     return cli_fail_flag(flag, s, want);

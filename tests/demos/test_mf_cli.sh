@@ -33,6 +33,7 @@ expect_error() { # expect_error NAME PATTERN ARGS...
   check "$name: says '$pattern'" grep -q -- "$pattern" <<<"$err"
 }
 expect_error "unknown flag" "unknown flag '--bogus'" --bogus
+expect_error "a hex number" "--test-ratio: expected a number in \[0, 0.9\], got '0x0.8'" --test-ratio 0x0.8
 expect_error "--format without a file" "--format needs a TRAIN_FILE" --format csv
 printf '1,2,3\n2,1,4\n' >"$tmp/t2.csv"
 printf '9,9,3\n' >"$tmp/strangers.csv"
