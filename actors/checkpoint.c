@@ -170,12 +170,12 @@ static uint64_t actor_rows(const au_table_t *t, uint64_t a)
 
 /* What this node's last checkpoint into `dir` held: per table and key a checksum of the
  * row it wrote (0: not this node's then), so that the next one, if incremental, writes
- * only the rows whose values differ or that it did not own (4 bytes a key, on every
+ * only the rows whose values differ or that it did not own (8 bytes a key, on every
  * node: rows, not actors, so that 1% of the keys changed is about 1% of a full one). */
 struct ckpt {
   char dir[4096], base[64]; /* where, and the checkpoint's name ("ckpt-CLOCK") */
   uint64_t clock;           /* its clock */
-  uint32_t **hash;          /* ntables arrays of keys */
+  uint64_t **hash;          /* ntables arrays of keys */
   int ntables;
 };
 
@@ -199,30 +199,41 @@ static inline uint64_t fmix64(uint64_t x)
   return x ^ (x >> 33);
 }
 
-/* A row's checksum, never 0, to see whether it changed: its 64-bit words times a
- * pseudo-random odd constant each, summed (independent multiplies: FNV-1a over the words,
- * a chain, took 0.3 s of a 10^7-row checkpoint), mixed and folded to 32 bits. The
- * constants must look random: with one constant for every word, or an arithmetic
- * progression of them, LDA's moves (-1 in one count, +1 in others) cancelled and rows
- * looked unchanged. */
+/* A row's checksum, never 0, to see whether it changed: each 64-bit word w_j mixed alone,
+ * lo ^ hi of the 128-bit product (w_j ^ k_j) * M with a pseudo-random k_j for each word
+ * (wyhash's mum), the mixes summed (independent multiplies: FNV-1a over the words, a
+ * chain, took 0.3 s of a 10^7-row checkpoint), then mixed again; 64 bits. The mix must
+ * not be linear: until 2026-12-07 the words were summed times their constants, and the
+ * changes of two words that both moved only their top bit (two floats' signs, 2^63 each)
+ * cancelled, so the incremental checkpoint left out a row that changed; and folded to 31
+ * bits any changed row was missed once in 2^31. With constants that do not look random
+ * (one for every word, or an arithmetic progression) LDA's moves (-1 in one count, +1 in
+ * others) cancelled too. */
 enum { ROW_K = 2048 }; /* words (8 bytes) of a row whose constant is in a table */
 static uint64_t row_k[ROW_K];
+#define ROW_M 0xa0761d6478bd642fULL
 
 /* Word j's constant: every word its own (a period would let moves j words apart cancel). */
 static inline uint64_t row_mult(uint32_t j)
 {
-  return fmix64(0x9e3779b97f4a7c15ULL * ((uint64_t)j + 1)) | 1;
+  return fmix64(0x9e3779b97f4a7c15ULL * ((uint64_t)j + 1));
 }
 
 /* Fills row_k (once: it is the same for every table). The main thread's: checkpoints are
  * between runs. */
 static void row_mults(void)
 {
-  if (row_k[0]) return;
+  if (row_k[1]) return;
   for (uint32_t j = 0; j < ROW_K; j++) row_k[j] = row_mult(j);
 }
 
-static uint32_t row_hash(const char *row, uint32_t width)
+static inline uint64_t row_mum(uint64_t w, uint64_t k)
+{
+  const unsigned __int128 p = (unsigned __int128)(w ^ k) * ROW_M;
+  return (uint64_t)p ^ (uint64_t)(p >> 64);
+}
+
+static uint64_t row_hash(const char *row, uint32_t width)
 {
   uint64_t h = width;
   const uint32_t words = width / 2, tabled = words < ROW_K ? words : ROW_K;
@@ -230,24 +241,24 @@ static uint32_t row_hash(const char *row, uint32_t width)
   for (; j < tabled; j++) {
     uint64_t w;
     memcpy(&w, row + 8 * (size_t)j, 8);
-    h += w * row_k[j];
+    h += row_mum(w, row_k[j]);
   }
   for (; j < words; j++) { /* rows wider than 4096 values: computed */
     uint64_t w;
     memcpy(&w, row + 8 * (size_t)j, 8);
-    h += w * row_mult(j);
+    h += row_mum(w, row_mult(j));
   }
   if (width & 1) {
     uint32_t w;
     memcpy(&w, row + 4 * (size_t)(width - 1), 4);
-    h += (uint64_t)w * (j < ROW_K ? row_k[j] : row_mult(j));
+    h += row_mum(w, j < ROW_K ? row_k[j] : row_mult(j));
   }
   h = fmix64(h);
-  return (uint32_t)(h ^ (h >> 32)) | 1u;
+  return h ? h : 1;
 }
 
 /* The checksums of rows [x, y) of one actor's storage (they lie one after the other). */
-static void row_hashes(const au_table_t *t, const char *v, uint64_t x, uint64_t y, uint32_t *h)
+static void row_hashes(const au_table_t *t, const char *v, uint64_t x, uint64_t y, uint64_t *h)
 {
   for (uint64_t k = x; k < y; k++) h[k] = row_hash(v + (k - x) * t->row_bytes, t->width);
 }
@@ -261,7 +272,7 @@ static const char *key_row(const au_table_t *t, au_key_t k)
 /* The checksums of every owned row of every table into next[] (0 for the others). */
 typedef struct hash_job {
   au_node_t *n;
-  uint32_t **next;
+  uint64_t **next;
 } hash_job_t;
 
 static void *hash_tables(void *arg)
@@ -269,7 +280,7 @@ static void *hash_tables(void *arg)
   const hash_job_t *j = arg;
   for (int i = 0; i < j->n->ntables; i++) {
     const au_table_t *t = j->n->table_by_id[i];
-    memset(j->next[i], 0, t->keys * sizeof(uint32_t));
+    memset(j->next[i], 0, t->keys * sizeof(uint64_t));
     for (uint64_t a = 0; a < t->nactors; a++)
       if (atomic_load(&t->actors[a].state) == PA_OWNER)
         row_hashes(t, t->actors[a].values, a << t->group_shift,
@@ -328,7 +339,7 @@ static int write_ids(au_node_t *n, wbuf_t *w)
  * (for the next one) while it writes: the pass took 0.15-0.2 s of a 10^7 x 16 table's
  * checkpoint, whose writing takes 0.2 s on tmpfs (docs/benchmarks.md). Both read the
  * tables only, and checkpoints are between runs. */
-static int write_part(au_node_t *n, const char *path, uint32_t **prev, uint32_t **next,
+static int write_part(au_node_t *n, const char *path, uint64_t **prev, uint64_t **next,
                       uint64_t *bytes, uint64_t *fnv)
 {
   char tmp[4400];
@@ -354,7 +365,7 @@ static int write_part(au_node_t *n, const char *path, uint32_t **prev, uint32_t 
     const int flat = t->row_bytes == rb;
     /* which rows go in: every owned one, or (incremental) those that changed since (whose
      * checksums hash_tables has computed before) */
-    const uint32_t *h = next[i];
+    const uint64_t *h = next[i];
 #define OWNED(k)  (atomic_load(&t->actors[(k) >> t->group_shift].state) == PA_OWNER)
 #define WRITES(k) (prev ? h[k] && prev[i][k] != h[k] : OWNED(k))
     /* records: runs of keys (first, count) and their rows, a piece at a time where the
@@ -451,11 +462,11 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
     return AU_EINVAL;
   }
   const int incr = !full && c && c->ntables == n->ntables && !strcmp(c->dir, dir);
-  uint32_t **next = calloc((size_t)n->ntables + 1, sizeof(uint32_t *));
+  uint64_t **next = calloc((size_t)n->ntables + 1, sizeof(uint64_t *));
   uint64_t bytes = 0, fnv = 0;
   int ok = next != NULL;
   for (int i = 0; ok && i < n->ntables; i++)
-    ok = (next[i] = malloc((n->table_by_id[i]->keys + 1) * sizeof(uint32_t))) != NULL;
+    ok = (next[i] = malloc((n->table_by_id[i]->keys + 1) * sizeof(uint64_t))) != NULL;
   ok = ok && mkdir_one(dir) == 0 && mkdir_one(sub) == 0 &&
        write_part(n, path, incr ? c->hash : NULL, next, &bytes, &fnv) == 0;
   if (!ok) set_err(err, errlen, "checkpoint: %s: %s", path, strerror(errno));
@@ -514,7 +525,7 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
   free(v);
   /* done: what it holds is the next one's base (a failed one leaves the last as it was) */
   if (rc == 0 && !c && (c = n->ckpt = calloc(1, sizeof(*c))))
-    c->hash = calloc((size_t)n->ntables + 1, sizeof(uint32_t *));
+    c->hash = calloc((size_t)n->ntables + 1, sizeof(uint64_t *));
   if (rc == 0 && c && c->hash && (c->ntables == n->ntables || c->ntables == 0)) {
     for (int i = 0; i < c->ntables; i++) free(c->hash[i]);
     for (int i = 0; i < n->ntables; i++) c->hash[i] = next[i], next[i] = NULL;

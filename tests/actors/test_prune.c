@@ -243,10 +243,62 @@ static void test_incremental_wide_rows(void **state)
   assert_int_equal(system(cmd), 0);
 }
 
+/* An incremental checkpoint sees a row whose change moved only the top bit of two 64-bit
+ * words: floats 1 and 3 of [1, 2, 3, 4] negated (2^63 added to words 0 and 1). Summed
+ * times odd constants, the two changes cancelled and the row was left out (until
+ * 2026-12-07). */
+typedef struct fpusher {
+  au_table_t *t;
+  float d[4];
+  int done;
+} fpusher_t;
+
+static int push_floats(au_worker_t *w, void *arg)
+{
+  fpusher_t *p = arg;
+  if (p->done) return AU_DONE;
+  au_key_t k = 0;
+  p->done = 1;
+  int rc = au_worker_push(w, p->t, &k, 1, p->d);
+  return rc ? rc : AU_CONTINUE;
+}
+
+static void test_incremental_sign_flips(void **state)
+{
+  (void)state;
+  snprintf(dir, sizeof(dir), "/tmp/augur-test-prune4-%d", (int)getpid());
+  char cmd[600], err[512] = "";
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+  au_node_t *node, *fresh;
+  au_table_t *t, *t2;
+  const au_table_opts_t o = {.keys = 1, .dim = 4, .type = AU_F32, .name = "t"};
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 1}, &node), 0);
+  assert_int_equal(au_table_create(node, &o, &t), 0);
+  fpusher_t p = {.t = t, .d = {1, 2, 3, 4}};
+  assert_int_equal(au_worker_spawn(node, &(au_worker_opts_t){push_floats, &p}, NULL), 0);
+  assert_int_equal(au_node_run(node), 0);
+  assert_int_equal(au_checkpoint(node, dir, 1, 1, err, sizeof(err)), 0);
+  fpusher_t q = {.t = t, .d = {0, -4, 0, -8}}; /* 2 -> -2, 4 -> -4 */
+  assert_int_equal(au_worker_spawn(node, &(au_worker_opts_t){push_floats, &q}, NULL), 0);
+  assert_int_equal(au_node_run(node), 0);
+  assert_int_equal(au_checkpoint(node, dir, 2, 0, err, sizeof(err)), 0); /* incremental */
+  assert_int_equal(au_node_create(&(au_node_opts_t){.threads = 1}, &fresh), 0);
+  assert_int_equal(au_table_create(fresh, &o, &t2), 0);
+  assert_int_equal(au_restore(fresh, dir, NULL, err, sizeof(err)), 0);
+  float row[4], want[4] = {1, -2, 3, -4};
+  au_key_t k = 0;
+  assert_int_equal(au_table_read(t2, &k, 1, row), 0);
+  assert_memory_equal(row, want, sizeof(row));
+  au_node_destroy(fresh);
+  au_node_destroy(node);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_prune),
-                                     cmocka_unit_test(test_prune_keeps_latest_chain),
-                                     cmocka_unit_test(test_incremental_wide_rows)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_prune), cmocka_unit_test(test_prune_keeps_latest_chain),
+      cmocka_unit_test(test_incremental_wide_rows), cmocka_unit_test(test_incremental_sign_flips)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
