@@ -149,7 +149,30 @@ static int mkdir_one(const char *path)
              : -1;
 }
 
-/* fsyncs and renames tmp to path. */
+/* fsyncs the directory that holds path: a rename, or a directory made, lasts through a
+ * power loss only then (ext4's ordering mostly hides it; XFS and NFS do not promise it).
+ * 0 or -1. */
+static int sync_dir_of(const char *path)
+{
+  char d[4200];
+  snprintf(d, sizeof(d), "%s", path);
+  char *slash = strrchr(d, '/');
+  if (!slash)
+    snprintf(d, sizeof(d), ".");
+  else if (slash == d)
+    d[1] = 0;
+  else
+    *slash = 0;
+  int fd = open(d, O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return -1;
+  int rc = fsync(fd);
+  close(fd);
+  return rc;
+}
+
+/* fsyncs and renames tmp to path, and fsyncs the directory: the parts and the manifest
+ * in ckpt-N/ are on the disk before the manifest, and LATEST (with ckpt-N's entry in DIR)
+ * last. */
 static int commit(FILE *f, const char *tmp, const char *path)
 {
   int bad = fflush(f) != 0 || ferror(f);
@@ -159,7 +182,7 @@ static int commit(FILE *f, const char *tmp, const char *path)
     remove(tmp);
     return -1;
   }
-  return 0;
+  return sync_dir_of(path);
 }
 
 static uint64_t actor_rows(const au_table_t *t, uint64_t a)
@@ -442,6 +465,15 @@ static int gather_parts(au_node_t *n, int ok, uint64_t bytes, uint64_t fnv, doub
   return au_allreduce_sum(n->rt, v, 4 * N);
 }
 
+/* Every node's k values (k <= 8), through one allreduce: all[r * k + j] is node r's
+ * value j (whole numbers below 2^53, exact in the sums). 0 or the allreduce's error. */
+static int gather_each(au_node_t *n, const double *mine, int k, double *all)
+{
+  memset(all, 0, (size_t)n->nodes * (size_t)k * sizeof(double));
+  memcpy(all + (size_t)n->rank * (size_t)k, mine, (size_t)k * sizeof(double));
+  return au_allreduce_sum(n->rt, all, n->nodes * k);
+}
+
 int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char *err, size_t errlen)
 {
   if (!n || !dir) return AU_EINVAL;
@@ -452,16 +484,58 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
    * every node wrote with it (the same calls on every node) */
   struct ckpt *c = n->ckpt;
   /* checkpoints into one directory go forward: one at the clock of the last would be
-     written over it, an incremental one its own base (the same calls on every node, so
-     every node refuses alike, before any collective) */
-  if (c && c->ntables && !strcmp(c->dir, dir) && clock <= c->clock) {
+     written over it, an incremental one its own base */
+  const int behind = c && c->ntables && !strcmp(c->dir, dir) && clock <= c->clock;
+  const int can_incr = !full && c && c->ntables == n->ntables && !strcmp(c->dir, dir);
+  /* every node the same clock and kind, told before anything is written: until 2026-12-07
+     nodes that differed wrote parts of two checkpoints under one manifest (a full
+     manifest over a node's incremental part: half the model restored as it began), or one
+     node refused while the others waited for it */
+  double mine[4] = {(double)(clock >> 32), (double)(clock & 0xffffffffu), full != 0, 0};
+  mine[3] = behind ? 2 : can_incr ? 1 : 0;
+  double each[4 * 64], *got = n->nodes <= 64 ? each : malloc(4 * sizeof(double) * n->nodes);
+  if (!got) return AU_ENOMEM; /* (the others then wait in the allreduce) */
+  int arc = gather_each(n, mine, 4, got);
+  int incr = arc == 0, late = -1, other = -1;
+  for (int r = 0; arc == 0 && r < n->nodes; r++) {
+    const double *v = got + 4 * r;
+    if (v[0] != mine[0] || v[1] != mine[1] || v[2] != mine[2]) other = other < 0 ? r : other;
+    if (v[3] == 2) late = late < 0 ? r : late;
+    incr = incr && v[3] == 1;
+  }
+  const double *o = other >= 0 ? got + 4 * other : NULL;
+  const uint64_t oclock = o ? (uint64_t)o[0] << 32 | (uint64_t)o[1] : 0;
+  const int ofull = o ? o[2] != 0 : 0;
+  if (got != each) free(got);
+  if (arc != 0) {
+    set_err(err, errlen, "checkpoint: %s: agreeing with the other nodes: %s", dir,
+            au_strerror(arc));
+    return arc;
+  }
+  if (o) {
+    set_err(err, errlen,
+            "checkpoint: node %d asks for clock %llu (%s), this node for %llu (%s): every "
+            "node must make the same checkpoint",
+            other, (unsigned long long)oclock, ofull ? "full" : "incremental",
+            (unsigned long long)clock, full ? "full" : "incremental");
+    return AU_EINVAL;
+  }
+  if (behind) {
     set_err(err, errlen,
             "checkpoint: clock %llu is not after this node's last checkpoint in %s (%s): "
             "checkpoints go forward",
             (unsigned long long)clock, dir, c->base);
     return AU_EINVAL;
   }
-  const int incr = !full && c && c->ntables == n->ntables && !strcmp(c->dir, dir);
+  if (late >= 0) {
+    set_err(err, errlen,
+            "checkpoint: clock %llu is not after node %d's last checkpoint in %s: "
+            "checkpoints go forward",
+            (unsigned long long)clock, late, dir);
+    return AU_EINVAL;
+  }
+  /* incremental where every node can be (one that could not, a new process, makes it
+     a full one everywhere) */
   uint64_t **next = calloc((size_t)n->ntables + 1, sizeof(uint64_t *));
   uint64_t bytes = 0, fnv = 0;
   int ok = next != NULL;
@@ -471,7 +545,11 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
        write_part(n, path, incr ? c->hash : NULL, next, &bytes, &fnv) == 0;
   if (!ok) set_err(err, errlen, "checkpoint: %s: %s", path, strerror(errno));
   double *v = calloc(4 * (size_t)n->nodes + 1, sizeof(double));
-  if (!v) return AU_ENOMEM; /* (the others then wait in the allreduce) */
+  if (!v) {
+    for (int i = 0; next && i < n->ntables; i++) free(next[i]);
+    free(next);
+    return AU_ENOMEM; /* (the others then wait in the allreduce) */
+  }
   int rc = gather_parts(n, ok, bytes, fnv, v);
   int all = rc == 0;
   for (int r = 0; all && r < n->nodes; r++) all = v[4 * r] > 0;
@@ -1081,6 +1159,34 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
   for (int c = len - 1; !rc && c >= 0; c--)
     for (int r = 0; !rc && r < ms[c].nodes; r++)
       rc = restore_part(n, subs[c], r, &ms[c], map, arg, 0, 0, &gave, err, errlen);
+  /* every node the same checkpoint: each reads its own LATEST (a directory copied to
+     each node may be a checkpoint behind on one), and until 2026-12-07 each restored its
+     own and all said they had: a model of two clocks */
+  uint64_t fp = 1469598103934665603ULL; /* FNV-1a over the chain's clocks and parts */
+  for (int c = 0; !rc && c < len; c++) {
+    fp = (fp ^ ms[c].clock) * 1099511628211ULL;
+    for (int r = 0; r < ms[c].nodes; r++) fp = (fp ^ ms[c].fnv[r]) * 1099511628211ULL;
+  }
+  const uint64_t at = rc == 0 && len ? ms[0].clock : 0;
+  const double mine[6] = {rc == 0, (double)(at >> 32), (double)(at & 0xffffffffu),
+                          len,     (double)(fp >> 32), (double)(fp & 0xffffffffu)};
+  double each[6 * 64], *got = n->nodes <= 64 ? each : malloc(6 * sizeof(double) * n->nodes);
+  int arc = got ? gather_each(n, mine, 6, got) : AU_ENOMEM;
+  for (int r = 0; !rc && !arc && r < n->nodes; r++) {
+    const double *v = got + 6 * r;
+    if (!v[0] || !memcmp(v, mine, sizeof(mine))) continue; /* (a node that failed says so) */
+    set_err(err, errlen,
+            "restore: %s: node %d found the checkpoint of clock %llu, this node of clock %llu%s: "
+            "every node must restore the same one (nothing restored)",
+            dir, r, (unsigned long long)((uint64_t)v[1] << 32 | (uint64_t)v[2]),
+            (unsigned long long)at, v[1] == mine[1] && v[2] == mine[2] ? " (another chain)" : "");
+    rc = AU_EIO;
+  }
+  if (got != each) free(got);
+  if (!rc && arc) {
+    set_err(err, errlen, "restore: %s: agreeing with the other nodes: %s", dir, au_strerror(arc));
+    rc = arc;
+  }
   rc = all_nodes(n, rc, "use", dir, " (nothing restored)", err, errlen);
   /* then applied from the full one up, so that each actor ends as the latest that wrote
      it (only memory can fail now; the files are read again: not kept twice in memory) */

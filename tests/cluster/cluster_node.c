@@ -11,6 +11,12 @@
  *                                      by two at once, each gets a replica; intents over,
  *                                      the replicas are dropped
  *   cluster_node serve SECONDS         join, serve for SECONDS, leave
+ *   cluster_node ckagree DIR           checkpoints into DIR that the nodes disagree on (the
+ *                                      clock, full or not) are refused on every node and
+ *                                      leave LATEST; then ckpt-1 (full) and ckpt-2
+ *                                      (incremental) agreed
+ *   cluster_node ckrestore DIR         each node restores DIR-RANK (copies of one DIR):
+ *                                      prints its rc, clock and error
  *
  * Prints one key=value line per node and exits 0 only if every check held on it.
  */
@@ -573,11 +579,75 @@ static int idlebar(void)
   return ok ? 0 : 1;
 }
 
+/* --- ckagree, ckrestore --------------------------------------------------------------- */
+
+static au_table_t *ck_t;
+static int ck_pushed;
+
+static int ck_step(au_worker_t *w, void *arg)
+{
+  (void)arg;
+  if (ck_pushed) return AU_DONE;
+  ck_pushed = 1;
+  au_key_t k[8];
+  float d[8];
+  for (int i = 0; i < 8; i++) k[i] = (au_key_t)i, d[i] = 1;
+  int rc = au_worker_push(w, ck_t, k, 8, d);
+  return rc ? rc : AU_CONTINUE;
+}
+
+static int ck_node(au_node_t **n)
+{
+  if (au_node_create(&(au_node_opts_t){.threads = 1}, n) != 0) return -1;
+  return au_table_create(
+      *n, &(au_table_opts_t){.keys = 8, .dim = 1, .type = AU_F32, .group = 1, .name = "t"}, &ck_t);
+}
+
+static int ckagree(const char *dir)
+{
+  au_node_t *n;
+  char err[512] = "";
+  if (ck_node(&n) != 0) return 1;
+  const int r = au_node_rank(n);
+  if (r == 0) au_worker_spawn(n, &(au_worker_opts_t){ck_step, NULL}, NULL);
+  int ok = au_node_run(n) == 0 && au_checkpoint(n, dir, 1, 1, err, sizeof(err)) == 0;
+  /* clocks that differ, then full on rank 0 only: refused everywhere, nothing written */
+  int rc1 = au_checkpoint(n, dir, 2 + (uint64_t)r, 1, err, sizeof(err));
+  printf("rank=%d clocks_differ rc=%d err=%s\n", r, rc1, err);
+  err[0] = 0;
+  int rc2 = au_checkpoint(n, dir, 2, r == 0, err, sizeof(err));
+  printf("rank=%d full_differs rc=%d err=%s\n", r, rc2, err);
+  int rc3 = au_checkpoint(n, dir, 2, 0, err, sizeof(err));
+  ok = ok && rc1 == AU_EINVAL && rc2 == AU_EINVAL && rc3 == 0;
+  printf("rank=%d agreed rc=%d %s\n", r, rc3, ok ? "ok" : "WRONG");
+  au_node_destroy(n);
+  return ok ? 0 : 1;
+}
+
+static int ckrestore(const char *dir)
+{
+  au_node_t *n;
+  char err[512] = "", mine[512];
+  if (ck_node(&n) != 0) return 1;
+  snprintf(mine, sizeof(mine), "%s-%d", dir, au_node_rank(n));
+  uint64_t clock = 0;
+  int rc = au_restore(n, mine, &clock, err, sizeof(err));
+  float v = -1;
+  au_key_t k = 0;
+  au_table_read(ck_t, &k, 1, &v);
+  printf("rank=%d restore rc=%d clock=%llu key0=%g err=%s\n", au_node_rank(n), rc,
+         (unsigned long long)clock, v, err);
+  au_node_destroy(n);
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 2 && !strcmp(argv[1], "policy")) return policy();
   if (argc == 2 && !strcmp(argv[1], "idlebar")) return idlebar();
+  if (argc == 3 && !strcmp(argv[1], "ckagree")) return ckagree(argv[2]);
+  if (argc == 3 && !strcmp(argv[1], "ckrestore")) return ckrestore(argv[2]);
   if (argc < 3) {
     fprintf(stderr, "usage: cluster_node exchange MSGS BYTES | conserve KEYS ROUNDS | policy | "
                     "idlebar | serve S\n");

@@ -361,6 +361,29 @@ checkpoint)
   rc=$?
   cat "$tmp/out"
   check "another table (sgd: no accumulators): refused" test $rc -ne 0 -a "$(grep -c 'differs' "$tmp/out")" -eq 1
+  # the nodes must agree: on the checkpoint they make (clock, full or not), else every
+  # node refuses and LATEST stays; and on the one they restore (each reads its own LATEST:
+  # copies of one directory, one a checkpoint behind), else none restores
+  rm -rf "$tmp/cka"
+  timeout 60 "$augur" run -n 3 "$node" ckagree "$tmp/cka" >"$tmp/out" 2>&1
+  rc=$?
+  cat "$tmp/out"
+  check "checkpoints the nodes disagree on: refused on all 3, then an agreed pair written" \
+    test $rc -eq 0 -a "$(grep -c 'agreed rc=0 ok$' "$tmp/out")" -eq 3 -a \
+    "$(grep -c 'every node must make the same checkpoint' "$tmp/out")" -eq 6
+  check "... the agreed second one incremental" grep -qx 'base=ckpt-1' "$tmp/cka/ckpt-2/manifest.txt"
+  for r in 0 1 2; do cp -r "$tmp/cka" "$tmp/cka-$r"; done
+  echo ckpt-1 >"$tmp/cka-1/LATEST"
+  timeout 60 "$augur" run -n 3 "$node" ckrestore "$tmp/cka" >"$tmp/out" 2>&1
+  cat "$tmp/out"
+  check "nodes that found different checkpoints: none restores, each says so" \
+    test "$(grep -c 'restore rc=-5 .*every node must restore the same one (nothing restored)' "$tmp/out")" -eq 3 -a \
+    "$(grep -c 'rank=0 restore .* key0=0 ' "$tmp/out")" -eq 1
+  echo ckpt-2 >"$tmp/cka-1/LATEST"
+  timeout 60 "$augur" run -n 3 "$node" ckrestore "$tmp/cka" >"$tmp/out" 2>&1
+  cat "$tmp/out"
+  check "... the same one: restored on all 3" \
+    test "$(grep -c 'restore rc=0 clock=2 ' "$tmp/out")" -eq 3 -a "$(grep -c 'rank=0 restore .* key0=1 ' "$tmp/out")" -eq 1
   ;;
 mfresume)
   # augur run --restarts with augur-mf --checkpoint: a 3-node run whose ranks are SIGKILLed
