@@ -34,8 +34,9 @@
 
 #include "actors/ps.h"
 
-#define MAGIC    "AUGURCK1"
-#define FORMAT   2 /* 2: id tables after the tables (1 is still read) */
+#define MAGIC "AUGURCK1"
+#define FORMAT                                                                                     \
+  3 /* 2: id tables after the tables; 3: the manifest ends with its sum= (1, 2 still read) */
 #define FNV_INIT 0xcbf29ce484222325ULL
 
 #define FNV_PRIME 0x100000001b3ULL
@@ -465,6 +466,18 @@ static int gather_parts(au_node_t *n, int ok, uint64_t bytes, uint64_t fnv, doub
   return au_allreduce_sum(n->rt, v, 4 * N);
 }
 
+/* FNV-1a of n more bytes on h: the manifest's own checksum (its last line, sum=). */
+static uint64_t text_fnv_more(uint64_t h, const char *p, size_t n)
+{
+  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * FNV_PRIME;
+  return h;
+}
+
+static uint64_t text_fnv(const char *p, size_t n)
+{
+  return text_fnv_more(FNV_INIT, p, n);
+}
+
 /* Every node's k values (k <= 8), through one allreduce: all[r * k + j] is node r's
  * value j (whole numbers below 2^53, exact in the sums). 0 or the allreduce's error. */
 static int gather_each(au_node_t *n, const double *mine, int k, double *all)
@@ -558,7 +571,10 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
   if (rc == 0 && n->rank == 0 && all) {
     snprintf(path, sizeof(path), "%s/manifest.txt", sub);
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    /* its lines in memory first, then the file: them and sum=, their bytes' FNV-1a */
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *f = open_memstream(&text, &text_len);
     if (f) {
       fprintf(f,
               "# augur checkpoint (docs/checkpoints.md)\nformat=%d\nnodes=%d\nclock=%llu\n"
@@ -581,7 +597,13 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
       for (int r = 0; r < n->nodes; r++)
         fprintf(f, "part=%d bytes=%.0f fnv=%016llx\n", r, v[4 * r + 1],
                 (unsigned long long)((uint64_t)v[4 * r + 2] << 32 | (uint64_t)v[4 * r + 3]));
+      f = fclose(f) == 0 && text ? fopen(tmp, "w") : NULL;
     }
+    if (f) {
+      fwrite(text, 1, text_len, f);
+      fprintf(f, "sum=%016llx\n", (unsigned long long)text_fnv(text, text_len));
+    }
+    free(text);
     int good = f && commit(f, tmp, path) == 0;
     if (good) {
       snprintf(path, sizeof(path), "%s/LATEST", dir);
@@ -829,11 +851,23 @@ static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err
   int format = -1, rc = 0, tlines = 0, ilines = 0; /* table= and idtable= lines */
   *m = (manifest_t){.nodes = -1, .tables = -1};
   const int nids = (int)ids_count(n);
+  uint64_t fnv = FNV_INIT; /* of the lines before sum= */
+  int summed = 0, after_sum = 0;
   while (!rc && fgets(line, sizeof(line), f)) {
     int i, dummy;
     unsigned long long keys, a, b;
     unsigned dim, width;
     char name[64];
+    if (summed) after_sum = 1;
+    if (sscanf(line, "sum=%llx", &a) == 1) {
+      if (a != fnv) {
+        set_err(err, errlen, "restore: %s: its lines do not match their checksum (sum=)", path);
+        rc = AU_EIO;
+      }
+      summed = 1;
+      continue;
+    }
+    fnv = text_fnv_more(fnv, line, strlen(line));
     if (line[0] == '#') continue;
     if (sscanf(line, "format=%d", &format) == 1) continue;
     if (sscanf(line, "nodes=%d", &m->nodes) == 1) {
@@ -842,7 +876,10 @@ static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err
         rc = AU_EIO;
         continue;
       }
-      if (m->nodes < 1 || m->nodes > 65536) rc = AU_EIO;
+      if (m->nodes < 1 || m->nodes > 65536) {
+        set_err(err, errlen, "restore: %s: nodes=%d, expected 1..65536", path, m->nodes);
+        rc = AU_EIO;
+      }
       m->bytes = rc ? NULL : calloc((size_t)m->nodes, sizeof(uint64_t));
       m->fnv = rc ? NULL : calloc((size_t)m->nodes, sizeof(uint64_t));
       if (!rc && (!m->bytes || !m->fnv)) rc = AU_ENOMEM;
@@ -871,7 +908,10 @@ static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err
       continue;
     }
     if (sscanf(line, "base=%63s", m->base) == 1) {
-      if (strchr(m->base, '/') || strncmp(m->base, "ckpt-", 5)) rc = AU_EIO;
+      if (strchr(m->base, '/') || strncmp(m->base, "ckpt-", 5)) {
+        set_err(err, errlen, "restore: %s: base=%s, expected ckpt-CLOCK", path, m->base);
+        rc = AU_EIO;
+      }
       continue;
     }
     if (sscanf(line, "table=%d name=%63s keys=%llu dim=%u width=%u type=%d", &i, name, &keys, &dim,
@@ -898,6 +938,21 @@ static int read_manifest(au_node_t *n, const char *sub, manifest_t *m, char *err
     rc = AU_EIO;
   }
   fclose(f);
+  if (!rc && (after_sum || (!summed && format >= 3))) {
+    set_err(err, errlen, "restore: %s: %s", path,
+            after_sum ? "lines after its checksum (sum=)" : "no checksum line (sum=)");
+    rc = AU_EIO;
+  }
+  /* the clock its directory is named by (a manifest's clock edited, or its directory) */
+  const char *leaf = strrchr(sub, '/');
+  leaf = leaf ? leaf + 1 : sub;
+  unsigned long long named;
+  char extra;
+  if (!rc && sscanf(leaf, "ckpt-%llu%c", &named, &extra) == 1 && named != m->clock) {
+    set_err(err, errlen, "restore: %s: clock=%llu, but its directory is %s", path,
+            (unsigned long long)m->clock, leaf);
+    rc = AU_EIO;
+  }
   if (!rc && (format < 1 || format > FORMAT || m->nodes < 1 || m->tables != n->ntables)) {
     set_err(err, errlen, "restore: %s: expected format=1..%d, nodes and tables=%d (this node's)",
             path, FORMAT, n->ntables);

@@ -1,9 +1,10 @@
 /* test_restore.c — au_restore refuses what it cannot use without changing the node: a
  * chain (a full checkpoint and an incremental one on it, both with a dense table and an
  * id table) with a byte of either part flipped is refused and the restoring node's rows,
- * dense and id, are as they were; a manifest whose base is not of an earlier clock (one
- * that names itself), with a second nodes= line or without a table's line is refused,
- * naming it; checkpoints into one directory go forward (the same clock again, or an
+ * dense and id, are as they were; a manifest whose lines do not match its sum=, or
+ * (format 2, without one) whose clock is not its directory's, whose base is not of an
+ * earlier clock (one that names itself), with a second nodes= line, nodes=0 or without
+ * a table's line is refused, naming it; checkpoints into one directory go forward (the same clock again, or an
  * earlier one, is refused and writes nothing). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -174,22 +175,43 @@ static void test_refused_restore_changes_nothing(void **state)
   refused_unchanged("ckpt-5/part-0.bin: not the part the manifest names");
 }
 
+/* A manifest edited as its checks want it: format 2 (the last without sum=), its sum=
+ * line gone, then sed's expression applied. */
+static void edit_manifest(const char *sed)
+{
+  char cmd[800];
+  snprintf(cmd, sizeof(cmd),
+           "sed -i -e '/^sum=/d' -e 's/^format=3$/format=2/' -e '%s' '%s/ckpt-6/manifest.txt'",
+           sed, dir);
+  run(cmd);
+}
+
 static void test_manifest_refusals(void **state)
 {
   (void)state;
   char cmd[600];
-  write_chain(); /* ckpt-6 names itself as its base: a loop */
-  snprintf(cmd, sizeof(cmd), "sed -i 's/^base=ckpt-5$/base=ckpt-6/' '%s/ckpt-6/manifest.txt'", dir);
+  write_chain(); /* any line changed: its checksum no longer matches */
+  snprintf(cmd, sizeof(cmd), "sed -i 's/^clock=6$/clock=7/' '%s/ckpt-6/manifest.txt'", dir);
   run(cmd);
+  refused_unchanged("its lines do not match their checksum (sum=)");
+  write_chain(); /* format 3 without its sum= line */
+  snprintf(cmd, sizeof(cmd), "sed -i '/^sum=/d' '%s/ckpt-6/manifest.txt'", dir);
+  run(cmd);
+  refused_unchanged("no checksum line (sum=)");
+  write_chain(); /* (format 2, no checksum:) a clock that is not its directory's */
+  edit_manifest("s/^clock=6$/clock=7/");
+  refused_unchanged("clock=7, but its directory is ckpt-6");
+  write_chain(); /* ckpt-6 names itself as its base: a loop */
+  edit_manifest("s/^base=ckpt-5$/base=ckpt-6/");
   refused_unchanged("its base ckpt-6 is not of an earlier clock");
   write_chain(); /* a second nodes= line */
-  snprintf(cmd, sizeof(cmd), "sed -i 's/^nodes=1$/nodes=1\\nnodes=1/' '%s/ckpt-6/manifest.txt'",
-           dir);
-  run(cmd);
+  edit_manifest("s/^nodes=1$/nodes=1\\nnodes=1/");
   refused_unchanged("nodes= twice");
+  write_chain(); /* no node */
+  edit_manifest("s/^nodes=1$/nodes=0/");
+  refused_unchanged("nodes=0, expected 1..65536");
   write_chain(); /* the dense table's line gone */
-  snprintf(cmd, sizeof(cmd), "sed -i '/^table=0 /d' '%s/ckpt-6/manifest.txt'", dir);
-  run(cmd);
+  edit_manifest("/^table=0 /d");
   refused_unchanged("0 table= and 1 idtable= lines, for 1 and 1 tables");
 }
 
