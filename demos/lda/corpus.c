@@ -314,20 +314,15 @@ static int uci_line(void *state, char *line, size_t len, size_t lineno)
       return uci_bad(u, lineno, what[u->header], line, len);
     if (u->header == 0) u->d = v;
     if (u->header == 1) u->w = v;
-    if (u->header == 2 && u->d > v + (1u << 20)) { /* memory goes by D: say so, not use it */
+    /* memory goes by D, and the model's tables by W: say so, not use them */
+    const int over_d = u->d > v + (1u << 20), over_w = u->w > v + (1u << 20);
+    if (u->header == 2 && (over_d || over_w)) {
       char what[200];
       snprintf(what, sizeof(what),
-               "NNZ (line 3) near D = %llu (line 1): more than 2^20 of its documents would be "
-               "empty (a header that does not describe the file?)",
-               (unsigned long long)u->d);
-      return uci_bad(u, lineno, what, line, len);
-    }
-    if (u->header == 2 && u->w > v + (1u << 20)) { /* and the model's tables go by W */
-      char what[200];
-      snprintf(what, sizeof(what),
-               "NNZ (line 3) near W = %llu (line 2): more than 2^20 of its words would be in "
-               "no entry (a header that does not describe the file?)",
-               (unsigned long long)u->w);
+               "NNZ (line 3) near %s = %llu (line %d): more than 2^20 of its %s would be %s (a "
+               "header that does not describe the file?)",
+               over_d ? "D" : "W", (unsigned long long)(over_d ? u->d : u->w), over_d ? 1 : 2,
+               over_d ? "documents" : "words", over_d ? "empty" : "in no entry");
       return uci_bad(u, lineno, what, line, len);
     }
     if (u->header == 2) {
