@@ -36,12 +36,16 @@ int cli_path(const char *flag, const char *v)
   return 0;
 }
 
-int cli_check_memory(const char *what, double bytes)
+double cli_memory_bytes(void)
 {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return 0; /* (unknown: let the allocation say) */
-  const double have = (double)pages * (double)page;
-  if (bytes <= have) return 0;
+  return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+}
+
+int cli_check_memory(const char *what, double bytes)
+{
+  const double have = cli_memory_bytes();
+  if (have == 0 || bytes <= have) return 0; /* (unknown: let the allocation say) */
   fprintf(stderr, "%s: %s needs %.1f GB, more than this machine's %.1f GB of memory\n", prog, what,
           bytes / 1e9, have / 1e9);
   return 2;

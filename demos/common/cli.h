@@ -27,6 +27,8 @@ int cli_path(const char *flag, const char *v);
  * N GB, more than this machine's M GB" (before the allocation, not an OOM kill minutes
  * later). */
 int cli_check_memory(const char *what, double bytes);
+/* This machine's physical memory in bytes, or 0 when it cannot be told. */
+double cli_memory_bytes(void);
 
 /* A decimal whole number in [min, max]; rejects a sign, which strtoull would accept
  * (and wrap, for '-'). */

@@ -6,6 +6,7 @@
  * (an AU_WAIT re-runs it from the start, so nothing before may be irreversible), logs
  * each change, and applies all of them as exact -1/+1 deltas before it returns.
  */
+#include "cli.h"
 #include "model.h"
 #include "shard.h"
 
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 /* On a cluster a step's rows from one node travel in one message: keep it well under the
  * transport's 64 MiB frame limit. */
@@ -640,11 +640,10 @@ static int check_opts(const lda_opts_t *o, const lda_corpus_t *c, char *err, siz
 static int check_memory(const lda_opts_t *o, const lda_corpus_t *c, int nodes, char *err,
                         size_t errlen)
 {
-  const double need = (double)c->nwords * o->topics * sizeof(int32_t) / nodes +
-                      32.0 * c->nwords + 24.0 * (double)c->ntokens + 80.0 * c->ndocs;
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  const double have = (double)pages * (double)page;
-  if (pages <= 0 || page <= 0 || need <= have) return 0; /* (unknown: let malloc say) */
+  const double need = (double)c->nwords * o->topics * sizeof(int32_t) / nodes + 32.0 * c->nwords +
+                      24.0 * (double)c->ntokens + 80.0 * c->ndocs;
+  const double have = cli_memory_bytes();  /* (not cli_check_memory: one message, ours) */
+  if (have == 0 || need <= have) return 0; /* (unknown: let malloc say) */
   snprintf(err, errlen,
            "the model needs %.1f GB (%u words x %u topics of int32 counts, %zu tokens: a node's "
            "share), more "
