@@ -58,6 +58,7 @@ typedef struct bucket {
   char *block;       /* NULL until the bucket is first used */
   uint64_t evicted;  /* rows evicted (it places the eviction window) */
   uint8_t changed;   /* written since a replica snapshot last looked (ids_actor_changes) */
+  uint32_t door_n;   /* pushes that reached the doorkeeper here (it clears this bucket's words) */
   uint64_t dirty[4]; /* ... and the slots whose rows were written since (B <= 256) */
   char *spare;       /* where its block goes then */
   uint64_t admitted, expired, rejected, misses, forgotten;
@@ -79,8 +80,7 @@ struct au_ids {
   uint64_t gbuckets, abuckets;
   char *blocks;           /* nbuckets blocks of block_bytes, one mapping: bucket i's is the i-th */
   _Atomic uint64_t *door; /* the doorkeeper's bits (NULL: none) */
-  uint64_t door_bits, door_every;
-  _Atomic uint64_t door_seen;
+  uint64_t door_bits;     /* 8 a slot */
   size_t off_cdig, off_count, off_ids, off_cids, off_uses, off_last, off_rows, block_bytes;
   _Atomic size_t memory;
 };
@@ -274,31 +274,46 @@ static void ensure_block(au_ids_t *t, bucket_t *b)
   atomic_fetch_add_explicit(&t->memory, t->block_bytes, memory_order_relaxed);
 }
 
+/* The doorkeeper's word for id in bucket g: each bucket has its share of the words (a
+ * Bloom filter of 8 bits a slot of its own). */
+static _Atomic uint64_t *door_word(const au_ids_t *t, uint64_t g, uint64_t h)
+{
+  const uint64_t share = t->door_bits / 64 / t->nbuckets;
+  return &t->door[g % t->nbuckets * share + (h & 0xffffffffULL) * share / (1ULL << 32)];
+}
+
+static uint64_t door_hash(uint64_t id)
+{
+  return mix64(id ^ 0x9e3779b97f4a7c15ULL);
+}
+
 /* The doorkeeper (TinyLFU's): 1 if the id probably passed the door since its word was
  * last cleared, else 0; either way it has passed now. Two bits per id, in one 64-bit word
- * (a blocked Bloom filter: one atomic or), 8 bits a row of capacity, each word cleared
- * every `capacity` calls (about 5% false passes). */
-static int door_pass(au_ids_t *t, uint64_t id)
+ * of its bucket's share (a blocked Bloom filter: one atomic or; two buckets never share a
+ * word, but a thread of another node's server may hold a bucket that maps to the same
+ * share), each word cleared every B calls of its bucket (about 5% false passes). */
+static int door_pass(au_ids_t *t, bucket_t *b, uint64_t g, uint64_t id)
 {
-  uint64_t h = mix64(id ^ 0x9e3779b97f4a7c15ULL);
-  uint64_t word = ((h & 0xffffffffULL) * (t->door_bits / 64)) >> 32;
-  uint64_t bits = 1ULL << ((h >> 32) & 63) | 1ULL << ((h >> 38) & 63);
+  const uint64_t h = door_hash(id);
+  const uint64_t bits = 1ULL << ((h >> 32) & 63) | 1ULL << ((h >> 38) & 63);
   int passed =
-      (atomic_fetch_or_explicit(&t->door[word], bits, memory_order_relaxed) & bits) == bits;
-  /* one word cleared every 8 calls, the words in turn: each is cleared once every
-     `capacity` calls, as clearing them all at once then would, without one call (and
-     its bucket's lock) clearing a megabyte (50 us for 10^6 rows) */
-  const uint64_t words = t->door_bits / 64, every = t->door_every / words;
-  const uint64_t n = atomic_fetch_add_explicit(&t->door_seen, 1, memory_order_relaxed);
-  if (n % every == every - 1)
-    atomic_store_explicit(&t->door[n / every % words], 0, memory_order_relaxed);
+      (atomic_fetch_or_explicit(door_word(t, g, h), bits, memory_order_relaxed) & bits) == bits;
+  /* one of the bucket's words cleared every 8 of its calls, the words in turn: each is
+     cleared once every B calls, as clearing them all at once then would. The calls are
+     counted per bucket under its lock: a counter for the whole table, written by every
+     push of every thread, cost more in its cache line's moves from core to core than the
+     rest of a push stopped at the door (docs/benchmarks.md, augur-bench-ids). */
+  const uint64_t share = t->door_bits / 64 / t->nbuckets;
+  if (++b->door_n % 8 == 0)
+    atomic_store_explicit(&t->door[g % t->nbuckets * share + b->door_n / 8 % share], 0,
+                          memory_order_relaxed);
   return passed;
 }
 
 /* Counts a push of id, which has no row (lock held); returns the pushes counted so far,
  * this one included (0: stopped at the door, not counted), and frees the candidate's
  * slot when they reach admit. */
-static uint32_t count_push(au_ids_t *t, bucket_t *b, uint64_t id, uint8_t dg)
+static uint32_t count_push(au_ids_t *t, bucket_t *b, uint64_t g, uint64_t id, uint8_t dg)
 {
   uint8_t *cd = cdigests(t, b->block), *cnt = counts_of(t, b->block);
   uint64_t *cid = cids_of(t, b->block);
@@ -306,15 +321,15 @@ static uint32_t count_push(au_ids_t *t, bucket_t *b, uint64_t id, uint8_t dg)
   if (c >= 0) {
     uint32_t seen = (uint32_t)cnt[c] + 1;
     if (seen < t->admit) {
-      cnt[c] = (uint8_t)seen;
+      SET(cnt[c], (uint8_t)seen);
       return seen;
     }
-    cd[c] = 0;
-    cnt[c] = 0;
+    SET(cd[c], 0);
+    SET(cnt[c], 0);
     b->cands--;
     return seen;
   }
-  if (t->door && !door_pass(t, id)) return 0;
+  if (t->door && !door_pass(t, b, g, id)) return 0;
   uint32_t s;
   if (b->cands < t->B) {
     for (s = 0; cd[s]; s++) {
@@ -326,18 +341,19 @@ static uint32_t count_push(au_ids_t *t, bucket_t *b, uint64_t id, uint8_t dg)
       s = b->hand;
       b->hand = (b->hand + 1) & (t->B - 1);
       if (cnt[s] <= 1) break;
-      cnt[s]--;
+      SET(cnt[s], (uint8_t)(cnt[s] - 1));
     }
     b->forgotten++;
   }
-  cd[s] = dg;
+  SET(cd[s], dg);
   cid[s] = id;
-  cnt[s] = 1;
+  SET(cnt[s], 1);
   return 1;
 }
 
 typedef struct where {
   bucket_t *b;
+  uint64_t g; /* its index among the cluster's */
   uint8_t dg;
 } where_t;
 
@@ -379,7 +395,7 @@ static where_t locate(au_ids_t *t, uint64_t id)
   bucket_t *b = t->nodes == 1 ? &t->buckets[g]
                               : (bucket_t *)t->fmt.actors[g / t->abuckets].values + g % t->abuckets;
   uint8_t dg = (uint8_t)h;
-  where_t w = {b, dg ? dg : 1};
+  where_t w = {b, g, dg ? dg : 1};
   return w;
 }
 
@@ -427,12 +443,32 @@ static void prefetch_slot(const au_ids_t *t, char *blk, uint32_t s, int write)
   __builtin_prefetch(&last_of(t, blk)[s], 1, 3);
 }
 
+/* Whether a push of id (no row) will probably make one, read without the lock: a
+ * candidate under its digest (the id not compared: a guess) counted to admit - 1. With
+ * admission most pushes of a stream of many ids make no row, and loading the slot a row
+ * would take (four lines and more, for writing) for each of them cost more than the push
+ * itself. */
+static int admits(const au_ids_t *t, char *blk, uint64_t id, uint8_t dg)
+{
+  const uint8_t *cd = cdigests(t, blk), *cnt = counts_of(t, blk);
+  (void)id;
+  for (uint32_t i = 0; i < t->B; i += 8) {
+    uint64_t w = __atomic_load_n((const word_t *)(cd + i), __ATOMIC_RELAXED);
+    uint64_t x = w ^ (ONES * dg), m = (x - ONES) & ~x & HIGHS;
+    for (; m; m &= m - 1) {
+      uint32_t s = i + (uint32_t)(__builtin_ctzll(m) >> 3);
+      if (__atomic_load_n(&cnt[s], __ATOMIC_RELAXED) + 1u >= t->admit) return 1;
+    }
+  }
+  return 0;
+}
+
 /* Guesses, without the lock, the slot a push of an id with digest dg will take in its
  * bucket (whose digests and eviction window are loaded by now): the row whose digest
  * matches, else the first free slot, else the eviction window's victim by the rule
  * (ttl aside), and starts loading it. A guess another push makes wrong, or that a digest
  * shared with another id misleads, costs a load for nothing. */
-static void foresee(const au_ids_t *t, const bucket_t *b, uint8_t dg)
+static void foresee(const au_ids_t *t, const bucket_t *b, uint64_t id, uint8_t dg)
 {
   char *blk = __atomic_load_n(&b->block, __ATOMIC_RELAXED);
   if (!blk) return;
@@ -448,6 +484,7 @@ static void foresee(const au_ids_t *t, const bucket_t *b, uint8_t dg)
     uint64_t z = (w - ONES) & ~w & HIGHS;
     if (z && free_slot == UINT32_MAX) free_slot = i + (uint32_t)(__builtin_ctzll(z) >> 3);
   }
+  if (t->admit > 1 && !admits(t, blk, id, dg)) return;
   if (free_slot != UINT32_MAX) {
     prefetch_slot(t, blk, free_slot, 1);
     return;
@@ -479,18 +516,22 @@ static void prefetch(au_ids_t *t, const uint64_t *ids, size_t n, size_t i)
 {
   if (i + 2 * PREFETCH < n) __builtin_prefetch(locate(t, ids[i + 2 * PREFETCH]).b);
   if (i + PREFETCH < n) {
-    bucket_t *b = locate(t, ids[i + PREFETCH]).b;
+    const where_t w = locate(t, ids[i + PREFETCH]);
+    bucket_t *b = w.b;
     char *blk = __atomic_load_n(&b->block, __ATOMIC_RELAXED);
     if (blk) {
       const uint32_t from = window_from(t, b);
       for (uint32_t at = 0; at < t->B; at += 64) __builtin_prefetch(blk + at);
+      for (uint32_t at = 0; t->admit > 1 && at < 2 * t->B; at += 64)
+        __builtin_prefetch(blk + t->off_cdig + at);
       __builtin_prefetch(uses_of(t, blk) + from);
       __builtin_prefetch(last_of(t, blk) + from);
+      if (t->door) __builtin_prefetch(door_word(t, w.g, door_hash(ids[i + PREFETCH])));
     }
   }
   if (i + PREFETCH / 2 < n) {
     where_t w = locate(t, ids[i + PREFETCH / 2]);
-    foresee(t, w.b, w.dg);
+    foresee(t, w.b, ids[i + PREFETCH / 2], w.dg);
   }
 }
 
@@ -503,7 +544,7 @@ static void push_one(au_ids_t *t, uint64_t id, const void *u, uint64_t clock)
   int s = lookup(t, &w, id, clock, 1);
   if (s < 0) {
     ensure_block(t, w.b);
-    uint32_t seen = t->admit > 1 ? count_push(t, w.b, id, w.dg) : 1;
+    uint32_t seen = t->admit > 1 ? count_push(t, w.b, w.g, id, w.dg) : 1;
     if (seen < t->admit) {
       w.b->rejected++;
       pthread_spin_unlock(&w.b->lock);
@@ -1281,7 +1322,6 @@ static int ids_new(au_node_t *node, const au_ids_opts_t *opts, au_ids_t **out)
   }
   if (door) {
     t->door_bits = t->nbuckets * B * 8;
-    t->door_every = t->nbuckets * B;
   }
   *out = t;
   return 0;
