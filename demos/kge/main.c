@@ -455,6 +455,23 @@ int main(int argc, char **argv)
            load_s);
     fflush(stdout);
   }
+  /* a node's share of both tables (values and AdaGrad's sums; an id table holds twice its
+   * share of the entities), and, to evaluate or save, the whole model gathered on every
+   * node (kge_gather: a double and a float a value): a --rank no machine holds is refused
+   * now, not OOM-killed after allocating */
+  const double values = ((double)g.ent.n + (double)g.rel.n) * kge_dim(a.k.model, a.k.rank);
+  const int gathers = g.test.n || (a.eval_every && g.valid.n) || a.save;
+  const double model_bytes = values * 2 * sizeof(float) * (a.k.id_entities ? 2 : 1) / nodes +
+                             (gathers ? values * (sizeof(double) + sizeof(float)) : 0);
+  if ((rc = cli_check_memory(gathers ? "the model (entities and relations times the dimension: "
+                                       "a node's share, and the whole model to evaluate or save)"
+                                     : "the model (entities and relations times the dimension, "
+                                       "a node's share)",
+                             model_bytes)) != 0) {
+    au_node_destroy(node);
+    kg_graph_free(&g);
+    return rc;
+  }
   char err[8192]; /* room for a checkpoint's path */
   kge_t *m;
   if ((rc = kge_create(node, &a.k, &g, &m, err, sizeof(err))) != 0) {

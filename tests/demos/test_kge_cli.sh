@@ -50,6 +50,8 @@ expect_error "unknown mode" "--mode: expected classic, replicate, relocate, hot 
 expect_error "unknown entity table" "--entity-table: expected dense or ids" --entity-table hash
 expect_error "missing file" "$tmp/nope.txt" "$tmp/nope.txt"
 expect_error "valid without a file" "need a TRAIN_FILE" --valid "$tmp/v.txt"
+expect_error "a model larger than the memory" "needs [0-9.]* GB, more than this machine's" \
+  --entities 4000000 --rank 1024 --epochs 1 --threads 1
 expect_error "impossible generator" "--edges must be at most --entities" --entities 1000 --edges 2000 --clusters 10
 printf 'a\tr\tb\nb\tr\n' >"$tmp/bad.txt"
 expect_error "malformed triple" "$tmp/bad.txt:2: expected 'head<TAB>relation<TAB>tail', got 'b\\\\tr'" \
