@@ -1036,7 +1036,7 @@ static int restore_ids(au_node_t *n, rbuf_t *in, int r, int apply, uint64_t *gav
  * node), and its id tables' rows if apply_ids. */
 static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *m,
                         au_restore_map_fn map, void *arg, int apply, int apply_ids, uint64_t *gave,
-                        char *err, size_t errlen)
+                        unsigned char *buf, char *err, size_t errlen)
 {
   char path[4200];
   snprintf(path, sizeof(path), "%s/part-%d.bin", sub, r);
@@ -1052,15 +1052,9 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
     fclose(f);
     return AU_EIO;
   }
-  unsigned char *buf = malloc(m->bytes[r] ? m->bytes[r] : 1);
-  int rc = buf ? 0 : AU_ENOMEM;
-  if (!rc && (fread(buf, 1, m->bytes[r], f) != m->bytes[r] || fgetc(f) != EOF)) rc = AU_EIO;
+  int rc = 0;
+  if (fread(buf, 1, m->bytes[r], f) != m->bytes[r] || fgetc(f) != EOF) rc = AU_EIO;
   fclose(f);
-  if (rc == AU_ENOMEM) {
-    set_err(err, errlen, "restore: %s: no memory to read its %llu bytes", path,
-            (unsigned long long)m->bytes[r]);
-    return rc;
-  }
   uint64_t fnv = FNV_INIT, stored = 0;
   if (!rc) {
     if (m->bytes[r] >= 8) {
@@ -1074,7 +1068,6 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
   }
   if (rc == AU_EIO) {
     set_err(err, errlen, "restore: %s: not the part the manifest names (size or checksum)", path);
-    free(buf);
     return rc;
   }
   rbuf_t in = {buf, (size_t)m->bytes[r] - 8, 0};
@@ -1128,7 +1121,6 @@ static int restore_part(au_node_t *n, const char *sub, int r, const manifest_t *
     set_err(err, errlen, "restore: %s: malformed: %s", path, why);
     rc = AU_EIO;
   }
-  free(buf);
   return rc;
 }
 
@@ -1210,10 +1202,19 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
   }
   /* every part of the chain checked, on every node, before any table changes: a refused
      restore leaves the node's data as it was */
-  uint64_t gave = 0;
+  uint64_t gave = 0, most = 1;
+  for (int c = 0; !rc && c < len; c++)
+    for (int r = 0; r < ms[c].nodes; r++) most = ms[c].bytes[r] > most ? ms[c].bytes[r] : most;
+  /* one buffer for every part, both passes: the apply pass allocates nothing */
+  unsigned char *buf = rc ? NULL : malloc(most);
+  if (!rc && !buf) {
+    set_err(err, errlen, "restore: %s: no memory to read a part of %llu bytes", dir,
+            (unsigned long long)most);
+    rc = AU_ENOMEM;
+  }
   for (int c = len - 1; !rc && c >= 0; c--)
     for (int r = 0; !rc && r < ms[c].nodes; r++)
-      rc = restore_part(n, subs[c], r, &ms[c], map, arg, 0, 0, &gave, err, errlen);
+      rc = restore_part(n, subs[c], r, &ms[c], map, arg, 0, 0, &gave, buf, err, errlen);
   /* every node the same checkpoint: each reads its own LATEST (a directory copied to
      each node may be a checkpoint behind on one), and until 2026-12-07 each restored its
      own and all said they had: a model of two clocks */
@@ -1244,10 +1245,21 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
   }
   rc = all_nodes(n, rc, "use", dir, " (nothing restored)", err, errlen);
   /* then applied from the full one up, so that each actor ends as the latest that wrote
-     it (only memory can fail now; the files are read again: not kept twice in memory) */
+     it. The files are read again (not kept twice in memory), each checked again before
+     any of its rows is copied: only a part changed on disk between the two passes can
+     fail now, and then the tables hold the parts before it (said) */
+  const int checked = rc == 0;
   for (int c = len - 1; !rc && c >= 0; c--)
     for (int r = 0; !rc && r < ms[c].nodes; r++)
-      rc = restore_part(n, subs[c], r, &ms[c], map, arg, 1, c == 0, &gave, err, errlen);
+      rc = restore_part(n, subs[c], r, &ms[c], map, arg, 1, c == 0, &gave, buf, err, errlen);
+  free(buf);
+  if (rc && checked && err && errlen) {
+    const size_t l = strlen(err);
+    if (l < errlen)
+      snprintf(err + l, errlen - l,
+               " (it changed after the check: the tables are partly "
+               "restored; restore again)");
+  }
   if (!rc && gave)
     au__log(AU_LOG_WARN, n->rank,
             "restore: %s: %llu id-table rows did not fit this node's buckets and gave way by "
