@@ -478,13 +478,18 @@ static uint64_t text_fnv(const char *p, size_t n)
   return text_fnv_more(FNV_INIT, p, n);
 }
 
-/* Every node's k values (k <= 8), through one allreduce: all[r * k + j] is node r's
- * value j (whole numbers below 2^53, exact in the sums). 0 or the allreduce's error. */
-static int gather_each(au_node_t *n, const double *mine, int k, double *all)
+/* Every node's k values, through one allreduce: (*all)[r * k + j] is node r's value j
+ * (whole numbers below 2^53, exact in the sums), in `stack` (room for 64 nodes' k values)
+ * or, on a larger cluster, allocated (free it when *all != stack). 0, AU_ENOMEM (*all
+ * NULL; the others then wait in the allreduce), or the allreduce's error. */
+static int gather_each(au_node_t *n, const double *mine, int k, double *stack, double **all)
 {
-  memset(all, 0, (size_t)n->nodes * (size_t)k * sizeof(double));
-  memcpy(all + (size_t)n->rank * (size_t)k, mine, (size_t)k * sizeof(double));
-  return au_allreduce_sum(n->rt, all, n->nodes * k);
+  const size_t vals = (size_t)n->nodes * (size_t)k;
+  *all = n->nodes <= 64 ? stack : malloc(vals * sizeof(double));
+  if (!*all) return AU_ENOMEM;
+  memset(*all, 0, vals * sizeof(double));
+  memcpy(*all + (size_t)n->rank * (size_t)k, mine, (size_t)k * sizeof(double));
+  return au_allreduce_sum(n->rt, *all, (int)vals);
 }
 
 int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char *err, size_t errlen)
@@ -506,9 +511,9 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
      node refused while the others waited for it */
   double mine[4] = {(double)(clock >> 32), (double)(clock & 0xffffffffu), full != 0, 0};
   mine[3] = behind ? 2 : can_incr ? 1 : 0;
-  double each[4 * 64], *got = n->nodes <= 64 ? each : malloc(4 * sizeof(double) * n->nodes);
-  if (!got) return AU_ENOMEM; /* (the others then wait in the allreduce) */
-  int arc = gather_each(n, mine, 4, got);
+  double each[4 * 64], *got;
+  int arc = gather_each(n, mine, 4, each, &got);
+  if (!got) return arc;
   int incr = arc == 0, late = -1, other = -1;
   for (int r = 0; arc == 0 && r < n->nodes; r++) {
     const double *v = got + 4 * r;
@@ -1226,8 +1231,8 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
   const uint64_t at = rc == 0 && len ? ms[0].clock : 0;
   const double mine[6] = {rc == 0, (double)(at >> 32), (double)(at & 0xffffffffu),
                           len,     (double)(fp >> 32), (double)(fp & 0xffffffffu)};
-  double each[6 * 64], *got = n->nodes <= 64 ? each : malloc(6 * sizeof(double) * n->nodes);
-  int arc = got ? gather_each(n, mine, 6, got) : AU_ENOMEM;
+  double each[6 * 64], *got;
+  int arc = gather_each(n, mine, 6, each, &got);
   for (int r = 0; !rc && !arc && r < n->nodes; r++) {
     const double *v = got + 6 * r;
     if (!v[0] || !memcmp(v, mine, sizeof(mine))) continue; /* (a node that failed says so) */
@@ -1238,7 +1243,7 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
             (unsigned long long)at, v[1] == mine[1] && v[2] == mine[2] ? " (another chain)" : "");
     rc = AU_EIO;
   }
-  if (got != each) free(got);
+  if (got && got != each) free(got);
   if (!rc && arc) {
     set_err(err, errlen, "restore: %s: agreeing with the other nodes: %s", dir, au_strerror(arc));
     rc = arc;
