@@ -274,12 +274,17 @@ static void ensure_block(au_ids_t *t, bucket_t *b)
   atomic_fetch_add_explicit(&t->memory, t->block_bytes, memory_order_relaxed);
 }
 
-/* The doorkeeper's word for id in bucket g: each bucket has its share of the words (a
- * Bloom filter of 8 bits a slot of its own). */
+/* Bucket g's share of the doorkeeper's words: B / 8 of them (a Bloom filter of 8 bits a
+ * slot of its own). On a cluster g counts the cluster's buckets, a node's door its own. */
+static _Atomic uint64_t *door_share(const au_ids_t *t, uint64_t g)
+{
+  return &t->door[(t->nodes == 1 ? g : g % t->nbuckets) * (t->B / 8)];
+}
+
+/* The doorkeeper's word for an id of door hash h in bucket g. */
 static _Atomic uint64_t *door_word(const au_ids_t *t, uint64_t g, uint64_t h)
 {
-  const uint64_t share = t->door_bits / 64 / t->nbuckets;
-  return &t->door[g % t->nbuckets * share + (h & 0xffffffffULL) * share / (1ULL << 32)];
+  return door_share(t, g) + (((h & 0xffffffffULL) * (t->B / 8)) >> 32);
 }
 
 static uint64_t door_hash(uint64_t id)
@@ -303,10 +308,8 @@ static int door_pass(au_ids_t *t, bucket_t *b, uint64_t g, uint64_t id)
      counted per bucket under its lock: a counter for the whole table, written by every
      push of every thread, cost more in its cache line's moves from core to core than the
      rest of a push stopped at the door (docs/benchmarks.md, augur-bench-ids). */
-  const uint64_t share = t->door_bits / 64 / t->nbuckets;
   if (++b->door_n % 8 == 0)
-    atomic_store_explicit(&t->door[g % t->nbuckets * share + b->door_n / 8 % share], 0,
-                          memory_order_relaxed);
+    atomic_store_explicit(door_share(t, g) + b->door_n / 8 % (t->B / 8), 0, memory_order_relaxed);
   return passed;
 }
 
@@ -443,15 +446,14 @@ static void prefetch_slot(const au_ids_t *t, char *blk, uint32_t s, int write)
   __builtin_prefetch(&last_of(t, blk)[s], 1, 3);
 }
 
-/* Whether a push of id (no row) will probably make one, read without the lock: a
+/* Whether a push of an id with digest dg (no row) will probably make one, read without the lock: a
  * candidate under its digest (the id not compared: a guess) counted to admit - 1. With
  * admission most pushes of a stream of many ids make no row, and loading the slot a row
  * would take (four lines and more, for writing) for each of them cost more than the push
  * itself. */
-static int admits(const au_ids_t *t, char *blk, uint64_t id, uint8_t dg)
+static int admits(const au_ids_t *t, char *blk, uint8_t dg)
 {
   const uint8_t *cd = cdigests(t, blk), *cnt = counts_of(t, blk);
-  (void)id;
   for (uint32_t i = 0; i < t->B; i += 8) {
     uint64_t w = __atomic_load_n((const word_t *)(cd + i), __ATOMIC_RELAXED);
     uint64_t x = w ^ (ONES * dg), m = (x - ONES) & ~x & HIGHS;
@@ -468,7 +470,7 @@ static int admits(const au_ids_t *t, char *blk, uint64_t id, uint8_t dg)
  * matches, else the first free slot, else the eviction window's victim by the rule
  * (ttl aside), and starts loading it. A guess another push makes wrong, or that a digest
  * shared with another id misleads, costs a load for nothing. */
-static void foresee(const au_ids_t *t, const bucket_t *b, uint64_t id, uint8_t dg)
+static void foresee(const au_ids_t *t, const bucket_t *b, uint8_t dg)
 {
   char *blk = __atomic_load_n(&b->block, __ATOMIC_RELAXED);
   if (!blk) return;
@@ -484,7 +486,7 @@ static void foresee(const au_ids_t *t, const bucket_t *b, uint64_t id, uint8_t d
     uint64_t z = (w - ONES) & ~w & HIGHS;
     if (z && free_slot == UINT32_MAX) free_slot = i + (uint32_t)(__builtin_ctzll(z) >> 3);
   }
-  if (t->admit > 1 && !admits(t, blk, id, dg)) return;
+  if (t->admit > 1 && !admits(t, blk, dg)) return;
   if (free_slot != UINT32_MAX) {
     prefetch_slot(t, blk, free_slot, 1);
     return;
@@ -531,7 +533,7 @@ static void prefetch(au_ids_t *t, const uint64_t *ids, size_t n, size_t i)
   }
   if (i + PREFETCH / 2 < n) {
     where_t w = locate(t, ids[i + PREFETCH / 2]);
-    foresee(t, w.b, ids[i + PREFETCH / 2], w.dg);
+    foresee(t, w.b, w.dg);
   }
 }
 
