@@ -33,12 +33,17 @@ static int teardown(void **state)
   return 0;
 }
 
-static uint64_t rng(uint64_t *s)
+/* splitmix64's finalizer: ids.c's mix64, which the white-box tests below mirror */
+static uint64_t mix64(uint64_t z)
 {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
+}
+
+static uint64_t rng(uint64_t *s)
+{
+  return mix64(*s += 0x9e3779b97f4a7c15ULL);
 }
 
 static au_ids_opts_t int_rows(uint32_t dim)
@@ -131,10 +136,7 @@ typedef struct model {
  * word, set; 1 if both were; one word cleared every 8th call, in turn. */
 static int m_door(model_t *m, uint64_t id)
 {
-  uint64_t h = id ^ 0x9e3779b97f4a7c15ULL;
-  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-  h ^= h >> 31;
+  const uint64_t h = mix64(id ^ 0x9e3779b97f4a7c15ULL);
   const uint64_t share = m->B / 8, word = (h & 0xffffffffULL) * share >> 32;
   const uint64_t bits = 1ULL << ((h >> 32) & 63) | 1ULL << ((h >> 38) & 63);
   const int passed = (m->dwords[word] & bits) == bits;
@@ -465,10 +467,7 @@ static void test_read_is_not_a_use(void **state)
  * them (a white-box test) */
 static void id_place(uint64_t id, uint64_t buckets, uint64_t *bucket, unsigned *digest)
 {
-  uint64_t z = id ^ 0x2545f4914f6cdd1dULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  z ^= z >> 31;
+  const uint64_t z = mix64(id ^ 0x2545f4914f6cdd1dULL);
   *bucket = ((z >> 32) * buckets) >> 32;
   *digest = (uint8_t)z ? (uint8_t)z : 1;
 }
