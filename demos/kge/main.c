@@ -463,11 +463,12 @@ int main(int argc, char **argv)
   const int gathers = g.test.n || (a.eval_every && g.valid.n) || a.save;
   const double model_bytes = values * 2 * sizeof(float) * (a.k.id_entities ? 2 : 1) / nodes +
                              (gathers ? values * (sizeof(double) + sizeof(float)) : 0);
-  if ((rc = cli_check_memory(gathers ? "the model (entities and relations times the dimension: "
-                                       "a node's share, and the whole model to evaluate or save)"
-                                     : "the model (entities and relations times the dimension, "
-                                       "a node's share)",
-                             model_bytes)) != 0) {
+  char what[128];
+  snprintf(what, sizeof(what),
+           "the model (entities and relations times the dimension: a node's "
+           "share%s)",
+           gathers ? ", and the whole model to evaluate or save" : "");
+  if ((rc = cli_check_memory(what, model_bytes)) != 0) {
     au_node_destroy(node);
     kg_graph_free(&g);
     return rc;
