@@ -593,16 +593,16 @@ static int deal(lda_t *m, const lda_corpus_t *c)
      * so that they seldom update the same rows at once and each sees the others'
      * changes to a word from a fraction of a sweep before */
     s->first = (uint32_t)((uint64_t)s->nsteps * (rank * ns + sh) / ((uint64_t)nodes * ns));
-    s->nt = calloc(K, sizeof(int32_t));
-    s->inv = calloc(K, sizeof(float));
-    s->smooth_inv = calloc(K, sizeof(float));
-    s->w = calloc((size_t)K + 8, sizeof(float));
-    s->block = calloc((size_t)K / 8 + 2, sizeof(float));
-    s->f = calloc(K, sizeof(float));
-    s->wq = calloc(K, sizeof(float));
-    s->tdelta = calloc(K, sizeof(int32_t));
-    s->wdelta = calloc(K, sizeof(int32_t));
-    s->mv = malloc(((size_t)s->max_tokens + 1) * sizeof(lda_move_t));
+    s->nt = lda_lines(K, sizeof(int32_t));
+    s->inv = lda_lines(K, sizeof(float));
+    s->smooth_inv = lda_lines(K, sizeof(float));
+    s->w = lda_lines((size_t)K + 8, sizeof(float));
+    s->block = lda_lines((size_t)K / 8 + 2, sizeof(float));
+    s->f = lda_lines(K, sizeof(float));
+    s->wq = lda_lines(K, sizeof(float));
+    s->tdelta = lda_lines(K, sizeof(int32_t));
+    s->wdelta = lda_lines(K, sizeof(int32_t));
+    s->mv = lda_lines((size_t)s->max_tokens + 1, sizeof(lda_move_t));
     if (!s->nt || !s->inv || !s->smooth_inv || !s->w || !s->block || !s->f || !s->wq ||
         !s->tdelta || !s->wdelta || !s->mv || lda_build_scratch_init(&s->build, K) != 0) {
       rc = AU_ENOMEM;
@@ -772,7 +772,8 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
   int ns = o->workers > 0 ? o->workers : au_runtime_threads(au_node_runtime(node));
   if ((uint64_t)ns > node_docs) ns = node_docs ? (int)node_docs : 1;
   m->nshards = ns;
-  m->shards = calloc((size_t)ns, sizeof(shard_t));
+  m->shards = aligned_alloc(64, (size_t)ns * sizeof(shard_t));
+  if (m->shards) memset(m->shards, 0, (size_t)ns * sizeof(shard_t));
   if (!m->shards || deal(m, c) != 0) goto nomem;
   for (int i = 0; i < ns; i++) {
     rc = au_worker_spawn(node, &(au_worker_opts_t){step, &m->shards[i]}, NULL);

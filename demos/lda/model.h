@@ -10,6 +10,7 @@
 
 #include "lda.h"
 #include "sampler.h"
+#include <stdalign.h>
 
 #define LDA_NONE UINT32_MAX
 
@@ -33,8 +34,8 @@ typedef struct lda_tok {
  * a step covers a run of consecutive words. The tokens (their topics) are stored in
  * that order; the documents' topic counts in blocks that last from sweep to sweep. */
 typedef struct shard {
-  struct lda *m;
-  int init; /* this run assigns initial topics instead of sampling */
+  alignas(64) struct lda *m; /* each worker's shard on cache lines of its own */
+  int init;                  /* this run assigns initial topics instead of sampling */
   uint32_t ndocs;
   uint8_t *dmem;         /* the documents' blocks, 64-byte aligned */
   uint32_t *doc_block;   /* ndocs: each document's block in dmem, in 64-byte units */

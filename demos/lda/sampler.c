@@ -10,10 +10,10 @@
 
 int lda_build_scratch_init(lda_build_scratch_t *s, uint32_t K)
 {
-  s->topic = malloc((size_t)K * sizeof(*s->topic));
-  s->w = malloc((size_t)K * sizeof(*s->w));
-  s->small = malloc((size_t)K * sizeof(*s->small));
-  s->large = malloc((size_t)K * sizeof(*s->large));
+  s->topic = lda_lines(K, sizeof(*s->topic));
+  s->w = lda_lines(K, sizeof(*s->w));
+  s->small = lda_lines(K, sizeof(*s->small));
+  s->large = lda_lines(K, sizeof(*s->large));
   if (s->topic && s->w && s->small && s->large) return 0;
   lda_build_scratch_free(s);
   return -1;

@@ -26,6 +26,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -42,6 +44,17 @@
 static inline int32_t lda_count(const int32_t *row, uint32_t k)
 {
   return atomic_load_explicit((_Atomic int32_t *)&row[k], memory_order_relaxed);
+}
+
+/* n zeroed items of size bytes, on cache lines of their own (free() frees them): a
+ * worker's scratch, which it writes at every token, shares no line with another worker's
+ * (calloc put the end of one worker's array and the start of the next one's on one line). */
+static inline void *lda_lines(size_t n, size_t size)
+{
+  const size_t bytes = (n * size + 63) & ~(size_t)63;
+  void *p = aligned_alloc(64, bytes ? bytes : 64);
+  if (p) memset(p, 0, bytes ? bytes : 64);
+  return p;
 }
 
 /* ---- alias tables ---------------------------------------------------------------------- */
