@@ -207,6 +207,7 @@ static int sample_words(au_worker_t *w, shard_t *s, uint32_t k0, uint32_t kn, co
   int32_t *wdelta = s->wdelta, *nt = s->nt;
   float *inv = s->inv, *f = s->f, *wq = s->wq;
   lda_alias_t *a = &s->word;
+  const lda_tok_t *stop = &s->tok[s->tstart[k0 + kn]]; /* the step's tokens end */
   uint64_t moved = 0;
   int rc = 0;
   for (uint32_t i = 0; i < kn && rc == 0; i++) {
@@ -231,7 +232,7 @@ static int sample_words(au_worker_t *w, shard_t *s, uint32_t k0, uint32_t kn, co
     uint32_t n = 0;
     int rebuilt = 0;
     for (; tok < end && rc == 0; tok++) {
-      if (tok + PREFETCH_TOKENS < end) { /* a coming token's document */
+      if (tok + PREFETCH_TOKENS < stop) { /* a coming token's document, maybe a next word's */
         const char *next = (const char *)doc_at(s, tok[PREFETCH_TOKENS].doc);
         for (uint32_t l = 0; l < tok[PREFETCH_TOKENS].lines && l < PREFETCH_DOC_LINES; l++)
           __builtin_prefetch(next + 64 * l);
