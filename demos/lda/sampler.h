@@ -51,6 +51,7 @@ static inline int32_t lda_count(const int32_t *row, uint32_t k)
  * (calloc put the end of one worker's array and the start of the next one's on one line). */
 static inline void *lda_lines(size_t n, size_t size)
 {
+  if (size && n > (SIZE_MAX - 63) / size) return NULL; /* (as calloc would) */
   const size_t bytes = (n * size + 63) & ~(size_t)63;
   void *p = aligned_alloc(64, bytes ? bytes : 64);
   if (p) memset(p, 0, bytes ? bytes : 64);
