@@ -521,9 +521,8 @@ static int make_docs(shard_t *s, const uint32_t *doc_start, uint32_t K)
     s->doc_block[d] = (uint32_t)units;
     units += LDA_DOC_BYTES(LDA_DOC_ROOM(len, K)) / 64;
   }
-  s->dmem = aligned_alloc(64, (units ? units : 1) * 64);
+  s->dmem = lda_lines(units, 64);
   if (!s->dmem) return AU_ENOMEM;
-  memset(s->dmem, 0, (units ? units : 1) * 64);
   for (uint32_t d = 0; d < s->ndocs; d++) {
     uint32_t len = doc_start[d + 1] - doc_start[d];
     lda_doc_init(doc_at(s, s->doc_block[d]), len, LDA_DOC_ROOM(len, K));
@@ -773,8 +772,7 @@ int lda_create(au_node_t *node, const lda_opts_t *o, const lda_corpus_t *c, lda_
   int ns = o->workers > 0 ? o->workers : au_runtime_threads(au_node_runtime(node));
   if ((uint64_t)ns > node_docs) ns = node_docs ? (int)node_docs : 1;
   m->nshards = ns;
-  m->shards = aligned_alloc(64, (size_t)ns * sizeof(shard_t));
-  if (m->shards) memset(m->shards, 0, (size_t)ns * sizeof(shard_t));
+  m->shards = lda_lines((size_t)ns, sizeof(shard_t));
   if (!m->shards || deal(m, c) != 0) goto nomem;
   for (int i = 0; i < ns; i++) {
     rc = au_worker_spawn(node, &(au_worker_opts_t){step, &m->shards[i]}, NULL);

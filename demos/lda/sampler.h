@@ -46,15 +46,16 @@ static inline int32_t lda_count(const int32_t *row, uint32_t k)
   return atomic_load_explicit((_Atomic int32_t *)&row[k], memory_order_relaxed);
 }
 
-/* n zeroed items of size bytes, on cache lines of their own (free() frees them): a
- * worker's scratch, which it writes at every token, shares no line with another worker's
- * (calloc put the end of one worker's array and the start of the next one's on one line). */
+/* n zeroed items of size bytes, 64-byte aligned, on whole cache lines of their own (free()
+ * frees them): what a worker writes at every token, its shard and scratch, shares no line
+ * with another worker's (calloc put the end of one worker's array and the start of the
+ * next one's on one line); the documents' blocks start on a line. */
 static inline void *lda_lines(size_t n, size_t size)
 {
   if (size && n > (SIZE_MAX - 63) / size) return NULL; /* (as calloc would) */
-  const size_t bytes = (n * size + 63) & ~(size_t)63;
-  void *p = aligned_alloc(64, bytes ? bytes : 64);
-  if (p) memset(p, 0, bytes ? bytes : 64);
+  const size_t want = n * size, bytes = want ? (want + 63) & ~(size_t)63 : 64; /* none: a line */
+  void *p = aligned_alloc(64, bytes);
+  if (p) memset(p, 0, bytes);
   return p;
 }
 
