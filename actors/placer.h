@@ -319,9 +319,11 @@ void placer_stats(const au_node_t *node, au_node_stats_t *st);
 /* An actor's rows (values, not changing meanwhile) to node `to`'s placer as a PS_MOVE_DATA
  * or PS_REP_DATA message, in the shorter form, with one pass over them: the sparse form is
  * built in wire (the placer's buffer, kept between calls) and sent when it is shorter,
- * else the dense form is written in place. 0 or au_send_to's error. */
+ * else the dense form is written in place. clear (values, or NULL): once sent, the block
+ * is zeroed, by the pairs where sparse. 0 or au_send_to's error (then clear is as it was). */
 int values_send(au_runtime_t *rt, obuf_t *wire, uint32_t to, uint32_t type, const au_table_t *t,
-                uint64_t actor, uint16_t version, uint8_t hold_exp, const void *values);
+                uint64_t actor, uint16_t version, uint8_t hold_exp, const void *values,
+                void *clear);
 
 /* --- consistency.c: the bound of AU_SSP / AU_BSP ------------------------------------------ */
 

@@ -102,6 +102,12 @@ struct au_table {
    * on the wire (nactors 0) */
   struct au_ids *ids;
   size_t actor_bytes; /* an id table's actor as it moves (ids_actor_bytes; else 0) */
+  /* Blocks for actors that arrive (table_values_take): the placer's alone. Home slots
+   * known to be all zero (a bit each, for actors away), and a list of zeroed blocks of
+   * actors that left (linked through their first word, which is 0 again when taken) */
+  uint8_t *home_zero;
+  void *zero_blocks;
+  uint64_t nzero_blocks;
   struct au_table *next;
 };
 
@@ -206,11 +212,13 @@ void table_free(au_table_t *t);
 int table_check_opts(const au_table_opts_t *o);
 /* A key's (or an id's) first values and optimizer slots into row. */
 void table_init_row(const au_table_t *t, const au_table_opts_t *o, au_key_t key, void *row);
-/* Storage for an actor's values arriving here: its packed slot on its home node, else
- * a fresh block, neither zeroed (psm_values_copy fills it). NULL when out of memory. */
-void *table_values_alloc(au_table_t *t, uint64_t actor);
-/* Gives back what table_values_alloc returned (a home slot stays with the table). */
-void table_values_free(au_table_t *t, uint64_t actor, void *values);
+/* Storage for an actor's values arriving here: its packed slot on its home node, else a
+ * block that an actor left, else a fresh one. *zero says whether it is all zero already
+ * (else psm_values_copy writes every byte). NULL when out of memory. The placer's alone. */
+void *table_values_take(au_table_t *t, uint64_t actor, int *zero);
+/* Gives back what table_values_take returned (a home slot stays with the table); zero:
+ * the caller cleared it, so that the next actor to arrive need not. */
+void table_values_give(au_table_t *t, uint64_t actor, void *values, int zero);
 
 /* Row address of key k, or NULL if its actor's values are not on this node. */
 static inline void *table_row(au_table_t *t, au_key_t k)

@@ -500,20 +500,28 @@ size_t psm_values_write_sparse(uint8_t *out, const au_table_t *t, uint64_t actor
   return (size_t)(q - out);
 }
 
+void psm_values_zero_sparse(const uint8_t *msg, void *values)
+{
+  const uint8_t *body = msg + VALUES_HEAD;
+  const uint32_t np = get_u32(body);
+  uint32_t *w = values;
+  for (uint32_t i = 0; i < np; i++) w[get_u32(body + 4 + 8 * (size_t)i)] = 0;
+}
+
 void psm_values_write(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
                       uint8_t hold_exp, const void *values)
 {
   memcpy(psm_values_encode(out, t, actor, version, hold_exp), values, table_actor_bytes(t));
 }
 
-void psm_values_copy(const psm_values_t *v, void *dst)
+void psm_values_copy(const psm_values_t *v, void *dst, int zero)
 {
   const size_t bytes = table_actor_bytes(v->t);
   if (!v->sparse) {
     memcpy(dst, v->values, bytes);
     return;
   }
-  memset(dst, 0, bytes);
+  if (!zero) memset(dst, 0, bytes);
   scatter_pairs(dst, v->values, v->npairs);
 }
 

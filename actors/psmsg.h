@@ -157,14 +157,18 @@ typedef struct psm_values {
 
 int psm_values_decode(const au_node_t *n, const uint8_t *p, size_t len, psm_values_t *out,
                       psm_why_t *why);
-/* The rows of a decoded message into dst (group * row_bytes). */
-void psm_values_copy(const psm_values_t *v, void *dst);
+/* The rows of a decoded message into dst (group * row_bytes); zero: dst is all zero
+ * already, so that a sparse form writes only its pairs. */
+void psm_values_copy(const psm_values_t *v, void *dst, int zero);
 /* The dense form's length. */
 size_t psm_values_len(const au_table_t *t);
 /* The sparse form in one pass, into out (psm_values_len + 8 bytes): its length when it is
  * shorter than the dense form, else 0 (out then holds nothing of use). */
 size_t psm_values_write_sparse(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
                                uint8_t hold_exp, const void *values);
+/* Zeroes in values the words that the sparse form msg (psm_values_write_sparse's) names:
+ * after it, values that it held whole are all zero. */
+void psm_values_zero_sparse(const uint8_t *msg, void *values);
 /* The dense form, into out (psm_values_len bytes). */
 void psm_values_write(uint8_t *out, const au_table_t *t, uint64_t actor, uint16_t version,
                       uint8_t hold_exp, const void *values);

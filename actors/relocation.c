@@ -129,7 +129,7 @@ void relocation_ship(struct placer *p, rec_t *r)
   void *blob = t->ids ? ids_actor_pack(t->ids, pa->values) : NULL;
   const void *values = t->ids ? blob : pa->values;
   const int rc = values ? values_send(n->rt, &p->wire, (uint32_t)to, PS_MOVE_DATA, t, r->actor,
-                                      version, exp, values)
+                                      version, exp, values, t->ids ? NULL : pa->values)
                         : AU_ENOMEM;
   free(blob);
   if (rc != 0) {
@@ -140,7 +140,7 @@ void relocation_ship(struct placer *p, rec_t *r)
   if (t->ids)
     ids_actor_free(t->ids, r->actor, pa->values);
   else
-    table_values_free(t, r->actor, pa->values);
+    table_values_give(t, r->actor, pa->values, 1); /* zeroed as it was sent */
   pa->values = NULL;
   pa->owner = (uint32_t)to;
   pa->version = version;
@@ -271,7 +271,7 @@ static void *move_ids_in(au_node_t *n, const psm_values_t *v)
   char why[200] = "out of memory";
   void *values = NULL;
   if (blob) {
-    psm_values_copy(v, blob);
+    psm_values_copy(v, blob, 0);
     values = ids_actor_unpack(v->t->ids, v->actor, blob, why, sizeof(why));
   }
   free(blob);
@@ -297,14 +297,15 @@ rec_t *relocation_on_move_data(struct placer *p, const au_msg_t *m)
             m->from_node, (unsigned long long)v.actor);
     return NULL;
   }
-  void *values = !r ? NULL : t->ids ? move_ids_in(n, &v) : table_values_alloc(t, v.actor);
+  int zero = 0;
+  void *values = !r ? NULL : t->ids ? move_ids_in(n, &v) : table_values_take(t, v.actor, &zero);
   if (!values) {
     if (!r || !t->ids) /* (move_ids_in says why) */
       au__log(AU_LOG_ERROR, n->rank, "out of memory receiving actor %llu",
               (unsigned long long)v.actor);
     return NULL;
   }
-  if (!t->ids) psm_values_copy(&v, values);
+  if (!t->ids) psm_values_copy(&v, values, zero);
   pa->values = values;
   pa->owner = (uint32_t)n->rank;
   pa->version = (uint16_t)v.version;

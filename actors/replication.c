@@ -125,7 +125,7 @@ int replication_give(struct placer *p, rec_t *r, uint32_t to)
    * the copy's word (the review of 2026-12-02 found it; under a consistency bound a read
    * would have missed an update). The base is the placer's own: it does not change while
    * it is written out. */
-  int rc = values_send(n->rt, &p->wire, to, PS_REP_DATA, r->t, r->actor, 0, 0, r->repl.base);
+  int rc = values_send(n->rt, &p->wire, to, PS_REP_DATA, r->t, r->actor, 0, 0, r->repl.base, NULL);
   if (rc != 0) {
     forget(r, (int)to); /* never sent: no replica to keep track of */
     return rc;
@@ -190,7 +190,7 @@ static rec_t *ids_replica_in(struct placer *p, rec_t *r, const psm_values_t *v, 
   au_ids_t *t = r->t->ids;
   char why[200] = "out of memory";
   void *rep = ids_replica_new(t);
-  if (rep) psm_values_copy(v, ids_replica_blob(rep));
+  if (rep) psm_values_copy(v, ids_replica_blob(rep), 0);
   if (!rep || ids_replica_check(t, r->actor, rep, why, sizeof(why)) != 0) {
     au__log(AU_LOG_ERROR, p->node->rank, "cannot take a replica of actor %llu from node %u: %s",
             (unsigned long long)r->actor, from, why);
@@ -220,17 +220,18 @@ rec_t *replication_on_data(struct placer *p, const au_msg_t *m)
     return NULL;
   }
   if (r->t->ids) return ids_replica_in(p, r, &v, m->from_node);
-  void *values = table_values_alloc(r->t, r->actor);
+  int zero = 0;
+  void *values = table_values_take(r->t, r->actor, &zero);
   r->repl.base = malloc(bytes);
   if (!values || !r->repl.base) {
     au__log(AU_LOG_ERROR, n->rank, "out of memory for a replica of actor %llu",
             (unsigned long long)r->actor);
-    if (values) table_values_free(r->t, r->actor, values);
+    if (values) table_values_give(r->t, r->actor, values, zero);
     free(r->repl.base);
     r->repl.base = NULL;
     return NULL;
   }
-  psm_values_copy(&v, values);
+  psm_values_copy(&v, values, zero);
   memcpy(r->repl.base, values, bytes);
   return replica_here(p, r, values, m->from_node);
 }
@@ -466,7 +467,7 @@ void replication_finish_drop(struct placer *p, rec_t *r)
   }
   words_free(&w);
   free(batch.p);
-  if (!r->t->ids) table_values_free(r->t, r->actor, pa->values);
+  if (!r->t->ids) table_values_give(r->t, r->actor, pa->values, 0);
   pa->values = NULL;
   free(r->repl.base);
   r->repl.base = NULL;

@@ -201,20 +201,57 @@ static int is_home_slot(const au_table_t *t, uint64_t actor)
   return actor % (uint64_t)t->node->nodes == (uint64_t)t->node->rank;
 }
 
-void *table_values_alloc(au_table_t *t, uint64_t actor)
+/* Zeroed blocks kept for arriving actors: at most one per actor that is not at home here
+ * (a node holds no more at once), so the list stays within what the node once held. */
+static uint64_t zero_blocks_max(const au_table_t *t)
+{
+  return t->nactors - t->slots;
+}
+
+void *table_values_take(au_table_t *t, uint64_t actor, int *zero)
 {
   size_t bytes = (size_t)t->group * t->row_bytes;
-  if (is_home_slot(t, actor))
-    return (char *)t->storage + (actor / (uint64_t)t->node->nodes) * bytes;
+  if (is_home_slot(t, actor)) {
+    const uint64_t slot = actor / (uint64_t)t->node->nodes;
+    *zero = 0;
+    if (t->home_zero && (t->home_zero[slot / 8] >> (slot % 8) & 1)) {
+      *zero = 1;
+      t->home_zero[slot / 8] &= (uint8_t) ~(1u << (slot % 8));
+    }
+    return (char *)t->storage + slot * bytes;
+  }
+  if (t->zero_blocks) { /* an actor that left: zeroed as it went, but for the link */
+    void *b = t->zero_blocks;
+    memcpy(&t->zero_blocks, b, sizeof(void *));
+    memset(b, 0, sizeof(void *));
+    t->nzero_blocks--;
+    *zero = 1;
+    return b;
+  }
   /* not zeroed: psm_values_copy writes every byte (zeroing first read each arriving
    * actor's 128 KiB twice at K = 1000) */
+  *zero = 0;
   if (t->row_align <= 16) return malloc(bytes);
   return aligned_alloc(t->row_align, (bytes + t->row_align - 1) / t->row_align * t->row_align);
 }
 
-void table_values_free(au_table_t *t, uint64_t actor, void *values)
+void table_values_give(au_table_t *t, uint64_t actor, void *values, int zero)
 {
-  if (!is_home_slot(t, actor)) free(values);
+  if (is_home_slot(t, actor)) {
+    const uint64_t slot = actor / (uint64_t)t->node->nodes;
+    if (zero && !t->home_zero) t->home_zero = calloc((t->slots + 7) / 8, 1);
+    if (zero && t->home_zero) t->home_zero[slot / 8] |= (uint8_t)(1u << (slot % 8));
+    return;
+  }
+  /* a block of at least a pointer's bytes (rows are whole 32-bit words: 8 at group 2) */
+  if (zero && t->nzero_blocks < zero_blocks_max(t) &&
+      (size_t)t->group * t->row_bytes >= sizeof(void *)) {
+    memcpy(values, &t->zero_blocks, sizeof(void *));
+    t->zero_blocks = values;
+    t->nzero_blocks++;
+    return;
+  }
+  free(values);
 }
 
 void table_free(au_table_t *t)
@@ -222,6 +259,12 @@ void table_free(au_table_t *t)
   /* values of actors that moved here from elsewhere are blocks of their own */
   for (uint64_t a = 0; t->actors && a < t->nactors; a++)
     if (t->actors[a].values && !is_home_slot(t, a)) free(t->actors[a].values);
+  while (t->zero_blocks) {
+    void *b = t->zero_blocks;
+    memcpy(&t->zero_blocks, b, sizeof(void *));
+    free(b);
+  }
+  free(t->home_zero);
   free(t->storage);
   free(t->actors);
   free((void *)t->contended);
@@ -306,6 +349,7 @@ size_t au_table_memory(const au_table_t *t)
   size_t group_bytes = (size_t)t->group * t->row_bytes, held = t->slots * group_bytes;
   for (uint64_t a = 0; a < t->nactors; a++)
     if (t->actors[a].values && !is_home_slot(t, a)) held += group_bytes;
+  held += t->nzero_blocks * group_bytes; /* kept for actors that arrive */
   return sizeof(*t) + t->nactors * sizeof(param_actor_t) + held;
 }
 

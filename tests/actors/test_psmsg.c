@@ -374,7 +374,7 @@ static void test_values(void **state)
   assert_int_equal(sl, 16 + 4 + 2 * 8);
   assert_int_equal(psm_values_decode(node, sm, sl, &v, &why), 0);
   assert_true(v.sparse && v.npairs == 2 && v.actor == 3 && v.version == 9 && v.hold_exp == 2);
-  psm_values_copy(&v, back);
+  psm_values_copy(&v, back, 0);
   assert_memory_equal(back, rows, words * 4);
   refuses_other_lengths(dec_values, sm, sl);
   memcpy(sm + 16 + 4 + 8, sm + 16 + 4, 4); /* the second pair at the first's index */
@@ -420,7 +420,13 @@ static void test_values_sparse_patterns(void **state)
     assert_int_equal(v.sparse, len < dense);
     if (v.sparse) assert_int_equal(v.npairs, nz);
     memset(back, 0xab, words * 4);
-    psm_values_copy(&v, back);
+    psm_values_copy(&v, back, 0);
+    assert_memory_equal(back, rows, words * 4);
+    if (!v.sparse) continue;
+    /* a block the pairs cleared is all zero, and takes the next actor's pairs alone */
+    psm_values_zero_sparse(msg, back);
+    for (size_t i = 0; i < words; i++) assert_int_equal(back[i], 0);
+    psm_values_copy(&v, back, 1);
     assert_memory_equal(back, rows, words * 4);
   }
   free(rows), free(back), free(msg);

@@ -374,6 +374,31 @@ static au_table_t *optim_table(au_optim_t o, au_kernel_t kernel, uint32_t align)
   return t;
 }
 
+/* A home slot given back cleared is taken as zero once, and as not zero after that (an
+ * actor arriving then writes every byte); one given back as it was is not zero. */
+static void test_home_slot_zero_marks(void **state)
+{
+  (void)state;
+  au_table_t *t;
+  au_table_opts_t o = {.keys = 64, .dim = 8, .type = AU_I32, .group = 4};
+  assert_int_equal(au_table_create(node, &o, &t), 0);
+  int zero = -1;
+  void *b = table_values_take(t, 3, &zero);
+  assert_ptr_equal(b, t->actors[3].values);
+  assert_int_equal(zero, 0);
+  table_values_give(t, 3, b, 1);
+  assert_ptr_equal(table_values_take(t, 3, &zero), b);
+  assert_int_equal(zero, 1);
+  assert_ptr_equal(table_values_take(t, 3, &zero), b);
+  assert_int_equal(zero, 0);
+  table_values_give(t, 5, t->actors[5].values, 1);
+  table_values_give(t, 3, b, 0);
+  assert_ptr_equal(table_values_take(t, 3, &zero), b);
+  assert_int_equal(zero, 0);
+  table_values_take(t, 5, &zero);
+  assert_int_equal(zero, 1);
+}
+
 static void test_optim_layout(void **state)
 {
   (void)state;
@@ -537,6 +562,7 @@ int main(void)
       cmocka_unit_test(test_exact_add_conserves_sums),
       cmocka_unit_test(test_hogwild_and_custom_kernels),
       cmocka_unit_test(test_memory_overhead_small),
+      cmocka_unit_test(test_home_slot_zero_marks),
       cmocka_unit_test(test_optim_layout),
       cmocka_unit_test(test_optim_formulas),
       cmocka_unit_test(test_optim_views_and_pushes),
