@@ -72,6 +72,7 @@ static void on_cmd(au_runtime_t *rt, au_msg_t *m)
   net_t *net = rt->net;
   switch (m->type) {
   case NET_CMD_START:
+    netdelay_attach(net->data.delay, &rt->io.loop);
     member_start(net);
     break;
   case NET_CMD_SEND:
@@ -85,6 +86,9 @@ static void on_cmd(au_runtime_t *rt, au_msg_t *m)
     break;
   case NET_CMD_LEAVE:
     member_leave(net);
+    break;
+  case NET_CMD_DELAY_STOP:
+    netdelay_on_stop(net->data.delay);
     break;
   }
   pool_free(&rt->pool, net->cache, m);

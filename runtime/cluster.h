@@ -28,6 +28,7 @@ enum {
   NET_CMD_IDLE,               /* term.c */
   NET_CMD_REDUCE,             /* term.c */
   NET_CMD_LEAVE,              /* member.c */
+  NET_CMD_DELAY_STOP,         /* netdelay.c */
 };
 
 /* Control kinds (FT_CTRL extra[0]). */

@@ -52,7 +52,7 @@ int data_init(net_t *net, char *err, size_t errlen)
       return AU_EINVAL;
     }
     if ((us || jitter) && netdelay_start(net->rt, us * 1000, jitter * 1000, &d->delay) != 0) {
-      snprintf(err, errlen, "AU_NET_DELAY_US: cannot start the delay thread");
+      snprintf(err, errlen, "AU_NET_DELAY_US: cannot start the delay (no timerfd)");
       return AU_ENOMEM;
     }
   }
@@ -61,15 +61,15 @@ int data_init(net_t *net, char *err, size_t errlen)
 
 void data_stop_delay(net_t *net)
 {
-  netdelay_stop(net->data.delay);
-  net->data.delay = NULL;
+  netdelay_stop(net->data.delay); /* kept until data_free: the I/O thread still uses it */
 }
 
 void data_free(net_t *net)
 {
   data_t *d = &net->data;
   if (!d->out_bytes && !d->waiters) return; /* data_init never ran */
-  data_stop_delay(net);
+  netdelay_free(d->delay);
+  d->delay = NULL;
   waiter_t *w;
   for (int r = 0; d->waiters && r < net->nodes; r++)
     while ((w = d->waiters[r]) != NULL) {

@@ -53,8 +53,8 @@ typedef struct data_plane {
   au_msg_t *run_first, *run_last;
 } data_t;
 
-/* Main thread, on joining: the queues, and the delay thread if AU_NET_DELAY_US asks for
- * one (AU_EINVAL or AU_ENOMEM with a message in err). data_free frees what is left. */
+/* Main thread, on joining: the queues, and the delay if AU_NET_DELAY_US asks for one
+ * (AU_EINVAL or AU_ENOMEM with a message in err). data_free frees what is left. */
 int data_init(net_t *net, char *err, size_t errlen);
 void data_free(net_t *net);
 /* Main thread, leaving: frames still in the delay go out now (before BYE). */
@@ -80,9 +80,17 @@ void data_flush(net_t *net, conn_t *c);
 
 /* netdelay.c: an added one-way delay on data frames (AU_NET_DELAY_US, testing only) */
 int netdelay_start(au_runtime_t *rt, uint64_t delay_ns, uint64_t jitter_ns, netdelay_t **out);
-/* Any thread: posts m to the I/O thread once the delay has passed. 0 or AU_ENOMEM. */
+/* I/O thread (NET_CMD_START): its timer onto the loop. */
+void netdelay_attach(netdelay_t *d, uv_loop_t *loop);
+/* Any thread: m (a NET_CMD_SEND) onto its connection once the delay has passed. 0, or
+ * AU_ENOMEM or AU_EINVAL (after netdelay_stop): then the caller posts m itself. */
 int netdelay_push(netdelay_t *d, au_msg_t *m);
-/* Posts what is left at once and ends the thread. */
+/* Main thread, leaving: what waits goes out at once (NET_CMD_DELAY_STOP, before any
+ * command posted after this), and frames pushed later are refused. */
 void netdelay_stop(netdelay_t *d);
+/* I/O thread: NET_CMD_DELAY_STOP. */
+void netdelay_on_stop(netdelay_t *d);
+/* After the I/O thread has ended. */
+void netdelay_free(netdelay_t *d);
 
 #endif

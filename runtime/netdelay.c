@@ -2,21 +2,27 @@
  * benchmarks only (AU_NET_DELAY_US; docs/cluster.md, "Simulated latency").
  *
  * These machines' kernels lack tc netem, and libuv's timers count milliseconds, so a
- * frame waits here instead: data_send_finish hands it to one delay thread, which keeps a
+ * frame waits here instead: data_send_finish hands it to netdelay_push, which keeps a
  * FIFO (every frame waits equally long, so FIFO order is due order, up to the moments
- * between a sender reading the clock and taking the lock), sleeps until the head is due
- * and then posts every frame due by then to the I/O thread, in one batch, as if it had
- * just been sent. AU_NET_DELAY_US=D:J adds up to J microseconds at random per frame (a
- * frame still never leaves before the one ahead of it). Per-sender FIFO order is kept; control
- * frames (joining, end-of-run polls, heartbeats) are not delayed. A delayed frame counts as sent
- * from the start, so a run does not end while frames wait here.
+ * between a sender reading the clock and taking the lock), and a timerfd on the I/O
+ * thread's loop fires when the head is due: the I/O thread then queues every frame due by
+ * then on its connection, in one batch, as if it had just been sent. The sender that finds
+ * the FIFO empty arms the timer (a syscall, no wake-up); until 2026-12-07 a thread of its
+ * own slept until the head was due and posted the batch to the I/O thread, two wake-ups a
+ * batch where now there is one (docs/cluster.md has the figures). AU_NET_DELAY_US=D:J adds
+ * up to J microseconds at random per frame (a frame still never leaves before the one
+ * ahead of it). Per-sender FIFO order is kept; control frames (joining, end-of-run polls,
+ * heartbeats) are not delayed. A delayed frame counts as sent from the start, so a run
+ * does not end while frames wait here.
  */
 #include <errno.h>
-#include <sys/prctl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "runtime/cluster.h"
 #include "runtime/data.h"
 #include "runtime/io.h"
 
@@ -29,88 +35,107 @@ typedef struct delayed {
 struct netdelay {
   au_runtime_t *rt;
   uint64_t delay_ns, jitter_ns; /* each frame waits delay_ns + [0, jitter_ns) */
-  uint64_t rng, last_due;       /* under mu: the jitter's xorshift; the last frame's due time */
-  pthread_t tid;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
+  int tfd;                      /* the timerfd, armed for the head's due time while any wait */
+  uv_poll_t poll;               /* the I/O thread's: tfd readable */
+  int polling;                  /* the I/O thread's: poll started, not yet closed */
+  pthread_mutex_t mu;           /* guards what follows */
+  uint64_t rng, last_due;       /* the jitter's xorshift; the last frame's due time */
   delayed_t *head, **tail;
-  int stop;
+  int stopped; /* netdelay_stop came: frames go straight to the I/O thread */
 };
 
-static void sleep_until(uint64_t due_ns)
+/* Under mu: the timer to fire at the head's due time (CLOCK_MONOTONIC, as au_now_ns). */
+static void arm(netdelay_t *d)
 {
-  struct timespec ts = {.tv_sec = (time_t)(due_ns / 1000000000ull),
-                        .tv_nsec = (long)(due_ns % 1000000000ull)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-  }
+  const uint64_t due = d->head->due_ns;
+  struct itimerspec its = {.it_value = {.tv_sec = (time_t)(due / 1000000000ull),
+                                        .tv_nsec = (long)(due % 1000000000ull)}};
+  if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
+  timerfd_settime(d->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
-static void *delay_main(void *arg)
+/* Under mu: the frames due by now (all when `all`), cut off the FIFO; the timer re-armed
+ * for those still waiting. */
+static delayed_t *take_due(netdelay_t *d, int all)
 {
-  netdelay_t *d = arg;
-  /* wake-ups at the due time, not up to the default 50 us (or the container's) later */
-  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-  pthread_mutex_lock(&d->mu);
-  for (;;) {
-    while (!d->head && !d->stop) pthread_cond_wait(&d->cv, &d->mu);
-    if (!d->head) break; /* stopping, nothing left */
-    uint64_t due = d->head->due_ns;
-    int stopping = d->stop;
-    if (!stopping && due > au_now_ns()) {
-      pthread_mutex_unlock(&d->mu);
-      sleep_until(due);
-      pthread_mutex_lock(&d->mu);
-    }
-    /* everything due by now goes in one batch, taken under one lock (stopping: all) */
-    uint64_t now = au_now_ns();
-    delayed_t *batch = d->head, **cut = &d->head;
-    while (*cut && (stopping || (*cut)->due_ns <= now)) cut = &(*cut)->next;
-    d->head = *cut;
-    *cut = NULL;
-    if (!d->head) d->tail = &d->head;
-    pthread_mutex_unlock(&d->mu);
-    while (batch) {
-      delayed_t *next = batch->next;
-      io_post_msg(d->rt, batch->m);
-      free(batch);
-      batch = next;
-    }
-    pthread_mutex_lock(&d->mu);
+  const uint64_t now = au_now_ns();
+  delayed_t *batch = d->head, **cut = &d->head;
+  while (*cut && (all || (*cut)->due_ns <= now)) cut = &(*cut)->next;
+  d->head = *cut;
+  *cut = NULL;
+  if (!d->head)
+    d->tail = &d->head;
+  else
+    arm(d);
+  return batch;
+}
+
+/* I/O thread: every frame of batch onto its connection, then one write per connection. */
+static void send_batch(netdelay_t *d, delayed_t *batch)
+{
+  net_t *net = d->rt->net;
+  while (batch) {
+    delayed_t *next = batch->next;
+    data_on_send(net, batch->m);
+    free(batch);
+    batch = next;
   }
+  conn_flush_all(net);
+}
+
+static void on_due(uv_poll_t *h, int status, int events)
+{
+  (void)status, (void)events;
+  netdelay_t *d = h->data;
+  uint64_t fired;
+  while (read(d->tfd, &fired, sizeof(fired)) < 0 && errno == EINTR) {
+  }
+  pthread_mutex_lock(&d->mu);
+  delayed_t *batch = take_due(d, 0);
   pthread_mutex_unlock(&d->mu);
-  return NULL;
+  send_batch(d, batch);
 }
 
 int netdelay_start(au_runtime_t *rt, uint64_t delay_ns, uint64_t jitter_ns, netdelay_t **out)
 {
   netdelay_t *d = calloc(1, sizeof(*d));
   if (!d) return AU_ENOMEM;
+  d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (d->tfd < 0) {
+    free(d);
+    return AU_ENOMEM;
+  }
   d->rt = rt;
   d->delay_ns = delay_ns;
   d->jitter_ns = jitter_ns;
   d->rng = au_now_ns() | 1;
   d->tail = &d->head;
   pthread_mutex_init(&d->mu, NULL);
-  pthread_cond_init(&d->cv, NULL);
-  if (pthread_create(&d->tid, NULL, delay_main, d) != 0) {
-    pthread_cond_destroy(&d->cv);
-    pthread_mutex_destroy(&d->mu);
-    free(d);
-    return AU_ENOMEM;
-  }
   *out = d;
   return 0;
+}
+
+void netdelay_attach(netdelay_t *d, uv_loop_t *loop)
+{
+  if (!d || d->polling) return;
+  if (uv_poll_init(loop, &d->poll, d->tfd) != 0) return; /* then frames wait for the stop */
+  d->poll.data = d;
+  d->polling = uv_poll_start(&d->poll, UV_READABLE, on_due) == 0;
 }
 
 int netdelay_push(netdelay_t *d, au_msg_t *m)
 {
   delayed_t *e = malloc(sizeof(*e));
   if (!e) return AU_ENOMEM;
-  /* CLOCK_MONOTONIC, as au_now_ns and sleep_until */
   e->due_ns = au_now_ns() + d->delay_ns;
   e->m = m;
   e->next = NULL;
   pthread_mutex_lock(&d->mu);
+  if (d->stopped) { /* the caller posts it itself, after the frames the stop sent */
+    pthread_mutex_unlock(&d->mu);
+    free(e);
+    return AU_EINVAL;
+  }
   if (d->jitter_ns) {
     /* a random extra wait, but never before the frame ahead: FIFO is due order */
     d->rng ^= d->rng << 13, d->rng ^= d->rng >> 7, d->rng ^= d->rng << 17;
@@ -118,10 +143,10 @@ int netdelay_push(netdelay_t *d, au_msg_t *m)
     if (e->due_ns < d->last_due) e->due_ns = d->last_due;
     d->last_due = e->due_ns;
   }
-  int was_empty = d->head == NULL;
+  const int was_empty = d->head == NULL;
   *d->tail = e;
   d->tail = &e->next;
-  if (was_empty) pthread_cond_signal(&d->cv);
+  if (was_empty) arm(d);
   pthread_mutex_unlock(&d->mu);
   return 0;
 }
@@ -130,11 +155,50 @@ void netdelay_stop(netdelay_t *d)
 {
   if (!d) return;
   pthread_mutex_lock(&d->mu);
-  d->stop = 1;
-  pthread_cond_signal(&d->cv);
+  d->stopped = 1;
   pthread_mutex_unlock(&d->mu);
-  pthread_join(d->tid, NULL);
-  pthread_cond_destroy(&d->cv);
+  /* the I/O thread sends what waits (NET_CMD_DELAY_STOP): commands run in order, so the
+   * frames go before the BYE that leaving posts next */
+  if (io_post(d->rt, NET_CMD_DELAY_STOP, NULL, 0) != 0) {
+    pthread_mutex_lock(&d->mu);
+    delayed_t *batch = take_due(d, 1);
+    pthread_mutex_unlock(&d->mu);
+    while (batch) { /* short of memory for a command: each frame as a command of its own */
+      delayed_t *next = batch->next;
+      io_post_msg(d->rt, batch->m);
+      free(batch);
+      batch = next;
+    }
+  }
+}
+
+void netdelay_on_stop(netdelay_t *d)
+{
+  if (!d) return;
+  pthread_mutex_lock(&d->mu);
+  delayed_t *batch = take_due(d, 1);
+  pthread_mutex_unlock(&d->mu);
+  send_batch(d, batch);
+  if (d->polling) {
+    uv_poll_stop(&d->poll);
+    uv_close((uv_handle_t *)&d->poll, NULL);
+    d->polling = 0;
+  }
+}
+
+void netdelay_free(netdelay_t *d)
+{
+  if (!d) return;
+  pthread_mutex_lock(&d->mu);
+  delayed_t *left = take_due(d, 1); /* none after a stop; a failed join may leave some */
+  pthread_mutex_unlock(&d->mu);
+  while (left) {
+    delayed_t *next = left->next;
+    pool_free(&d->rt->pool, NULL, left->m);
+    free(left);
+    left = next;
+  }
+  close(d->tfd);
   pthread_mutex_destroy(&d->mu);
   free(d);
 }

@@ -59,6 +59,11 @@ exchange)
     test "$(grep -c 'cluster_errors=0 .* ok$' "$tmp/bp")" -eq 3
   check "exchange under backpressure: every node waited" \
     test "$(grep -c ' backpressure_waits=[1-9]' "$tmp/bp")" -eq 3
+  # the delay delays: a node's 300 frames to a peer go one at a time, each held 5 ms, so
+  # the exchange takes at least 1.495 s, and its 300 * 2 * 8192 bytes at most 3.29 MB/s (a
+  # bound that load can only keep: a slower run is further under it)
+  check "exchange under backpressure: the link delay held every frame 5 ms" \
+    test "$(grep -o 'MB_per_s=[0-9.]*' "$tmp/bp" | awk -F= '$2 <= 3.29' | wc -l)" -eq 3
   # the testing-only link delay (AU_NET_DELAY_US) batches frames that fall due together:
   # still every frame, in order, checksums intact
   AU_NET_DELAY_US=500 timeout 120 "$augur" run -n 3 "$node" exchange 3000 4096 >"$tmp/delay" 2>&1
