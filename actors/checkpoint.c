@@ -142,6 +142,20 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
   va_end(ap);
 }
 
+/* The longest checkpoint directory: its files' paths (DIR/ckpt-CLOCK/part-RANK.bin.tmp,
+ * at most 60 bytes more) then fit the 4096-byte buffers they are made in; a longer one
+ * would be cut short, and written beside what it named. */
+#define CKPT_DIR_MAX 4000
+
+static int dir_too_long(const char *what, const char *dir, char *err, size_t errlen)
+{
+  const size_t len = strlen(dir);
+  if (len <= CKPT_DIR_MAX) return 0;
+  set_err(err, errlen, "%s: the directory's path is %zu bytes long, at most %d", what, len,
+          CKPT_DIR_MAX);
+  return 1;
+}
+
 static int mkdir_one(const char *path)
 {
   struct stat st;
@@ -496,6 +510,7 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
 {
   if (!n || !dir) return AU_EINVAL;
   char sub[4096], path[4200], tmp[4400];
+  const int toolong = strlen(dir) > CKPT_DIR_MAX; /* refused after the others hear */
   snprintf(sub, sizeof(sub), "%s/ckpt-%llu", dir, (unsigned long long)clock);
   snprintf(path, sizeof(path), "%s/part-%d.bin", sub, n->rank);
   /* incremental: on top of this node's last checkpoint into the same directory, which
@@ -510,15 +525,16 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
      manifest over a node's incremental part: half the model restored as it began), or one
      node refused while the others waited for it */
   double mine[4] = {(double)(clock >> 32), (double)(clock & 0xffffffffu), full != 0, 0};
-  mine[3] = behind ? 2 : can_incr ? 1 : 0;
+  mine[3] = toolong ? 3 : behind ? 2 : can_incr ? 1 : 0;
   double each[4 * 64], *got;
   int arc = gather_each(n, mine, 4, each, &got);
   if (!got) return arc;
-  int incr = arc == 0, late = -1, other = -1;
+  int incr = arc == 0, late = -1, other = -1, longer = -1;
   for (int r = 0; arc == 0 && r < n->nodes; r++) {
     const double *v = got + 4 * r;
     if (v[0] != mine[0] || v[1] != mine[1] || v[2] != mine[2]) other = other < 0 ? r : other;
     if (v[3] == 2) late = late < 0 ? r : late;
+    if (v[3] == 3) longer = longer < 0 ? r : longer;
     incr = incr && v[3] == 1;
   }
   const double *o = other >= 0 ? got + 4 * other : NULL;
@@ -529,6 +545,14 @@ int au_checkpoint(au_node_t *n, const char *dir, uint64_t clock, int full, char 
     set_err(err, errlen, "checkpoint: %s: agreeing with the other nodes: %s", dir,
             au_strerror(arc));
     return arc;
+  }
+  if (toolong || longer >= 0) {
+    if (toolong)
+      dir_too_long("checkpoint", dir, err, errlen);
+    else
+      set_err(err, errlen, "checkpoint: node %d's directory path is more than %d bytes long",
+              longer, CKPT_DIR_MAX);
+    return AU_EINVAL;
   }
   if (o) {
     set_err(err, errlen,
@@ -720,6 +744,7 @@ int au_checkpoint_prune(const char *dir, int keep, int *removed, char *err, size
 {
   if (removed) *removed = 0;
   if (!dir || keep < 0) return AU_EINVAL;
+  if (dir_too_long("checkpoint prune", dir, err, errlen)) return AU_EINVAL;
   int dfd = open(dir, O_RDONLY | O_DIRECTORY);
   DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
   if (!d) {
@@ -833,7 +858,9 @@ static int find_checkpoint(const char *dir, char *sub, size_t cap)
 
 int au_checkpoint_find(const char *dir, char *path, size_t cap, int *nodes)
 {
-  if (!dir || !path || !nodes || find_checkpoint(dir, path, cap) != 0) return AU_EIO;
+  if (!dir || !path || !nodes) return AU_EIO;
+  if (strlen(dir) > CKPT_DIR_MAX) return AU_EINVAL;
+  if (find_checkpoint(dir, path, cap) != 0) return AU_EIO;
   char mpath[4200], line[256];
   snprintf(mpath, sizeof(mpath), "%s/manifest.txt", path);
   FILE *f = fopen(mpath, "r");
@@ -1155,13 +1182,14 @@ int au_restore_map(au_node_t *n, const char *dir, au_restore_map_fn map, void *a
 {
   if (!n || !dir) return AU_EINVAL;
   char sub[4096];
-  int rc = 0;
+  /* refused after the others hear (all_nodes, below), as every refusal of a restore */
+  int rc = dir_too_long("restore", dir, err, errlen) ? AU_EINVAL : 0;
   /* DIR/ckpt-3/ as DIR/ckpt-3: its base lies beside it, not in it */
   char trimmed[4096];
   snprintf(trimmed, sizeof(trimmed), "%s", dir);
   for (size_t l = strlen(trimmed); l > 1 && trimmed[l - 1] == '/'; l--) trimmed[l - 1] = '\0';
   dir = trimmed;
-  if (find_checkpoint(dir, sub, sizeof(sub)) != 0) {
+  if (!rc && find_checkpoint(dir, sub, sizeof(sub)) != 0) {
     set_err(err, errlen, "restore: %s: no checkpoint (no LATEST, no manifest.txt)", dir);
     rc = AU_EIO;
   }

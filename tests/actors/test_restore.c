@@ -274,6 +274,35 @@ static void test_checkpoints_go_forward(void **state)
   au_node_destroy(a.node);
 }
 
+/* A directory whose path would not fit the files' paths is refused by name, not cut
+ * short into another directory: checkpoint, restore, find and prune. */
+static void test_directory_too_long(void **state)
+{
+  (void)state;
+  char err[512] = "", *longdir = malloc(4200), found[64];
+  memset(longdir, 'a', 4100);
+  memcpy(longdir, "/tmp/", 5);
+  longdir[4100] = '\0';
+  model_t a = make(1, 1, 20);
+  assert_int_equal(au_checkpoint(a.node, longdir, 1, 1, err, sizeof(err)), AU_EINVAL);
+  assert_non_null(strstr(err, "checkpoint: the directory's path is 4100 bytes long, at most 4000"));
+  err[0] = 0;
+  uint64_t clock = 0;
+  assert_int_equal(au_restore(a.node, longdir, &clock, err, sizeof(err)), AU_EINVAL);
+  assert_non_null(strstr(err, "restore: the directory's path is 4100 bytes long"));
+  int nodes = 0, removed = 0;
+  assert_int_equal(au_checkpoint_find(longdir, found, sizeof(found), &nodes), AU_EINVAL);
+  assert_int_equal(au_checkpoint_prune(longdir, 1, &removed, err, sizeof(err)), AU_EINVAL);
+  assert_non_null(strstr(err, "checkpoint prune: the directory's path"));
+  longdir[4000] = '\0'; /* at the limit: not refused for its length (the file system refuses a name
+                           of 3995 bytes) */
+  err[0] = 0;
+  assert_int_not_equal(au_checkpoint(a.node, longdir, 1, 1, err, sizeof(err)), AU_EINVAL);
+  assert_null(strstr(err, "bytes long"));
+  au_node_destroy(a.node);
+  free(longdir);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -281,6 +310,7 @@ int main(void)
       cmocka_unit_test(test_manifest_refusals),
       cmocka_unit_test(test_changed_between_passes),
       cmocka_unit_test(test_checkpoints_go_forward),
+      cmocka_unit_test(test_directory_too_long),
   };
   return cmocka_run_group_tests_name("restore", tests, setup, teardown);
 }
