@@ -154,22 +154,18 @@ int netdelay_push(netdelay_t *d, au_msg_t *m)
 void netdelay_stop(netdelay_t *d)
 {
   if (!d) return;
+  /* the I/O thread sends what waits (NET_CMD_DELAY_STOP): commands run in order, so the
+   * frames go before the BYE that leaving posts next; posted under the lock, so that a
+   * frame refused from now on, which its sender then posts itself, comes after them */
   pthread_mutex_lock(&d->mu);
   d->stopped = 1;
-  pthread_mutex_unlock(&d->mu);
-  /* the I/O thread sends what waits (NET_CMD_DELAY_STOP): commands run in order, so the
-   * frames go before the BYE that leaving posts next */
-  if (io_post(d->rt, NET_CMD_DELAY_STOP, NULL, 0) != 0) {
-    pthread_mutex_lock(&d->mu);
-    delayed_t *batch = take_due(d, 1);
-    pthread_mutex_unlock(&d->mu);
-    while (batch) { /* short of memory for a command: each frame as a command of its own */
-      delayed_t *next = batch->next;
-      io_post_msg(d->rt, batch->m);
-      free(batch);
-      batch = next;
+  if (io_post(d->rt, NET_CMD_DELAY_STOP, NULL, 0) != 0)
+    for (delayed_t *e = take_due(d, 1), *next; e; e = next) {
+      next = e->next; /* short of memory for a command: each frame as a command of its own */
+      io_post_msg(d->rt, e->m);
+      free(e);
     }
-  }
+  pthread_mutex_unlock(&d->mu);
 }
 
 void netdelay_on_stop(netdelay_t *d)
