@@ -208,21 +208,35 @@ static uint64_t zero_blocks_max(const au_table_t *t)
   return t->nactors - t->slots;
 }
 
+/* A home actor's (is_home_slot) packed slot: its place in storage, its bit in home_zero. */
+static uint64_t home_slot(const au_table_t *t, uint64_t actor)
+{
+  return actor / (uint64_t)t->node->nodes;
+}
+
+/* The first of the kept zeroed blocks, off the list (its link left in its first word). */
+static void *pop_zero_block(au_table_t *t)
+{
+  void *b = t->zero_blocks;
+  memcpy(&t->zero_blocks, b, sizeof(void *));
+  return b;
+}
+
 void *table_values_take(au_table_t *t, uint64_t actor, int *zero)
 {
   size_t bytes = (size_t)t->group * t->row_bytes;
+  *zero = 0;
   if (is_home_slot(t, actor)) {
-    const uint64_t slot = actor / (uint64_t)t->node->nodes;
-    *zero = 0;
-    if (t->home_zero && (t->home_zero[slot / 8] >> (slot % 8) & 1)) {
+    const uint64_t slot = home_slot(t, actor);
+    const uint8_t bit = (uint8_t)(1u << (slot % 8));
+    if (t->home_zero && (t->home_zero[slot / 8] & bit)) {
       *zero = 1;
-      t->home_zero[slot / 8] &= (uint8_t) ~(1u << (slot % 8));
+      t->home_zero[slot / 8] &= (uint8_t)~bit;
     }
     return (char *)t->storage + slot * bytes;
   }
   if (t->zero_blocks) { /* an actor that left: zeroed as it went, but for the link */
-    void *b = t->zero_blocks;
-    memcpy(&t->zero_blocks, b, sizeof(void *));
+    void *b = pop_zero_block(t);
     memset(b, 0, sizeof(void *));
     t->nzero_blocks--;
     *zero = 1;
@@ -230,7 +244,6 @@ void *table_values_take(au_table_t *t, uint64_t actor, int *zero)
   }
   /* not zeroed: psm_values_copy writes every byte (zeroing first read each arriving
    * actor's 128 KiB twice at K = 1000) */
-  *zero = 0;
   if (t->row_align <= 16) return malloc(bytes);
   return aligned_alloc(t->row_align, (bytes + t->row_align - 1) / t->row_align * t->row_align);
 }
@@ -238,7 +251,7 @@ void *table_values_take(au_table_t *t, uint64_t actor, int *zero)
 void table_values_give(au_table_t *t, uint64_t actor, void *values, int zero)
 {
   if (is_home_slot(t, actor)) {
-    const uint64_t slot = actor / (uint64_t)t->node->nodes;
+    const uint64_t slot = home_slot(t, actor);
     if (zero && !t->home_zero) t->home_zero = calloc((t->slots + 7) / 8, 1);
     if (zero && t->home_zero) t->home_zero[slot / 8] |= (uint8_t)(1u << (slot % 8));
     return;
@@ -259,11 +272,7 @@ void table_free(au_table_t *t)
   /* values of actors that moved here from elsewhere are blocks of their own */
   for (uint64_t a = 0; t->actors && a < t->nactors; a++)
     if (t->actors[a].values && !is_home_slot(t, a)) free(t->actors[a].values);
-  while (t->zero_blocks) {
-    void *b = t->zero_blocks;
-    memcpy(&t->zero_blocks, b, sizeof(void *));
-    free(b);
-  }
+  while (t->zero_blocks) free(pop_zero_block(t));
   free(t->home_zero);
   free(t->storage);
   free(t->actors);

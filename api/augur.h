@@ -465,7 +465,8 @@ int au_restore(au_node_t *node, const char *dir, uint64_t *clock, char *err, siz
 typedef au_key_t (*au_restore_map_fn)(void *arg, const au_table_t *t, au_key_t written);
 /* The checkpoint au_restore reads from DIR: its directory into path (cap bytes) and the
  * number of nodes that wrote it, for programs that keep their own state beside the
- * tables (augur-mf's row factors, augur-lda's topics). 0, or AU_EIO (none there). */
+ * tables (augur-mf's row factors, augur-lda's topics). 0, AU_EIO (none there), or AU_EINVAL
+ * (DIR's path is longer than au_checkpoint takes, 4000 bytes). */
 int au_checkpoint_find(const char *dir, char *path, size_t cap, int *nodes);
 int au_restore_map(au_node_t *node, const char *dir, au_restore_map_fn map, void *arg,
                    uint64_t *clock, char *err, size_t errlen);

@@ -52,7 +52,7 @@ int data_init(net_t *net, char *err, size_t errlen)
       return AU_EINVAL;
     }
     if ((us || jitter) && netdelay_start(net->rt, us * 1000, jitter * 1000, &d->delay) != 0) {
-      snprintf(err, errlen, "AU_NET_DELAY_US: cannot start the delay (no timerfd)");
+      snprintf(err, errlen, "AU_NET_DELAY_US: cannot start the delay: %s", strerror(errno));
       return AU_ENOMEM;
     }
   }

@@ -352,7 +352,12 @@ static int resume(au_node_t *node, const args_t *a, const kg_graph_t *g, const c
 {
   char sub[4096], path[4200];
   int writers = 0, rc = 0;
-  if (au_checkpoint_find(dir, sub, sizeof(sub), &writers) != 0) {
+  const int found = au_checkpoint_find(dir, sub, sizeof(sub), &writers);
+  if (found == AU_EINVAL) {
+    snprintf(err, errlen, "--resume: the directory's path is %zu bytes long, at most 4000",
+             strlen(dir));
+    rc = AU_EINVAL;
+  } else if (found != 0) {
     snprintf(err, errlen, "--resume %s: no checkpoint there (no LATEST, not a ckpt-N)", dir);
     rc = AU_EINVAL;
   }
